@@ -1,0 +1,136 @@
+/*
+ * cuda_internal.h — what every file of the CUDA plugin shares: the per-context state,
+ * the buffer handle, error/launch helpers, and the op entry points the vtable points at.
+ *
+ * STABLE: the grouped-GEMM files (gemm_*.cu) build against this header. Add, don't change.
+ *
+ * Rules every op follows (api/qgmm_backend.h has the contract):
+ *  - arguments arrive validated by libqgmm; an op only enqueues work on ctx->stream and
+ *    never reads device memory on the host (no cudaStreamSynchronize, no D2H copies);
+ *  - group offsets are checked ON THE DEVICE, by every block that uses them; bad offsets
+ *    make the whole launch write nothing and raise QGMM_DEVICE_STATUS_BAD_OFFSETS in
+ *    ctx->status_dev, which synchronize() reports and clears.
+ */
+#ifndef QGMM_CUDA_INTERNAL_H
+#define QGMM_CUDA_INTERNAL_H
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qgmm_backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Per-context state (the qgmm_backend_ctx of a "cuda" context). */
+typedef struct qgmm_cuda_ctx {
+    int device;                  /* CUDA device ordinal */
+    cudaStream_t stream;         /* every op enqueues here */
+    int owns_stream;             /* 0 when adopted from qgmm_context_create_with_stream */
+    uint32_t *status_dev;        /* device status word (QGMM_DEVICE_STATUS_* bits) */
+    uint32_t *status_host;       /* pinned mirror, read only in synchronize() */
+
+    /* device properties read once at context creation */
+    int sm_count;
+    int cc_major, cc_minor;
+    size_t l2_bytes;
+    size_t smem_per_block_optin; /* max dynamic smem after cudaFuncSetAttribute */
+    size_t smem_per_sm;
+    int max_threads_per_sm;
+    char device_name[256];
+
+    /* stream-ordered scratch (cudaMallocAsync), grown on demand, freed at destroy */
+    void *scratch;
+    size_t scratch_bytes;
+} qgmm_cuda_ctx;
+
+/* The qgmm_backend_buf of a "cuda" buffer. */
+typedef struct qgmm_cuda_buf {
+    void *ptr;
+    size_t bytes;
+    int owned;
+} qgmm_cuda_buf;
+
+static inline qgmm_cuda_ctx *qgmm_cuda_ctx_of(const qgmm_context *ctx)
+{
+    return (qgmm_cuda_ctx *)qgmm_context_impl(ctx);
+}
+
+/* Maps a CUDA error to QGMM_ERR_DEVICE (or OUT_OF_MEMORY) with a message naming `what`;
+ * QGMM_OK for cudaSuccess. */
+qgmm_status qgmm_cuda_check(const qgmm_context *ctx, cudaError_t e, const char *what);
+
+/* Call right after a kernel launch: reports a launch error (bad config, no kernel image
+ * for this GPU) as QGMM_ERR_DEVICE naming `kernel`. Does not synchronize. */
+qgmm_status qgmm_cuda_launch_check(const qgmm_context *ctx, const char *kernel);
+
+/* Makes ctx's device current for the calling thread (cheap when it already is). */
+qgmm_status qgmm_cuda_enter(const qgmm_context *ctx);
+
+/* A device scratch area of at least `bytes`, stream-ordered on ctx->stream (valid for
+ * work enqueued after this call, until the next qgmm_cuda_scratch call on ctx). Contents
+ * unspecified. NULL (error set) on failure. */
+void *qgmm_cuda_scratch(qgmm_context *ctx, size_t bytes);
+
+/* A grid size for grid-stride kernels: enough blocks of `threads` to fill every SM
+ * `blocks_per_sm` times, but no more than `work_blocks`. */
+unsigned qgmm_cuda_grid(const qgmm_context *ctx, int64_t work_blocks, int threads, int blocks_per_sm);
+
+/* ---- op entry points (vtable slots); arguments validated by libqgmm */
+qgmm_status qgmm_cuda_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
+                                           const qgmm_tensor *x, const qgmm_tensor *offs,
+                                           const qgmm_tensor *q, const qgmm_tensor *scales);
+qgmm_status qgmm_cuda_quantize_fp8_rowwise_dual(qgmm_context *ctx,
+                                                const qgmm_fp8_rowwise_params *p0,
+                                                const qgmm_tensor *x0, const qgmm_tensor *q0,
+                                                const qgmm_tensor *s0,
+                                                const qgmm_fp8_rowwise_params *p1,
+                                                const qgmm_tensor *x1, const qgmm_tensor *q1,
+                                                const qgmm_tensor *s1, const qgmm_tensor *offs);
+qgmm_status qgmm_cuda_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p,
+                                     const qgmm_tensor *x, const qgmm_tensor *q,
+                                     const qgmm_tensor *scales);
+qgmm_status qgmm_cuda_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
+                                             const qgmm_tensor *x, const qgmm_tensor *q,
+                                             const qgmm_tensor *scales);
+qgmm_status qgmm_cuda_dequantize(qgmm_context *ctx, const qgmm_quant_format *f,
+                                 const qgmm_tensor *q, const qgmm_tensor *scales,
+                                 const qgmm_tensor *offs, const qgmm_tensor *out);
+qgmm_status qgmm_cuda_scales_to_blocked(qgmm_context *ctx, qgmm_blocked_variant v,
+                                        const qgmm_tensor *in, const qgmm_tensor *offs,
+                                        const qgmm_tensor *out, const qgmm_tensor *group_starts);
+qgmm_status qgmm_cuda_scales_from_blocked(qgmm_context *ctx, qgmm_blocked_variant v,
+                                          const qgmm_tensor *in, const qgmm_tensor *offs,
+                                          const qgmm_tensor *out);
+qgmm_status qgmm_cuda_pad_token_groups(qgmm_context *ctx, int alignment, const qgmm_tensor *x,
+                                       const qgmm_tensor *offs, const qgmm_tensor *out,
+                                       const qgmm_tensor *padded_start,
+                                       const qgmm_tensor *padded_offs);
+qgmm_status qgmm_cuda_unpad_token_groups(qgmm_context *ctx, int alignment,
+                                         const qgmm_tensor *x_padded, const qgmm_tensor *offs,
+                                         const qgmm_tensor *out);
+qgmm_status qgmm_cuda_group_row_ids(qgmm_context *ctx, const qgmm_tensor *offs,
+                                    const qgmm_tensor *padded_offs, const qgmm_tensor *row_ids);
+
+/* Implemented by the GEMM files (backends/cuda/gemm_*.cu); gemm_stub.cu until they land.
+ * Must return QGMM_ERR_UNSUPPORTED (with qgmm_set_error) for combinations it lacks. */
+qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
+                                   const qgmm_tensor *a, const qgmm_tensor *b,
+                                   const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
+                                   const qgmm_tensor *offs, const qgmm_tensor *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifdef __CUDACC__
+/* Raises bits of the context status word from a kernel (pass ctx->status_dev). */
+static __device__ __forceinline__ void qgmm_cuda_raise_status(uint32_t *status_dev, uint32_t bits)
+{
+    atomicOr(status_dev, bits);
+}
+#endif
+
+#endif /* QGMM_CUDA_INTERNAL_H */
