@@ -1,0 +1,157 @@
+/* Buffers (device memory or wrapped native memory) and device-timestamp events. */
+#include "qgmm_internal.h"
+
+#include <stdlib.h>
+
+#define NEED(cond, ctx, ...) \
+    do { if (!(cond)) return qgmm_set_error((ctx), QGMM_ERR_INVALID_ARGUMENT, __VA_ARGS__); } while (0)
+
+static qgmm_status make_buffer(qgmm_context *ctx, size_t bytes, void *native, int owned,
+                               qgmm_buffer **out)
+{
+    qgmm_buffer *b = calloc(1, sizeof *b);
+    if (!b) return qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "no host memory for a buffer handle");
+    qgmm_status s;
+    if (owned) s = ctx->vt->buffer_alloc(ctx, bytes, &b->impl, &b->native);
+    else {
+        s = ctx->vt->buffer_wrap(ctx, native, bytes, &b->impl);
+        b->native = native;
+    }
+    if (s != QGMM_OK) { free(b); return s; }
+    b->ctx = ctx;
+    b->size = bytes;
+    b->owned = owned;
+    *out = b;
+    return QGMM_OK;
+}
+
+qgmm_status qgmm_buffer_alloc(qgmm_context *ctx, size_t bytes, qgmm_buffer **out)
+{
+    if (!ctx) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "ctx is NULL");
+    NEED(out, ctx, "out is NULL");
+    return make_buffer(ctx, bytes, NULL, 1, out);
+}
+
+qgmm_status qgmm_buffer_wrap(qgmm_context *ctx, void *native, size_t bytes, qgmm_buffer **out)
+{
+    if (!ctx) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "ctx is NULL");
+    NEED(out, ctx, "out is NULL");
+    NEED(native || bytes == 0, ctx, "native is NULL for a %zu-byte buffer", bytes);
+    if (!ctx->vt->buffer_wrap)
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "backend %s cannot wrap native memory",
+                              ctx->backend_name);
+    return make_buffer(ctx, bytes, native, 0, out);
+}
+
+static qgmm_status check_range(const qgmm_buffer *b, size_t off, size_t bytes, const char *what)
+{
+    if (!b) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "%s is NULL", what);
+    if (off > b->size || bytes > b->size - off)
+        return qgmm_set_error(b->ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "%s range [%zu, %zu) exceeds the buffer's %zu bytes", what, off,
+                              off + bytes, b->size);
+    return QGMM_OK;
+}
+
+qgmm_status qgmm_buffer_upload(qgmm_buffer *buf, size_t offset, const void *src, size_t bytes)
+{
+    qgmm_status s = check_range(buf, offset, bytes, "buf");
+    if (s) return s;
+    NEED(src || bytes == 0, buf->ctx, "src is NULL");
+    if (bytes == 0) return QGMM_OK;
+    return buf->ctx->vt->buffer_upload(buf->ctx, buf->impl, offset, src, bytes);
+}
+
+qgmm_status qgmm_buffer_download(qgmm_buffer *buf, size_t offset, void *dst, size_t bytes)
+{
+    qgmm_status s = check_range(buf, offset, bytes, "buf");
+    if (s) return s;
+    NEED(dst || bytes == 0, buf->ctx, "dst is NULL");
+    if (bytes == 0) return QGMM_OK;
+    return buf->ctx->vt->buffer_download(buf->ctx, buf->impl, offset, dst, bytes);
+}
+
+qgmm_status qgmm_buffer_fill(qgmm_buffer *buf, size_t offset, size_t bytes, uint8_t byte)
+{
+    qgmm_status s = check_range(buf, offset, bytes, "buf");
+    if (s) return s;
+    if (bytes == 0) return QGMM_OK;
+    return buf->ctx->vt->buffer_fill(buf->ctx, buf->impl, offset, bytes, byte);
+}
+
+qgmm_status qgmm_buffer_copy(qgmm_buffer *dst, size_t dst_offset, const qgmm_buffer *src,
+                             size_t src_offset, size_t bytes)
+{
+    qgmm_status s = check_range(dst, dst_offset, bytes, "dst");
+    if (s) return s;
+    s = check_range(src, src_offset, bytes, "src");
+    if (s) return s;
+    NEED(dst->ctx == src->ctx, dst->ctx, "dst and src belong to different contexts");
+    if (dst == src && dst_offset < src_offset + bytes && src_offset < dst_offset + bytes)
+        return qgmm_set_error(dst->ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "dst [%zu, %zu) overlaps src [%zu, %zu) in the same buffer",
+                              dst_offset, dst_offset + bytes, src_offset, src_offset + bytes);
+    if (bytes == 0) return QGMM_OK;
+    return dst->ctx->vt->buffer_copy(dst->ctx, dst->impl, dst_offset, src->impl, src_offset, bytes);
+}
+
+size_t qgmm_buffer_size(const qgmm_buffer *buf) { return buf ? buf->size : 0; }
+void *qgmm_buffer_native(const qgmm_buffer *buf) { return buf ? buf->native : NULL; }
+qgmm_backend_buf *qgmm_buffer_impl(const qgmm_buffer *buf) { return buf ? buf->impl : NULL; }
+
+void qgmm_buffer_free(qgmm_buffer *buf)
+{
+    if (!buf) return;
+    uint32_t st = 0;
+    /* Pending ops may still read or write it; the status bits stay for qgmm_synchronize
+     * only if the backend keeps them, so wait without consuming them where possible. */
+    (void)st;
+    buf->ctx->vt->buffer_free(buf->ctx, buf->impl, buf->owned);
+    free(buf);
+}
+
+void *qgmm_tensor_data(const qgmm_tensor *t)
+{
+    if (!t || !t->buffer || !t->buffer->native) return NULL;
+    return (char *)t->buffer->native + t->offset;
+}
+
+/* ---------------------------------------------------------------- events */
+qgmm_status qgmm_event_create(qgmm_context *ctx, qgmm_event **out)
+{
+    if (!ctx) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "ctx is NULL");
+    NEED(out, ctx, "out is NULL");
+    qgmm_event *e = calloc(1, sizeof *e);
+    if (!e) return qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "no host memory for an event");
+    qgmm_status s = ctx->vt->event_create(ctx, &e->impl);
+    if (s) { free(e); return s; }
+    e->ctx = ctx;
+    *out = e;
+    return QGMM_OK;
+}
+
+qgmm_status qgmm_event_record(qgmm_event *ev)
+{
+    if (!ev) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "ev is NULL");
+    qgmm_status s = ev->ctx->vt->event_record(ev->ctx, ev->impl);
+    if (s == QGMM_OK) ev->recorded = 1;
+    return s;
+}
+
+qgmm_status qgmm_event_elapsed_ms(qgmm_event *start, qgmm_event *end, double *ms)
+{
+    if (!start || !end) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "%s is NULL",
+                                              !start ? "start" : "end");
+    NEED(ms, start->ctx, "ms is NULL");
+    NEED(start->ctx == end->ctx, start->ctx, "start and end belong to different contexts");
+    NEED(start->recorded && end->recorded, start->ctx, "%s was never recorded",
+         !start->recorded ? "start" : "end");
+    return start->ctx->vt->event_elapsed_ms(start->ctx, start->impl, end->impl, ms);
+}
+
+void qgmm_event_destroy(qgmm_event *ev)
+{
+    if (!ev) return;
+    ev->ctx->vt->event_destroy(ev->ctx, ev->impl);
+    free(ev);
+}

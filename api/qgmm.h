@@ -1,0 +1,439 @@
+/*
+ * qgmm.h — the one public header of qgmm: low-precision casts and grouped GEMMs for
+ * mixture-of-experts training, one C API over CPU, CUDA, HIP and Vulkan backends.
+ *
+ * C99, usable from C++ and through ctypes. Exact op semantics: docs/ops-spec (shared)
+ * and docs/numerics.md; a worked example: docs/api.md.
+ *
+ * Conventions that hold for every function below:
+ *  - Every call returns a qgmm_status. On any status other than QGMM_OK the call has
+ *    changed nothing (no output written, no handle created) and qgmm_last_error(ctx)
+ *    holds one sentence that names the offending argument and its value.
+ *  - Ops are asynchronous: they enqueue on the context's stream/queue and return.
+ *    qgmm_synchronize waits; qgmm_buffer_download waits for prior work on the context.
+ *    No op reads device memory on the host.
+ *  - Group offsets ("offs") are int32 cumulative END offsets of G groups, living in a
+ *    qgmm buffer (device memory for GPU backends): group g spans [offs[g-1], offs[g]),
+ *    offs[-1] = 0; empty groups are legal. Offsets that decrease or exceed the extent
+ *    they index are detected on the device: the op then writes NOTHING and raises the
+ *    context's status word, which the next qgmm_synchronize reports (and clears) as
+ *    QGMM_ERR_BAD_OFFSETS. This is the same on every backend, the CPU one included.
+ *  - Tensors carry shapes and strides in elements. Unless a function says otherwise,
+ *    inputs may have any positive strides and outputs are written through their strides,
+ *    so "row-major" vs "column-major" output is chosen by the output tensor's strides.
+ *    Backends may have fast paths for common layouts; the result bytes never differ.
+ */
+#ifndef QGMM_H
+#define QGMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define QGMM_API __declspec(dllexport)
+#else
+#define QGMM_API __attribute__((visibility("default")))
+#endif
+
+#define QGMM_VERSION_MAJOR 0
+#define QGMM_VERSION_MINOR 1
+#define QGMM_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------ status codes */
+typedef enum qgmm_status {
+    QGMM_OK = 0,
+    QGMM_ERR_INVALID_ARGUMENT = 1,   /* null, wrong dtype/shape/stride, misaligned, ... */
+    QGMM_ERR_UNSUPPORTED = 2,        /* op/dtype/layout/arch not available on this backend */
+    QGMM_ERR_BACKEND_UNAVAILABLE = 3,/* backend library or vendor runtime missing */
+    QGMM_ERR_OUT_OF_MEMORY = 4,
+    QGMM_ERR_DEVICE = 5,             /* the vendor runtime reported an error */
+    QGMM_ERR_BAD_OFFSETS = 6,        /* device-side group offsets were invalid (at synchronize) */
+    QGMM_ERR_INTERNAL = 7
+} qgmm_status;
+
+/* A static string naming the status ("QGMM_ERR_BAD_OFFSETS"). Never NULL. */
+QGMM_API const char *qgmm_status_string(qgmm_status s);
+
+/* ------------------------------------------------------------------ dtypes */
+typedef enum qgmm_dtype {
+    QGMM_DTYPE_INVALID = 0,
+    QGMM_F32 = 1,
+    QGMM_BF16 = 2,
+    QGMM_F16 = 3,
+    QGMM_F8E4M3FN = 4,    /* OCP e4m3, max 448, NaN 0x7F/0xFF */
+    QGMM_F8E4M3FNUZ = 5,  /* AMD MI300 e4m3, max 240, NaN 0x80, no -0 */
+    QGMM_F8E5M2 = 6,      /* max 57344, has inf */
+    QGMM_E8M0 = 7,        /* MX block scale: byte b means 2^(b-127), 255 = NaN */
+    QGMM_I32 = 8,
+    QGMM_U8 = 9
+} qgmm_dtype;
+
+QGMM_API size_t qgmm_dtype_size(qgmm_dtype t);          /* bytes; 0 for invalid */
+QGMM_API const char *qgmm_dtype_name(qgmm_dtype t);     /* "f8e4m3fn"; "invalid" */
+QGMM_API int qgmm_dtype_is_fp8(qgmm_dtype t);
+
+/* ------------------------------------------------------------------ backends */
+#define QGMM_MAX_RANK 3
+
+typedef struct qgmm_backend_info {
+    char name[16];          /* "cpu", "cuda", "hip", "vulkan", or a plugin's name */
+    int available;          /* 1 when a context can be created */
+    int device_count;       /* devices seen (0 when unavailable) */
+    char reason[256];       /* why unavailable; empty when available */
+    char library[256];      /* the shared library it came from ("built-in" for cpu) */
+} qgmm_backend_info;
+
+/* Number of known backends (built-in cpu, the compiled-in plugin names, and any name
+ * listed in the environment variable QGMM_EXTRA_BACKENDS, colon-separated). Loading is
+ * attempted on the first call; a missing library or runtime marks the backend
+ * unavailable with the reason and is not an error. */
+QGMM_API int qgmm_backend_count(void);
+QGMM_API qgmm_status qgmm_backend_get_info(int index, qgmm_backend_info *out);
+
+/* ------------------------------------------------------------------ context */
+typedef struct qgmm_context qgmm_context;
+
+/* Creates a context on backend `backend` ("cpu", "cuda", "hip", "vulkan") and device
+ * index `device` (0 for the first; Vulkan also honours QGMM_VULKAN_DEVICE). */
+QGMM_API qgmm_status qgmm_context_create(const char *backend, int device, qgmm_context **out);
+
+/* Same, but the context enqueues on the caller's native stream: a cudaStream_t for
+ * "cuda", a hipStream_t for "hip". The stream stays owned by the caller and must
+ * outlive the context. QGMM_ERR_UNSUPPORTED on backends without streams. */
+QGMM_API qgmm_status qgmm_context_create_with_stream(const char *backend, int device,
+                                                     void *native_stream, qgmm_context **out);
+
+/* Waits for pending work, then frees the context. NULL is ignored. */
+QGMM_API void qgmm_context_destroy(qgmm_context *ctx);
+
+/* Waits for every op enqueued on ctx. Returns QGMM_ERR_BAD_OFFSETS (and clears the
+ * status word) when an op since the last synchronize saw invalid device offsets;
+ * QGMM_ERR_DEVICE when the runtime reported an asynchronous error. */
+QGMM_API qgmm_status qgmm_synchronize(qgmm_context *ctx);
+
+/* The last error message on ctx (thread-local message of the calling thread when ctx
+ * is NULL, e.g. after a failed qgmm_context_create). "" when none. Valid until the
+ * next call on the same ctx/thread. */
+QGMM_API const char *qgmm_last_error(const qgmm_context *ctx);
+
+/* One line: backend, device name, arch/driver, and the kernel paths chosen. */
+QGMM_API const char *qgmm_context_describe(const qgmm_context *ctx);
+QGMM_API const char *qgmm_context_backend_name(const qgmm_context *ctx);
+
+/* ------------------------------------------------------------------ buffers */
+typedef struct qgmm_buffer qgmm_buffer;
+
+/* Device memory of `bytes` bytes (host memory for the cpu backend), 256-byte aligned.
+ * Contents are unspecified. bytes may be 0. */
+QGMM_API qgmm_status qgmm_buffer_alloc(qgmm_context *ctx, size_t bytes, qgmm_buffer **out);
+
+/* Wraps caller-owned memory without copying: a device pointer for cuda/hip, a VkBuffer
+ * handle (cast to void*) for vulkan, a host pointer for cpu. qgmm never frees it. */
+QGMM_API qgmm_status qgmm_buffer_wrap(qgmm_context *ctx, void *native, size_t bytes,
+                                      qgmm_buffer **out);
+
+/* Blocking copies between host memory and [offset, offset+bytes) of buf. upload returns
+ * once `src` may be reused; download first waits for all work enqueued on the context. */
+QGMM_API qgmm_status qgmm_buffer_upload(qgmm_buffer *buf, size_t offset, const void *src,
+                                        size_t bytes);
+QGMM_API qgmm_status qgmm_buffer_download(qgmm_buffer *buf, size_t offset, void *dst,
+                                          size_t bytes);
+/* Enqueues a fill of [offset, offset+bytes) with `byte` (used to poison outputs). */
+QGMM_API qgmm_status qgmm_buffer_fill(qgmm_buffer *buf, size_t offset, size_t bytes,
+                                      uint8_t byte);
+/* Enqueues a device-side copy (same context). Regions must not overlap. */
+QGMM_API qgmm_status qgmm_buffer_copy(qgmm_buffer *dst, size_t dst_offset,
+                                      const qgmm_buffer *src, size_t src_offset, size_t bytes);
+QGMM_API size_t qgmm_buffer_size(const qgmm_buffer *buf);
+/* The native handle: device pointer, VkBuffer, or host pointer. */
+QGMM_API void *qgmm_buffer_native(const qgmm_buffer *buf);
+/* Frees (waits for the context's pending work first). NULL is ignored. */
+QGMM_API void qgmm_buffer_free(qgmm_buffer *buf);
+
+/* ------------------------------------------------------------------ timing */
+/* Device timestamps on the context's stream/queue (CUDA/HIP events, Vulkan timestamp
+ * queries, the host clock on cpu whose ops are synchronous). */
+typedef struct qgmm_event qgmm_event;
+QGMM_API qgmm_status qgmm_event_create(qgmm_context *ctx, qgmm_event **out);
+QGMM_API qgmm_status qgmm_event_record(qgmm_event *ev);
+/* Waits for `end`, then gives the device time between the two recordings. */
+QGMM_API qgmm_status qgmm_event_elapsed_ms(qgmm_event *start, qgmm_event *end, double *ms);
+QGMM_API void qgmm_event_destroy(qgmm_event *ev);
+
+/* ------------------------------------------------------------------ tensors */
+typedef struct qgmm_tensor {
+    qgmm_buffer *buffer;            /* NULL means "absent" where a tensor is optional */
+    size_t offset;                  /* bytes; a multiple of the dtype size */
+    qgmm_dtype dtype;
+    int rank;                       /* 1..3 */
+    int64_t shape[QGMM_MAX_RANK];
+    int64_t strides[QGMM_MAX_RANK]; /* elements; >= 1 for dims of extent > 1 */
+} qgmm_tensor;
+
+/* Fills a contiguous (row-major) tensor view. dims beyond rank ignored. */
+QGMM_API qgmm_tensor qgmm_tensor_make(qgmm_buffer *buf, size_t offset, qgmm_dtype dtype,
+                                      int rank, const int64_t *shape);
+/* A rank-2 (rows, cols) view stored column-major: strides (1, rows). */
+QGMM_API qgmm_tensor qgmm_tensor_make_colmajor(qgmm_buffer *buf, size_t offset, qgmm_dtype dtype,
+                                               int64_t rows, int64_t cols);
+QGMM_API int64_t qgmm_tensor_numel(const qgmm_tensor *t);
+/* Bytes from the first to one past the last element addressed (0 when numel == 0). */
+QGMM_API size_t qgmm_tensor_span_bytes(const qgmm_tensor *t);
+
+/* ================================================================== OPS */
+
+/* ---------------------------------------------------------- FP8 rowwise quantize
+ * x: f32 or bf16, rank 2 (R, C) or rank 3 (E, R, C). The scale is taken over
+ * `reduce_dim` (the amax of each 1-D slice along it) — §1 of the op spec:
+ *   amax = max|v| (NaN if any NaN), scale = f32(fp8max / max(amax, 1e-12)) in f64,
+ *   optional power-of-2 rounding down, q = to_fp8(f32(x) * scale).
+ *   rank 2, reduce_dim 1: rowwise,  scales (R)      [forward A, dgrad dOut]
+ *   rank 2, reduce_dim 0: colwise,  scales (C)
+ *   rank 3, reduce_dim 2: per (e, r), scales (E, R) [forward weights: per (e, n)]
+ *   rank 3, reduce_dim 1: per (e, c), scales (E, C) [dgrad weights: the "3D transpose
+ *       rhs"; give q strides (R*C, 1, R) to transpose each expert in memory]
+ * offs (optional, int32, shape (G)): jagged per-group scaling — the groups partition
+ *   reduce_dim (rank 2 only). Scales become (G, other_dim), group-major:
+ *   scales[g * other + i]. Empty groups give scale fp8max/1e-12 (amax clamps).
+ *   rank 2, reduce_dim 1 + offs over C: jagged per-group rowwise (wgrad dOut^T)
+ *   rank 2, reduce_dim 0 + offs over R: jagged per-group colwise (wgrad activations)
+ * q: same shape as x, dtype f8e4m3fn / f8e4m3fnuz / f8e5m2 (chooses fp8max), any strides.
+ * scales: f32, contiguous, shape as above. What is stored is chosen by
+ *   scale_kind: the quantization multiplier `scale` (torchao's stored scale) or its
+ *   reciprocal 1/scale (f32, correctly rounded: what torch._scaled_mm and qgmm's GEMMs
+ *   take). */
+typedef enum qgmm_scale_kind {
+    QGMM_SCALE_MULTIPLIER = 0,   /* q = x * s */
+    QGMM_SCALE_RECIPROCAL = 1    /* x ~= q * s */
+} qgmm_scale_kind;
+
+typedef struct qgmm_fp8_rowwise_params {
+    int reduce_dim;              /* see above */
+    int power_of_2;              /* 1: round scale down to a power of two */
+    qgmm_scale_kind scale_kind;
+} qgmm_fp8_rowwise_params;
+
+QGMM_API qgmm_status qgmm_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
+                                               const qgmm_tensor *x, const qgmm_tensor *offs,
+                                               const qgmm_tensor *q, const qgmm_tensor *scales);
+
+/* The torchao "dual" form: two tensors sharing one offs, quantized in one call (e.g. the
+ * two wgrad operands). Same rules as two qgmm_quantize_fp8_rowwise calls. */
+QGMM_API qgmm_status qgmm_quantize_fp8_rowwise_dual(qgmm_context *ctx,
+                                                    const qgmm_fp8_rowwise_params *p0,
+                                                    const qgmm_tensor *x0, const qgmm_tensor *q0,
+                                                    const qgmm_tensor *scales0,
+                                                    const qgmm_fp8_rowwise_params *p1,
+                                                    const qgmm_tensor *x1, const qgmm_tensor *q1,
+                                                    const qgmm_tensor *scales1,
+                                                    const qgmm_tensor *offs);
+
+/* ---------------------------------------------------------- MXFP8 quantize
+ * Blocks of 32 consecutive elements along `block_dim`, one E8M0 scale per block.
+ * x: f32/bf16, rank 2 (R, C) or rank 3 (E, R, C). block_dim is the last dim (1 or 2,
+ * "dim0 / 1x32") or the one before it (0 or 1, "dim1 / 32x1"); its extent must be a
+ * multiple of 32. q: same shape as x, fp8 dtype, any strides (dim1 users give q
+ * strides (1, R) to get torchao's (C, R) row-major transpose).
+ * scales (dtype e8m0 or u8):
+ *   layout PLAIN: contiguous, shape (E?, other, blocks) — for block along the last dim
+ *     (R, C/32) [per expert: (E, R, C/32)]; along the other dim (C, R/32) [(E, C, R/32)].
+ *   layout BLOCKED: rank 1 of qgmm_blocked_scales_bytes(other, blocks) bytes per expert
+ *     (experts concatenated): the §4 swizzle, padding bytes zero. */
+typedef enum qgmm_mx_mode { QGMM_MX_FLOOR = 0, QGMM_MX_RCEIL = 1 } qgmm_mx_mode;
+typedef enum qgmm_scale_layout { QGMM_SCALES_PLAIN = 0, QGMM_SCALES_BLOCKED = 1 } qgmm_scale_layout;
+
+typedef struct qgmm_mxfp8_params {
+    int block_dim;
+    qgmm_mx_mode mode;
+    qgmm_scale_layout scale_layout;
+} qgmm_mxfp8_params;
+
+QGMM_API qgmm_status qgmm_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p,
+                                         const qgmm_tensor *x, const qgmm_tensor *q,
+                                         const qgmm_tensor *scales);
+
+/* ---------------------------------------------------------- FP8 blockwise quantize
+ * §3 of the op spec. The stored scale is always the reciprocal 1/scale (f32).
+ *   BLOCK_1X128: x (M, K) [or (E, M, K)], K % 128 == 0; logical scales (M, K/128).
+ *   BLOCK_128X128: x (N, K) or (E, N, K), K % 128 == 0 (N may be ragged: the last tile
+ *     row holds fewer rows); logical scales (ceil(N/128), K/128) per expert.
+ * q: same shape, fp8 dtype, any strides.
+ * scales: f32 with the LOGICAL shape above and any strides; the layouts of torchao and
+ *   DeepGEMM are strides — use qgmm_blockwise_scales_view() to build them. */
+typedef enum qgmm_block_shape { QGMM_BLOCK_1X128 = 0, QGMM_BLOCK_128X128 = 1 } qgmm_block_shape;
+typedef enum qgmm_blockwise_layout {
+    QGMM_BLOCKWISE_ROW_MAJOR = 0,  /* scales (M, K/128) row-major */
+    QGMM_BLOCKWISE_TORCHAO = 1,    /* 1x128: (M, K/128) column-major, strides (1, M);
+                                      128x128: row-major */
+    QGMM_BLOCKWISE_DEEPGEMM = 2    /* 1x128: MN-major with M padded to a multiple of 4
+                                      (16-byte TMA alignment), strides (1, align4(M));
+                                      128x128: row-major (E, N/128, K/128) */
+} qgmm_blockwise_layout;
+
+typedef struct qgmm_fp8_blockwise_params {
+    qgmm_block_shape block;
+} qgmm_fp8_blockwise_params;
+
+QGMM_API qgmm_status qgmm_quantize_fp8_blockwise(qgmm_context *ctx,
+                                                 const qgmm_fp8_blockwise_params *p,
+                                                 const qgmm_tensor *x, const qgmm_tensor *q,
+                                                 const qgmm_tensor *scales);
+
+/* Builds the scales tensor view for a blockwise layout over `buf` at `offset`, for data
+ * of `rank` 2 (rows, K) or 3 (E, rows, K). Returns the bytes the view spans in *bytes. */
+QGMM_API qgmm_status qgmm_blockwise_scales_view(qgmm_block_shape block, qgmm_blockwise_layout layout,
+                                                int rank, const int64_t *data_shape,
+                                                qgmm_buffer *buf, size_t offset,
+                                                qgmm_tensor *out_view, size_t *bytes);
+
+/* ---------------------------------------------------------- dequantize
+ * The inverse of any quantize above: out = f32(q) * (dequant multiplier) written as
+ * f32 or bf16 (round to nearest even). `format` names which quantize produced q and
+ * with which params; offs only for jagged rowwise. */
+typedef enum qgmm_quant_kind {
+    QGMM_QUANT_FP8_ROWWISE = 0,
+    QGMM_QUANT_MXFP8 = 1,
+    QGMM_QUANT_FP8_BLOCKWISE = 2
+} qgmm_quant_kind;
+
+typedef struct qgmm_quant_format {
+    qgmm_quant_kind kind;
+    qgmm_fp8_rowwise_params rowwise;
+    qgmm_mxfp8_params mx;
+    qgmm_fp8_blockwise_params blockwise;
+} qgmm_quant_format;
+
+QGMM_API qgmm_status qgmm_dequantize(qgmm_context *ctx, const qgmm_quant_format *format,
+                                     const qgmm_tensor *q, const qgmm_tensor *scales,
+                                     const qgmm_tensor *offs, const qgmm_tensor *out);
+
+/* ---------------------------------------------------------- scales to blocked layout
+ * §4 of the op spec. in: u8/e8m0 scales, contiguous. out: u8/e8m0 rank 1, exactly the
+ * size the matching *_bytes function gives; every byte of it is written (padding 0).
+ *   BLOCKED_2D:       in (R, C)                     -> R'C' bytes
+ *   BLOCKED_3D:       in (E, R, C)                  -> E * R'C' bytes, experts in order
+ *   BLOCKED_M_GROUPS: in (M, C), offs (G) over rows -> blocked rows sized for M + 128 G;
+ *                     group g starts at padded row sum_{h<g} 128 ceil(size_h/128);
+ *                     group_starts (optional, i32 (G)) receives those start rows.
+ *   BLOCKED_K_GROUPS: in (R, K/32), offs (G) over K in ELEMENTS (multiples of 32; the
+ *                     scale column range of g is [offs[g-1]/32, offs[g]/32)); each
+ *                     group's columns start at a multiple of 4 scale columns;
+ *                     group_starts (optional, i32 (G)) receives the start scale columns. */
+typedef enum qgmm_blocked_variant {
+    QGMM_BLOCKED_2D = 0,
+    QGMM_BLOCKED_3D = 1,
+    QGMM_BLOCKED_M_GROUPS = 2,
+    QGMM_BLOCKED_K_GROUPS = 3
+} qgmm_blocked_variant;
+
+QGMM_API size_t qgmm_blocked_scales_bytes(int64_t rows, int64_t cols);
+QGMM_API size_t qgmm_blocked_m_groups_bytes(int64_t rows, int64_t cols, int64_t groups);
+QGMM_API size_t qgmm_blocked_k_groups_bytes(int64_t rows, int64_t cols, int64_t groups);
+
+QGMM_API qgmm_status qgmm_scales_to_blocked(qgmm_context *ctx, qgmm_blocked_variant variant,
+                                            const qgmm_tensor *in, const qgmm_tensor *offs,
+                                            const qgmm_tensor *out, const qgmm_tensor *group_starts);
+/* The inverse: `in` is the blocked buffer, `out` the plain (R, C) / (E, R, C) scales. */
+QGMM_API qgmm_status qgmm_scales_from_blocked(qgmm_context *ctx, qgmm_blocked_variant variant,
+                                              const qgmm_tensor *in, const qgmm_tensor *offs,
+                                              const qgmm_tensor *out);
+
+/* ---------------------------------------------------------- token-group padding
+ * §5 of the op spec. x (T, D) any dtype, row-major rows (stride(1) == 1); offs (G) over
+ * T; alignment 16, 32 or 128. out (qgmm_padded_rows_bound(T, G, A), D): group g's rows
+ * at [padded_start[g], padded_start[g] + size_g), every other row zero. padded_start and
+ * padded_offs: i32 (G), both optional. */
+QGMM_API int64_t qgmm_padded_rows_bound(int64_t tokens, int64_t groups, int alignment);
+QGMM_API qgmm_status qgmm_pad_token_groups(qgmm_context *ctx, int alignment, const qgmm_tensor *x,
+                                           const qgmm_tensor *offs, const qgmm_tensor *out,
+                                           const qgmm_tensor *padded_start,
+                                           const qgmm_tensor *padded_offs);
+/* The inverse gather: x_padded as produced above, out (T, D). */
+QGMM_API qgmm_status qgmm_unpad_token_groups(qgmm_context *ctx, int alignment,
+                                             const qgmm_tensor *x_padded, const qgmm_tensor *offs,
+                                             const qgmm_tensor *out);
+
+/* DeepGEMM's per-row expert ids ("grouped_layout") from offsets: row_ids (rows) i32.
+ * Without padded_offs, row r gets the g with offs[g-1] <= r < offs[g], -1 past the end.
+ * With padded_offs (from qgmm_pad_token_groups with the same offs), rows are in the
+ * padded space: rows holding group g's tokens get g, padding rows -1. */
+QGMM_API qgmm_status qgmm_group_row_ids(qgmm_context *ctx, const qgmm_tensor *offs,
+                                        const qgmm_tensor *padded_offs, const qgmm_tensor *row_ids);
+
+/* ---------------------------------------------------------- grouped GEMM
+ * M_GROUPED (forward, dgrad): a (M, K), b (E, N, K) [each expert N x K, used
+ *   transposed], offs (E) over M: out[rows of g] = a_g . b_g^T, out (M, N). Rows past
+ *   offs[E-1] are untouched.
+ * K_GROUPED (wgrad): a (M, N), b (M, K), offs (G) over M: out[g] = a_g^T . b_g,
+ *   out (G, N, K); an empty group gives zeros.
+ * Operands may have any strides (the GPU fast paths want K-contiguous operands for
+ * M_GROUPED and M-contiguous, i.e. column-major, operands for K_GROUPED; others may give
+ * QGMM_ERR_UNSUPPORTED on a GPU backend, never wrong results). out: bf16 or f32.
+ * Recipes and their scales (all scales are DEQUANT multipliers, i.e. reciprocals of the
+ * quantize multipliers; f32 unless noted):
+ *   BF16:          a, b bf16; no scales.
+ *   FP8_ROWWISE:   a, b fp8. M_GROUPED: a_scales (M), b_scales (E, N);
+ *                  out = acc * a_scales[m] * b_scales[e, n].
+ *                  K_GROUPED: a_scales (G, N), b_scales (G, K) (jagged per-group scales);
+ *                  out[g][n][k] = acc * a_scales[g, n] * b_scales[g, k].
+ *   FP8_BLOCKWISE: a, b fp8, scales per 128 along the contraction dim, any strides.
+ *                  M_GROUPED: a_scales (M, K/128), b_scales (E, ceil(N/128), K/128);
+ *                  K % 128 == 0. K_GROUPED: a_scales (N, M/128), b_scales (K, M/128);
+ *                  every group size a multiple of 128 (else BAD_OFFSETS).
+ *   MXFP8:         a, b fp8 (e4m3fn/e5m2), e8m0 scales per 32 along the contraction dim
+ *                  in the BLOCKED layout. M_GROUPED: a_scales as produced by
+ *                  QGMM_BLOCKED_M_GROUPS from (M, K/32), b_scales as QGMM_BLOCKED_3D
+ *                  from (E, N, K/32); K % 32 == 0. K_GROUPED: a_scales = BLOCKED_K_GROUPS
+ *                  of (N, M/32), b_scales = BLOCKED_K_GROUPS of (K, M/32); group sizes
+ *                  multiples of 32 (else BAD_OFFSETS).
+ * Accumulation is f32 on every backend. */
+typedef enum qgmm_gemm_kind { QGMM_GEMM_M_GROUPED = 0, QGMM_GEMM_K_GROUPED = 1 } qgmm_gemm_kind;
+typedef enum qgmm_recipe {
+    QGMM_RECIPE_BF16 = 0,
+    QGMM_RECIPE_FP8_ROWWISE = 1,
+    QGMM_RECIPE_FP8_BLOCKWISE = 2,
+    QGMM_RECIPE_MXFP8 = 3
+} qgmm_recipe;
+
+typedef struct qgmm_grouped_gemm_params {
+    qgmm_gemm_kind kind;
+    qgmm_recipe recipe;
+} qgmm_grouped_gemm_params;
+
+QGMM_API qgmm_status qgmm_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
+                                       const qgmm_tensor *a, const qgmm_tensor *b,
+                                       const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
+                                       const qgmm_tensor *offs, const qgmm_tensor *out);
+
+/* ---------------------------------------------------------- composite MoE experts
+ * One recipe's casts + padding + GEMMs for a routed expert layer, implemented once in the
+ * API on top of the ops above (every backend gets it).
+ *   forward:  y (M, N) = x (M, K) . w_g^T per group, w (E, N, K) bf16, x bf16, offs (E).
+ *   backward: dx (M, K) = dy . w_g, dw (E, N, K) = dy_g^T . x_g.
+ * workspace: a buffer of at least qgmm_moe_workspace_bytes() bytes (query once, reuse). */
+typedef struct qgmm_moe_params {
+    qgmm_recipe recipe;
+    qgmm_dtype fp8_dtype;        /* f8e4m3fn (default when 0/invalid) or f8e4m3fnuz */
+    qgmm_mx_mode mx_mode;        /* MXFP8 only */
+} qgmm_moe_params;
+
+QGMM_API size_t qgmm_moe_workspace_bytes(const qgmm_moe_params *p, int64_t M, int64_t N, int64_t K,
+                                         int64_t E);
+QGMM_API qgmm_status qgmm_moe_experts_forward(qgmm_context *ctx, const qgmm_moe_params *p,
+                                              const qgmm_tensor *x, const qgmm_tensor *w,
+                                              const qgmm_tensor *offs, const qgmm_tensor *y,
+                                              qgmm_buffer *workspace);
+QGMM_API qgmm_status qgmm_moe_experts_backward(qgmm_context *ctx, const qgmm_moe_params *p,
+                                               const qgmm_tensor *x, const qgmm_tensor *w,
+                                               const qgmm_tensor *dy, const qgmm_tensor *offs,
+                                               const qgmm_tensor *dx, const qgmm_tensor *dw,
+                                               qgmm_buffer *workspace);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* QGMM_H */
