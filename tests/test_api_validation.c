@@ -28,6 +28,7 @@ typedef struct call {
     int optional[MAX_SLOTS];
     qgmm_tensor t[MAX_SLOTS];
     int present[MAX_SLOTS]; /* 0: pass NULL pointer */
+    int shape0_free[MAX_SLOTS]; /* 1: another extent of dim 0 is a valid call too */
     int offs_slot;          /* slot holding offsets, -1 if none */
     qgmm_fp8_rowwise_params rw, rw1;
     qgmm_mxfp8_params mx;
@@ -49,12 +50,13 @@ static int g_checks, g_failures;
 static uint32_t g_rng = 12345u;
 static uint32_t rnd(void) { g_rng = g_rng * 1664525u + 1013904223u; return g_rng >> 8; }
 
-/* A buffer exactly the size of the tensor span, filled with random bytes (never zeros). */
+/* A buffer of the tensor span plus 64 bytes of slack (so that a misaligned offset is
+ * caught by the alignment rule, not by the extent rule), filled with random bytes. */
 static qgmm_tensor tensor(qgmm_dtype dt, int rank, int64_t d0, int64_t d1, int64_t d2)
 {
     const int64_t shape[3] = {d0, d1, d2};
     qgmm_tensor t = qgmm_tensor_make(NULL, 0, dt, rank, shape);
-    size_t bytes = qgmm_tensor_span_bytes(&t);
+    size_t bytes = qgmm_tensor_span_bytes(&t) + 64;
     qgmm_buffer *b = NULL;
     if (qgmm_buffer_alloc(g_ctx, bytes, &b) != QGMM_OK) { printf("alloc failed\n"); exit(2); }
     unsigned char *host = malloc(bytes ? bytes : 1);
@@ -183,10 +185,18 @@ static void mutate_slots(call *base)
         snprintf(what, sizeof what, "%s rank 4", n);
         expect_rejected(&c, what, n);
 
-        c = *base;
-        c.t[i].shape[0] += 1;
-        snprintf(what, sizeof what, "%s shape[0]+1", n);
-        expect_rejected(&c, what, n);
+        if (!base->shape0_free[i]) {
+            /* The mismatch may be reported on the tensor whose expected shape derives from
+             * this one (e.g. scales from offs): accept any argument of the call named. */
+            c = *base;
+            c.t[i].shape[0] += 1;
+            snprintf(what, sizeof what, "%s shape[0]+1", n);
+            expect_rejected(&c, what, NULL);
+            const char *msg = qgmm_last_error(g_ctx);
+            int named = 0;
+            for (int k = 0; k < base->nslots; ++k) named |= strstr(msg, base->names[k]) != NULL;
+            CHECK(named, "%s / %s: message \"%s\" names no argument", base->label, what, msg);
+        }
 
         c = *base;
         c.t[i].shape[0] = -3;
@@ -426,6 +436,7 @@ int main(void)
         call c = {.label = "to_blocked m_groups", .op = OP_TO_BLOCKED, .offs_slot = 1};
         c.variant = QGMM_BLOCKED_M_GROUPS;
         add_slot(&c, "in", 0, tensor(QGMM_E8M0, 2, 96, 5, 0));
+        c.shape0_free[0] = 1; /* rows past offs[G-1] are allowed and the bound is 128-rounded */
         add_slot(&c, "offs", 0, tensor(QGMM_I32, 1, 3, 0, 0));
         set_offsets(&c.t[1], offs3_rows96, 3);
         add_slot(&c, "out", 0, tensor(QGMM_E8M0, 1, (int64_t)qgmm_blocked_m_groups_bytes(96, 5, 3), 0, 0));
