@@ -1,0 +1,49 @@
+/*
+ * cast_blockwise.cu — FP8 blockwise quantize on CUDA (ops-spec §3): 1x128 with
+ * qgmm_kq_rowblock<16> (16 threads x 8 elements per block), 128x128 with
+ * qgmm_kq_tile128 (one block per tile, values held in registers, single pass). The
+ * torchao / DeepGEMM scale layouts are strides of the scales tensor, written through.
+ */
+#include "cuda_internal.h"
+#include "qgmm_kernels_quant.cuh"
+
+extern "C" qgmm_status qgmm_cuda_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
+                                                        const qgmm_tensor *x, const qgmm_tensor *q,
+                                                        const qgmm_tensor *scales)
+{
+    qgmm_status st = qgmm_cuda_enter(ctx);
+    if (st != QGMM_OK) return st;
+    qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    const int rank = x->rank;
+    if (rank != 2 && rank != 3)
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "cuda fp8 blockwise: x rank %d (want 2 or 3)", rank);
+    if (p->block != QGMM_BLOCK_1X128 && p->block != QGMM_BLOCK_128X128)
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "cuda fp8 blockwise: block %d", (int)p->block);
+    qgmm_kquant a = qgmm_kquant_base(x, q, c->status_dev);
+    a.kind = QGMM_KQ_BLOCKWISE;
+    a.along_c = 1;
+    a.tile_rows = p->block == QGMM_BLOCK_1X128 ? 1 : 128;
+    if (a.C % 128 != 0)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "cuda fp8 blockwise: K = %lld is not a multiple of 128", (long long)a.C);
+    a.s = qgmm_kview_of(scales, qgmm_tensor_data(scales));
+    if (scales->rank == 2) a.s.s0 = 0; /* rank-2 scales ignore e, as the reference does */
+    if (a.E * a.R * a.C == 0) return QGMM_OK;
+    const int fast = qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a);
+    if (fast && a.tile_rows == 1) {
+        const int64_t threads = a.E * a.R * (a.C / 8);
+        const unsigned grid = qgmm_cuda_grid(ctx, (threads + 255) / 256, 256, 16);
+        qgmm_kq_rowblock<16><<<grid, 256, 0, c->stream>>>(a);
+        return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowblock<16>");
+    }
+    if (fast) {
+        const int64_t tiles = a.E * ((a.R + 127) / 128) * (a.C / 128);
+        const unsigned grid = qgmm_cuda_grid(ctx, tiles, 256, 8);
+        qgmm_kq_tile128<<<grid, 256, 0, c->stream>>>(a);
+        return qgmm_cuda_launch_check(ctx, "qgmm_kq_tile128");
+    }
+    const int64_t warps = a.E * ((a.R + a.tile_rows - 1) / a.tile_rows) * (a.C / 128);
+    const unsigned grid = qgmm_cuda_grid(ctx, (warps + 7) / 8, 256, 16);
+    qgmm_kq_generic<<<grid, 256, 0, c->stream>>>(a);
+    return qgmm_cuda_launch_check(ctx, "qgmm_kq_generic");
+}

@@ -1,0 +1,81 @@
+/*
+ * cast_mx.cu — MXFP8 quantize on CUDA (ops-spec §2), FLOOR and RCEIL, plain or blocked
+ * scales, rank 2 or 3:
+ *   blocks along C (dim0 / 1x32): qgmm_kq_rowblock<4> — 4 threads x 8 elements per
+ *     block, 16-byte loads, 8-byte stores, the E8M0 byte written straight to its plain
+ *     or blocked (§4 swizzle) position: one pass, no second kernel;
+ *   blocks along R (dim1 / 32x1, usually with the transposed (C, R) output):
+ *     qgmm_kq_transpose — 128x64 tiles through shared memory, amax of each 32-row block
+ *     from the tile, 16-byte stores of the transposed rows.
+ * Blocked scales: the few padding bytes (rows past R, columns past C/32 rounded to 4) are
+ * zeroed with one memset of the scale buffer only when padding exists.
+ */
+#include "cuda_internal.h"
+#include "qgmm_kernels_quant.cuh"
+#include "qgmm_layout_maps.h"
+
+extern "C" qgmm_status qgmm_cuda_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p,
+                                                const qgmm_tensor *x, const qgmm_tensor *q,
+                                                const qgmm_tensor *scales)
+{
+    qgmm_status st = qgmm_cuda_enter(ctx);
+    if (st != QGMM_OK) return st;
+    qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    const int rank = x->rank;
+    if (rank != 2 && rank != 3)
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "cuda mxfp8: x rank %d (want 2 or 3)", rank);
+    const int last = rank - 1;
+    if (p->block_dim != last && p->block_dim != last - 1)
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "cuda mxfp8: block_dim %d (want %d or %d for rank %d)",
+                              p->block_dim, last, last - 1, rank);
+    qgmm_kquant a = qgmm_kquant_base(x, q, c->status_dev);
+    a.kind = QGMM_KQ_MX;
+    a.along_c = p->block_dim == last;
+    a.rceil = p->mode == QGMM_MX_RCEIL;
+    a.blocked = p->scale_layout == QGMM_SCALES_BLOCKED;
+    const int64_t L = a.along_c ? a.C : a.R, O = a.along_c ? a.R : a.C;
+    if (L % 32 != 0)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "cuda mxfp8: blocked extent %lld is not a multiple of 32", (long long)L);
+    const int64_t NB = L / 32;
+    a.cols_pad = qgmm_blocked_cols(NB);
+    a.per_expert = qgmm_blocked_rows(O) * a.cols_pad;
+    a.s.ptr = qgmm_tensor_data(scales);
+    if (a.blocked) {
+        a.s.s0 = scales->strides[0];
+    } else if (scales->rank == 1) {
+        a.s.s0 = O * NB * scales->strides[0]; a.s.s1 = NB * scales->strides[0]; a.s.s2 = scales->strides[0];
+    } else if (scales->rank == 2) {
+        a.s.s0 = 0; a.s.s1 = scales->strides[0]; a.s.s2 = scales->strides[1];
+    } else {
+        a.s.s0 = scales->strides[0]; a.s.s1 = scales->strides[1]; a.s.s2 = scales->strides[2];
+    }
+    if (a.blocked && (O % 128 != 0 || NB % 4 != 0)) {
+        const size_t bytes = (size_t)(a.E * a.per_expert);
+        if (scales->strides[0] == 1 && bytes > 0)
+            st = qgmm_cuda_check(ctx, cudaMemsetAsync(a.s.ptr, 0, bytes, c->stream), "memset blocked scales");
+        else if (bytes > 0)
+            return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "cuda mxfp8: blocked scales with stride %lld",
+                                  (long long)scales->strides[0]);
+        if (st != QGMM_OK) return st;
+    }
+    if (a.E * a.R * a.C == 0) return QGMM_OK;
+
+    if (a.along_c) {
+        if (qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a)) {
+            const int64_t threads = a.E * a.R * (a.C / 8);
+            const unsigned grid = qgmm_cuda_grid(ctx, (threads + 255) / 256, 256, 16);
+            qgmm_kq_rowblock<4><<<grid, 256, 0, c->stream>>>(a);
+            return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowblock<4>");
+        }
+        const int64_t warps = a.E * O * NB;
+        const unsigned grid = qgmm_cuda_grid(ctx, (warps + 7) / 8, 256, 16);
+        qgmm_kq_generic<<<grid, 256, 0, c->stream>>>(a);
+        return qgmm_cuda_launch_check(ctx, "qgmm_kq_generic");
+    }
+    const int vec_out = a.q.s1 == 1 && ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
+    dim3 g2((unsigned)((a.C + QGMM_KQ_TC - 1) / QGMM_KQ_TC), (unsigned)((a.R + QGMM_KQ_TR - 1) / QGMM_KQ_TR),
+            (unsigned)a.E);
+    qgmm_kq_transpose<<<g2, 256, 0, c->stream>>>(a, qgmm_kquant_x_vec(&a, x), vec_out);
+    return qgmm_cuda_launch_check(ctx, "qgmm_kq_transpose");
+}

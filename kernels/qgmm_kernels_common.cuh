@@ -1,0 +1,178 @@
+/*
+ * qgmm_kernels_common.cuh — device helpers shared by the single-source cast and layout
+ * kernels (CUDA and HIP): tensor views, element loads, the NaN shim, block-wide
+ * NaN-propagating amax, and the in-kernel check of group offsets.
+ */
+#ifndef QGMM_KERNELS_COMMON_CUH
+#define QGMM_KERNELS_COMMON_CUH
+
+#include "qgmm_dialect.h"
+#include "qgmm_fp8_codec.h"
+#include "qgmm_layout_maps.h"
+#include "qgmm_scale_rules.h"
+
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#elif defined(__HIP__) && __has_include(<hip/hip_fp16.h>)
+#include <hip/hip_fp16.h>
+#endif
+
+/* Status bit (mirrors QGMM_DEVICE_STATUS_BAD_OFFSETS of api/qgmm_backend.h). */
+#define QGMM_K_STATUS_BAD_OFFSETS 0x1u
+
+/* Input float dtypes (values of qgmm_dtype). */
+#define QGMM_K_F32 1
+#define QGMM_K_BF16 2
+#define QGMM_K_F16 3
+
+/* A tensor of rank <= 3 normalised to (E, R, C): rank 2 has E = 1 and s0 = 0. */
+typedef struct qgmm_kview {
+    void *ptr;
+    int64_t s0, s1, s2;  /* strides in elements */
+} qgmm_kview;
+
+QGMM_DEV int64_t qgmm_kidx(const qgmm_kview &v, int64_t e, int64_t r, int64_t c)
+{
+    return e * v.s0 + r * v.s1 + c * v.s2;
+}
+
+/* Element i of a float tensor as f32 (exact for bf16/f16). */
+QGMM_DEV float qgmm_kload(const void *p, int dtype, int64_t i)
+{
+    if (dtype == QGMM_K_BF16) return qgmm_bf16_to_f32(QGMM_LDG((const uint16_t *)p + i));
+#if defined(__CUDACC__) || defined(__HIP__)
+    if (dtype == QGMM_K_F16) return __half2float(((const __half *)p)[i]);
+#endif
+    return QGMM_LDG((const float *)p + i);
+}
+
+/* Writes f32 as the output dtype (f32, or bf16 round-to-nearest-even). */
+QGMM_DEV void qgmm_kstore(void *p, int dtype, int64_t i, float v)
+{
+    if (dtype == QGMM_K_BF16) ((uint16_t *)p)[i] = qgmm_f32_to_bf16(v);
+    else ((float *)p)[i] = v;
+}
+
+/* ---- NaN shim.
+ * The CPU reference runs on x86-64, where an SSE multiply/divide with a NaN operand
+ * returns that operand quieted (first operand first) and an invalid operation (inf*0,
+ * 0/0) returns the "default NaN" 0xFFC00000 — sign bit SET. GPUs return 0x7FFFFFFF for
+ * all of these. Sign and payload reach the bytes (fp8 NaN keeps the sign; bf16 keeps the
+ * payload; rowwise NaN scales are stored as is), so products that can meet NaN or
+ * inf*0 go through these. Non-NaN results are the plain IEEE product/quotient. */
+QGMM_DEV float qgmm_k_nan_of(float a, float b)
+{
+    if (qgmm_isnan_f32(a)) return qgmm_bits_f32(qgmm_f32_bits(a) | 0x00400000u);
+    if (qgmm_isnan_f32(b)) return qgmm_bits_f32(qgmm_f32_bits(b) | 0x00400000u);
+    return qgmm_bits_f32(0xFFC00000u);
+}
+QGMM_DEV float qgmm_k_mul(float a, float b)
+{
+    const float p = a * b;
+    return qgmm_isnan_f32(p) ? qgmm_k_nan_of(a, b) : p;
+}
+QGMM_DEV float qgmm_k_div(float a, float b)
+{
+    const float p = a / b;
+    return qgmm_isnan_f32(p) ? qgmm_k_nan_of(a, b) : p;
+}
+/* qgmm_quantize_value / qgmm_mx_quantize_value with x86 NaN products. */
+QGMM_DEV uint8_t qgmm_k_quantize(float x, float scale, int fmt)
+{
+    const float p = x * scale;
+    if (qgmm_isnan_f32(p)) return qgmm_f32_to_fp8(qgmm_k_nan_of(x, scale), fmt);
+    return qgmm_quantize_value(x, scale, fmt);
+}
+QGMM_DEV uint8_t qgmm_k_mx_quantize(float x, uint8_t b, int fmt)
+{
+    return qgmm_k_quantize(x, qgmm_e8m0_reciprocal(b), fmt);
+}
+/* qgmm_scale_reciprocal with the x86 NaN result. */
+QGMM_DEV float qgmm_k_reciprocal(float s)
+{
+    return qgmm_isnan_f32(s) ? qgmm_k_nan_of(s, 1.0f) : qgmm_scale_reciprocal(s);
+}
+
+/* ---- block-wide amax: every thread passes its partial, every thread gets the result.
+ * Warp partials through shuffles (xor masks < QGMM_WARP), then one per warp in shared
+ * memory: correct for 32- and 64-wide warps. All threads of the block must call it. */
+QGMM_DEV float qgmm_warp_amax(float v)
+{
+#pragma unroll
+    for (int m = QGMM_WARP / 2; m >= 1; m >>= 1) v = qgmm_amax_combine(v, QGMM_SHFL_XOR_F32(v, m));
+    return v;
+}
+QGMM_DEV float qgmm_block_amax(float v, float *smem_warps /* >= QGMM_MAX_WARPS */)
+{
+    v = qgmm_warp_amax(v);
+    const int lane = QGMM_TID % QGMM_WARP, warp = QGMM_TID / QGMM_WARP;
+    const int nwarps = (QGMM_NTHREADS + QGMM_WARP - 1) / QGMM_WARP;
+    QGMM_SYNC();
+    if (lane == 0) smem_warps[warp] = v;
+    QGMM_SYNC();
+    float r = smem_warps[0];
+    for (int w = 1; w < nwarps; ++w) r = qgmm_amax_combine(r, smem_warps[w]);
+    return r;
+}
+
+/* ---- group offsets, checked by EVERY block that uses them (so a bad list makes every
+ * block write nothing, with no inter-block communication). Valid: 0 <= offs[0] <= ... <=
+ * offs[G-1] <= extent, and each group size a multiple of `multiple` (> 1 only). Block-
+ * uniform result; raises the status bit (block 0 only, once) when bad. */
+QGMM_DEV int qgmm_block_offsets_ok(const int32_t *offs, int64_t offs_stride, int64_t groups,
+                                   int64_t extent, int64_t multiple, uint32_t *status,
+                                   int raise)
+{
+    int bad = 0;
+    for (int64_t g = QGMM_TID; g < groups; g += QGMM_NTHREADS) {
+        const int64_t o = offs[g * offs_stride];
+        const int64_t p = g == 0 ? 0 : (int64_t)offs[(g - 1) * offs_stride];
+        if (o < p || o > extent || p < 0) bad = 1;
+        if (multiple > 1 && ((o - p) % multiple) != 0) bad = 1;
+    }
+    bad = QGMM_SYNC_OR(bad);
+    if (bad && raise && QGMM_TID == 0) QGMM_RAISE_STATUS(status, QGMM_K_STATUS_BAD_OFFSETS);
+    return !bad;
+}
+
+/* Loads G offsets (validated) into shared memory as int64 cumulative ends when they fit
+ * (cap entries), for binary searches; returns 1 when loaded. */
+QGMM_DEV int qgmm_block_load_offs(const int32_t *offs, int64_t stride, int64_t groups,
+                                  int32_t *sm, int64_t cap)
+{
+    if (groups > cap) return 0;
+    for (int64_t g = QGMM_TID; g < groups; g += QGMM_NTHREADS) sm[g] = offs[g * stride];
+    QGMM_SYNC();
+    return 1;
+}
+
+/* Group owning index i given cumulative ends (qgmm_group_of on any pointer). */
+QGMM_DEV int64_t qgmm_k_group_of(const int32_t *ends, int64_t stride, int64_t groups, int64_t i)
+{
+    int64_t lo = 0, hi = groups;
+    while (lo < hi) {
+        const int64_t mid = (lo + hi) / 2;
+        if ((int64_t)ends[mid * stride] <= i) lo = mid + 1; else hi = mid;
+    }
+    return lo < groups ? lo : -1;
+}
+
+#endif /* QGMM_KERNELS_COMMON_CUH */
+
+/* Host side: a qgmm_tensor as an (E, R, C) view (only where api/qgmm.h is included). */
+#if defined(QGMM_H)
+static inline qgmm_kview qgmm_kview_of(const qgmm_tensor *t, void *data)
+{
+    qgmm_kview v;
+    v.ptr = data;
+    v.s0 = v.s1 = 0;
+    if (t->rank == 3) { v.s0 = t->strides[0]; v.s1 = t->strides[1]; v.s2 = t->strides[2]; }
+    else if (t->rank == 2) { v.s1 = t->strides[0]; v.s2 = t->strides[1]; }
+    else { v.s2 = t->rank >= 1 ? t->strides[0] : 1; }
+    return v;
+}
+static inline int qgmm_kdtype_of(qgmm_dtype d)
+{
+    return d == QGMM_BF16 ? QGMM_K_BF16 : d == QGMM_F16 ? QGMM_K_F16 : QGMM_K_F32;
+}
+#endif

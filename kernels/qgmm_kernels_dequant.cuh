@@ -1,0 +1,88 @@
+/*
+ * qgmm_kernels_dequant.cuh — single-source dequantize of every format (the inverse of
+ * qgmm_kernels_quant.cuh): out = f32(q) * m (or / s for rowwise MULTIPLIER scales), the
+ * scale found exactly as the quantize found it. One thread per 8 consecutive elements
+ * along C; 8-byte q loads and 16/32-byte stores when the layout allows (vec flag).
+ */
+#ifndef QGMM_KERNELS_DEQUANT_CUH
+#define QGMM_KERNELS_DEQUANT_CUH
+
+#include "qgmm_kernels_quant.cuh"
+
+typedef struct qgmm_kdequant {
+    qgmm_kquant a;           /* q in a.q (fp8 bytes), scales in a.s, out in a.x */
+    int out_dtype;           /* QGMM_K_F32 / QGMM_K_BF16 */
+    int vec;                 /* q.s2 == out.s2 == 1, C % 8 == 0, aligned rows */
+} qgmm_kdequant;
+
+/* The f32 dequantized value of element (e, r, c); returns 0 when no group owns it
+ * (jagged rowwise past offs[G-1]): then it is not written. */
+QGMM_DEV int qgmm_kdq_value(const qgmm_kquant &a, int64_t e, int64_t r, int64_t c, uint8_t qv, float *out)
+{
+    const float v = qgmm_fp8_to_f32(qv, a.fmt);
+    if (a.kind == QGMM_KQ_ROWWISE) {
+        const int64_t i = a.along_c ? r : c, j = a.along_c ? c : r;
+        int64_t outer = e;
+        if (a.offs) {
+            outer = qgmm_k_group_of(a.offs, a.offs_stride, a.G, j);
+            if (outer < 0) return 0;
+        }
+        const float s = ((const float *)a.s.ptr)[outer * a.s.s0 + i * a.s.s1];
+        *out = a.recip ? qgmm_k_mul(v, s) : qgmm_k_div(v, s);
+    } else if (a.kind == QGMM_KQ_MX) {
+        const int64_t o = a.along_c ? r : c, b = (a.along_c ? c : r) / 32;
+        *out = qgmm_k_mul(v, qgmm_e8m0_to_f32(((const uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, o, b)]));
+    } else {
+        const float s = ((const float *)a.s.ptr)[e * a.s.s0 + (r / a.tile_rows) * a.s.s1 + (c / 128) * a.s.s2];
+        *out = qgmm_k_mul(v, s);
+    }
+    return 1;
+}
+
+QGMM_KERNEL void qgmm_kdq(qgmm_kdequant d)
+{
+    const qgmm_kquant &a = d.a;
+    if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.along_c ? a.C : a.R, 1,
+                                         a.status, QGMM_BID_X == 0))
+        return;
+    const int64_t cpr = (a.C + 7) / 8;
+    const int64_t total = a.E * a.R * cpr;
+    for (int64_t t = QGMM_BID_X * QGMM_NTHREADS + QGMM_TID; t < total; t += QGMM_NBLOCKS_X * QGMM_NTHREADS) {
+        const int64_t c0 = (t % cpr) * 8, row = t / cpr, e = row / a.R, r = row % a.R;
+        const uint8_t *qb = (const uint8_t *)a.q.ptr;
+        uint8_t qv[8];
+        if (d.vec) {
+            const uint2 u = *(const uint2 *)(qb + qgmm_kidx(a.q, e, r, c0));
+#pragma unroll
+            for (int k = 0; k < 4; ++k) { qv[k] = (uint8_t)(u.x >> (8 * k)); qv[4 + k] = (uint8_t)(u.y >> (8 * k)); }
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) qv[k] = c0 + k < a.C ? qb[qgmm_kidx(a.q, e, r, c0 + k)] : 0;
+        }
+        float o[8];
+        int ok[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) ok[k] = c0 + k < a.C && qgmm_kdq_value(a, e, r, c0 + k, qv[k], &o[k]);
+        const int all = ok[0] & ok[1] & ok[2] & ok[3] & ok[4] & ok[5] & ok[6] & ok[7];
+        const int64_t oi = qgmm_kidx(a.x, e, r, c0);
+        if (d.vec && all) {
+            if (d.out_dtype == QGMM_K_BF16) {
+                uint32_t w[4];
+#pragma unroll
+                for (int k = 0; k < 4; ++k)
+                    w[k] = (uint32_t)qgmm_f32_to_bf16(o[2 * k]) | ((uint32_t)qgmm_f32_to_bf16(o[2 * k + 1]) << 16);
+                *(uint4 *)((uint16_t *)a.x.ptr + oi) = make_uint4(w[0], w[1], w[2], w[3]);
+            } else {
+                float4 *dst = (float4 *)((float *)a.x.ptr + oi);
+                dst[0] = make_float4(o[0], o[1], o[2], o[3]);
+                dst[1] = make_float4(o[4], o[5], o[6], o[7]);
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; ++k)
+                if (ok[k]) qgmm_kstore(a.x.ptr, d.out_dtype, qgmm_kidx(a.x, e, r, c0 + k), o[k]);
+        }
+    }
+}
+
+#endif /* QGMM_KERNELS_DEQUANT_CUH */

@@ -1,0 +1,317 @@
+/*
+ * qgmm_kernels_layout.cuh — single-source (CUDA/HIP) kernels of ops-spec §4 (scales
+ * to/from the blocked layout, 2D / 3D / M-groups / K-groups), §5 (pad / unpad token
+ * groups) and DeepGEMM's per-row group ids.
+ *
+ * Grouped variants never read offsets on the host: every block loads the offsets,
+ * checks them (bad -> the block writes nothing; block 0 raises the status bit), and
+ * computes the padded group starts itself with a block-wide scan into shared memory, so
+ * the whole op is one launch with no host readback. Output-driven: each thread owns
+ * output bytes and computes where they come from (or that they are padding: 0).
+ */
+#ifndef QGMM_KERNELS_LAYOUT_CUH
+#define QGMM_KERNELS_LAYOUT_CUH
+
+#include "qgmm_kernels_common.cuh"
+
+/* Groups a grouped layout kernel handles (shared-memory starts). */
+#define QGMM_KL_MAX_GROUPS 4096
+
+/* Exclusive scan of padded group sizes into start[0..G] (start[G] = total), with
+ * size_g = (offs[g] - offs[g-1]) / div and padded_g = align * ceil(size_g / align).
+ * tmp: >= QGMM_MAX_THREADS int64. All threads call it; ends with a barrier. */
+QGMM_DEV void qgmm_kl_padded_starts(const int32_t *offs, int64_t stride, int64_t G, int64_t div,
+                                    int64_t align, int32_t *start, int64_t *tmp)
+{
+    const int nt = QGMM_NTHREADS, tid = QGMM_TID;
+    const int64_t per = (G + nt - 1) / nt;
+    const int64_t b = tid * per, e = (b + per < G) ? b + per : G;
+    int64_t sum = 0;
+    for (int64_t g = b; g < e; ++g) {
+        const int64_t sz = ((int64_t)offs[g * stride] - (g == 0 ? 0 : (int64_t)offs[(g - 1) * stride])) / div;
+        sum += qgmm_round_up_i64(sz, align);
+    }
+    tmp[tid] = sum;
+    QGMM_SYNC();
+    for (int d = 1; d < nt; d <<= 1) {
+        const int64_t v = tid >= d ? tmp[tid - d] : 0;
+        QGMM_SYNC();
+        tmp[tid] += v;
+        QGMM_SYNC();
+    }
+    int64_t run = tid == 0 ? 0 : tmp[tid - 1];
+    for (int64_t g = b; g < e; ++g) {
+        start[g] = (int32_t)run;
+        const int64_t sz = ((int64_t)offs[g * stride] - (g == 0 ? 0 : (int64_t)offs[(g - 1) * stride])) / div;
+        run += qgmm_round_up_i64(sz, align);
+    }
+    if (tid == nt - 1) start[G] = (int32_t)tmp[nt - 1];
+    QGMM_SYNC();
+}
+
+/* Last g with start[g] <= p (or -1): the owner of padded position p. */
+QGMM_DEV int64_t qgmm_kl_owner(const int32_t *start, int64_t G, int64_t p)
+{
+    int64_t lo = 0, hi = G;
+    while (lo < hi) {
+        const int64_t mid = (lo + hi) / 2;
+        if ((int64_t)start[mid] <= p) lo = mid + 1; else hi = mid;
+    }
+    return lo - 1;
+}
+
+/* ------------------------------------------------------------------ blocked scales */
+#define QGMM_KL_2D 0
+#define QGMM_KL_3D 1
+#define QGMM_KL_MG 2
+#define QGMM_KL_KG 3
+
+typedef struct qgmm_kblocked {
+    int variant;
+    const uint8_t *plain_in;  /* to_blocked: source; from_blocked: NULL */
+    uint8_t *plain_out;       /* from_blocked: destination */
+    qgmm_kview plain;         /* strides of the plain (E?, R, C) scales (bytes = elements) */
+    uint8_t *blk_out;         /* to_blocked destination */
+    const uint8_t *blk_in;    /* from_blocked source */
+    int64_t blk_len, blk_stride;
+    int64_t E, rows, cols, rows_pad, cols_pad;
+    const int32_t *offs;
+    int64_t offs_stride, G;
+    int32_t *group_starts;    /* optional i32 (G) */
+    int64_t gs_stride;
+    uint32_t *status;
+} qgmm_kblocked;
+
+QGMM_DEV int qgmm_kl_prepare(const qgmm_kblocked &k, int32_t *start, int64_t *tmp)
+{
+    if (k.variant != QGMM_KL_MG && k.variant != QGMM_KL_KG) return 1;
+    const int mg = k.variant == QGMM_KL_MG;
+    if (!qgmm_block_offsets_ok(k.offs, k.offs_stride, k.G, mg ? k.rows : k.cols * 32, mg ? 1 : 32,
+                               k.status, QGMM_BID_X == 0))
+        return 0;
+    qgmm_kl_padded_starts(k.offs, k.offs_stride, k.G, mg ? 1 : 32, mg ? 128 : 4, start, tmp);
+    if (QGMM_BID_X == 0 && k.group_starts)
+        for (int64_t g = QGMM_TID; g < k.G; g += QGMM_NTHREADS) k.group_starts[g * k.gs_stride] = start[g];
+    return 1;
+}
+
+/* The plain byte that blocked byte `off` holds, or 0 for padding. */
+QGMM_DEV uint8_t qgmm_kl_blocked_byte(const qgmm_kblocked &k, const int32_t *start, int64_t off)
+{
+    int64_t e = 0, r, c;
+    if (k.variant == QGMM_KL_2D || k.variant == QGMM_KL_3D) {
+        const int64_t per = k.rows_pad * k.cols_pad;
+        e = off / per;
+        if (e >= k.E) return 0;
+        qgmm_blocked_coords(off % per, k.cols_pad, &r, &c);
+        if (r >= k.rows || c >= k.cols) return 0;
+    } else if (k.variant == QGMM_KL_MG) {
+        int64_t pr;
+        qgmm_blocked_coords(off, k.cols_pad, &pr, &c);
+        const int64_t g = qgmm_kl_owner(start, k.G, pr);
+        if (g < 0 || c >= k.cols) return 0;
+        const int64_t b0 = g == 0 ? 0 : k.offs[(g - 1) * k.offs_stride];
+        const int64_t sz = k.offs[g * k.offs_stride] - b0;
+        if (pr - start[g] >= sz) return 0;
+        r = b0 + pr - start[g];
+    } else {
+        const int64_t colp = off / k.rows_pad;
+        const int64_t g = qgmm_kl_owner(start, k.G, colp);
+        if (g < 0) return 0;
+        const int64_t c0 = (g == 0 ? 0 : k.offs[(g - 1) * k.offs_stride]) / 32;
+        const int64_t sz = k.offs[g * k.offs_stride] / 32 - c0;
+        const int64_t width = qgmm_round_up_i64(sz, 4);
+        if (colp >= start[g] + width) return 0;
+        int64_t cl;
+        qgmm_blocked_coords(off - (int64_t)start[g] * k.rows_pad, width, &r, &cl);
+        if (r >= k.rows || cl >= sz) return 0;
+        c = c0 + cl;
+    }
+    return k.plain_in[qgmm_kidx(k.plain, e, r, c)];
+}
+
+/* to_blocked: one thread per 16 output bytes. */
+QGMM_KERNEL void qgmm_kl_to_blocked(qgmm_kblocked k)
+{
+    QGMM_SHARED int32_t start[QGMM_KL_MAX_GROUPS + 1];
+    QGMM_SHARED int64_t tmp[QGMM_MAX_THREADS];
+    if (!qgmm_kl_prepare(k, start, tmp)) return;
+    const int64_t chunks = (k.blk_len + 15) / 16;
+    for (int64_t t = QGMM_BID_X * QGMM_NTHREADS + QGMM_TID; t < chunks; t += QGMM_NBLOCKS_X * QGMM_NTHREADS) {
+        uint8_t b[16];
+#pragma unroll
+        for (int i = 0; i < 16; ++i) b[i] = t * 16 + i < k.blk_len ? qgmm_kl_blocked_byte(k, start, t * 16 + i) : 0;
+        if (k.blk_stride == 1 && t * 16 + 16 <= k.blk_len && (((uintptr_t)k.blk_out) & 15) == 0) {
+            uint32_t w[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                w[i] = (uint32_t)b[4 * i] | ((uint32_t)b[4 * i + 1] << 8) | ((uint32_t)b[4 * i + 2] << 16) |
+                       ((uint32_t)b[4 * i + 3] << 24);
+            *(uint4 *)(k.blk_out + t * 16) = make_uint4(w[0], w[1], w[2], w[3]);
+        } else {
+            for (int i = 0; i < 16; ++i)
+                if (t * 16 + i < k.blk_len) k.blk_out[(t * 16 + i) * k.blk_stride] = b[i];
+        }
+    }
+}
+
+/* from_blocked: one thread per plain scale; scales no group owns come back 0. */
+QGMM_KERNEL void qgmm_kl_from_blocked(qgmm_kblocked k)
+{
+    QGMM_SHARED int32_t start[QGMM_KL_MAX_GROUPS + 1];
+    QGMM_SHARED int64_t tmp[QGMM_MAX_THREADS];
+    if (!qgmm_kl_prepare(k, start, tmp)) return;
+    const int64_t total = k.E * k.rows * k.cols;
+    for (int64_t t = QGMM_BID_X * QGMM_NTHREADS + QGMM_TID; t < total; t += QGMM_NBLOCKS_X * QGMM_NTHREADS) {
+        const int64_t c = t % k.cols, r = (t / k.cols) % k.rows, e = t / (k.cols * k.rows);
+        int64_t off = -1;
+        if (k.variant == QGMM_KL_2D || k.variant == QGMM_KL_3D) {
+            off = e * k.rows_pad * k.cols_pad + qgmm_blocked_offset(r, c, k.cols_pad);
+        } else if (k.variant == QGMM_KL_MG) {
+            const int64_t g = qgmm_k_group_of(k.offs, k.offs_stride, k.G, r);
+            if (g >= 0) {
+                const int64_t b0 = g == 0 ? 0 : k.offs[(g - 1) * k.offs_stride];
+                off = (int64_t)start[g] * k.cols_pad + qgmm_blocked_offset(r - b0, c, k.cols_pad);
+            }
+        } else {
+            const int64_t g = qgmm_k_group_of(k.offs, k.offs_stride, k.G, c * 32);
+            if (g >= 0) {
+                const int64_t c0 = (g == 0 ? 0 : k.offs[(g - 1) * k.offs_stride]) / 32;
+                const int64_t width = qgmm_round_up_i64(k.offs[g * k.offs_stride] / 32 - c0, 4);
+                off = (int64_t)start[g] * k.rows_pad + qgmm_blocked_offset(r, c - c0, width);
+            }
+        }
+        k.plain_out[qgmm_kidx(k.plain, e, r, c)] = (off >= 0 && off < k.blk_len) ? k.blk_in[off * k.blk_stride] : 0;
+    }
+}
+
+/* ------------------------------------------------------------------ token padding */
+typedef struct qgmm_kpad {
+    const uint8_t *src;
+    uint8_t *dst;
+    int64_t src_rs, dst_rs;     /* row strides in BYTES */
+    int64_t src_cs, dst_cs;     /* column strides in bytes (element path) */
+    int64_t esz, cols;          /* element size, columns */
+    int vec;                    /* 16-byte units: rows contiguous, row bytes % 16 == 0, aligned */
+    int64_t src_rows, dst_rows;
+    const int32_t *offs;
+    int64_t offs_stride, G, align;
+    int32_t *padded_start, *padded_offs;
+    int64_t ps_stride, po_stride;
+    uint32_t *status;
+} qgmm_kpad;
+
+QGMM_DEV void qgmm_kp_copy_unit(const qgmm_kpad &p, int64_t dr, int64_t sr, int64_t u)
+{
+    if (p.vec) {
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (sr >= 0) v = *(const uint4 *)(p.src + sr * p.src_rs + u * 16);
+        *(uint4 *)(p.dst + dr * p.dst_rs + u * 16) = v;
+    } else {
+        uint8_t *d = p.dst + dr * p.dst_rs + u * p.dst_cs;
+        const uint8_t *s = sr >= 0 ? p.src + sr * p.src_rs + u * p.src_cs : NULL;
+        for (int64_t i = 0; i < p.esz; ++i) d[i] = s ? s[i] : 0;
+    }
+}
+
+/* pad: out row pr holds x row (begin_g + pr - start_g) when inside group g's rows. */
+QGMM_KERNEL void qgmm_kp_pad(qgmm_kpad p)
+{
+    QGMM_SHARED int32_t start[QGMM_KL_MAX_GROUPS + 1];
+    QGMM_SHARED int64_t tmp[QGMM_MAX_THREADS];
+    if (!qgmm_block_offsets_ok(p.offs, p.offs_stride, p.G, p.src_rows, 1, p.status, QGMM_BID_X == 0)) return;
+    qgmm_kl_padded_starts(p.offs, p.offs_stride, p.G, 1, p.align, start, tmp);
+    if (QGMM_BID_X == 0) {
+        for (int64_t g = QGMM_TID; g < p.G; g += QGMM_NTHREADS) {
+            if (p.padded_start) p.padded_start[g * p.ps_stride] = start[g];
+            if (p.padded_offs) p.padded_offs[g * p.po_stride] = start[g + 1];
+        }
+    }
+    const int64_t upr = p.vec ? (p.cols * p.esz) / 16 : p.cols;
+    const int64_t total = p.dst_rows * upr;
+    for (int64_t t = QGMM_BID_X * QGMM_NTHREADS + QGMM_TID; t < total; t += QGMM_NBLOCKS_X * QGMM_NTHREADS) {
+        const int64_t pr = t / upr, u = t % upr;
+        const int64_t g = qgmm_kl_owner(start, p.G, pr);
+        int64_t sr = -1;
+        if (g >= 0) {
+            const int64_t b0 = g == 0 ? 0 : p.offs[(g - 1) * p.offs_stride];
+            if (pr - start[g] < p.offs[g * p.offs_stride] - b0) sr = b0 + pr - start[g];
+        }
+        qgmm_kp_copy_unit(p, pr, sr, u);
+    }
+}
+
+/* unpad: out row t (of dst_rows = T) from padded row start_g + t - begin_g; rows past
+ * offs[G-1] are zero. Bad when the padded groups do not fit in src_rows. */
+QGMM_KERNEL void qgmm_kp_unpad(qgmm_kpad p)
+{
+    QGMM_SHARED int32_t start[QGMM_KL_MAX_GROUPS + 1];
+    QGMM_SHARED int64_t tmp[QGMM_MAX_THREADS];
+    if (!qgmm_block_offsets_ok(p.offs, p.offs_stride, p.G, p.dst_rows, 1, p.status, QGMM_BID_X == 0)) return;
+    qgmm_kl_padded_starts(p.offs, p.offs_stride, p.G, 1, p.align, start, tmp);
+    if (start[p.G] > p.src_rows) {
+        if (QGMM_BID_X == 0 && QGMM_TID == 0) QGMM_RAISE_STATUS(p.status, QGMM_K_STATUS_BAD_OFFSETS);
+        return;
+    }
+    const int64_t covered = p.G > 0 ? p.offs[(p.G - 1) * p.offs_stride] : 0;
+    const int64_t upr = p.vec ? (p.cols * p.esz) / 16 : p.cols;
+    const int64_t total = p.dst_rows * upr;
+    for (int64_t t = QGMM_BID_X * QGMM_NTHREADS + QGMM_TID; t < total; t += QGMM_NBLOCKS_X * QGMM_NTHREADS) {
+        const int64_t r = t / upr, u = t % upr;
+        int64_t sr = -1;
+        if (r < covered) {
+            const int64_t g = qgmm_k_group_of(p.offs, p.offs_stride, p.G, r);
+            const int64_t b0 = g == 0 ? 0 : p.offs[(g - 1) * p.offs_stride];
+            sr = start[g] + (r - b0);
+        }
+        qgmm_kp_copy_unit(p, r, sr, u);
+    }
+}
+
+/* ------------------------------------------------------------------ row ids */
+typedef struct qgmm_krowids {
+    const int32_t *offs, *poffs;   /* poffs NULL: unpadded space */
+    int64_t offs_stride, po_stride, G, PG;
+    int32_t *ids;
+    int64_t ids_stride, rows;
+    uint32_t *status;
+} qgmm_krowids;
+
+QGMM_KERNEL void qgmm_kr_row_ids(qgmm_krowids k)
+{
+    int ok;
+    if (k.poffs) {
+        int bad = k.PG != k.G;
+        for (int64_t g = QGMM_TID; !bad && g < k.G; g += QGMM_NTHREADS) {
+            const int64_t ps = g == 0 ? 0 : k.poffs[(g - 1) * k.po_stride];
+            const int64_t os = g == 0 ? 0 : k.offs[(g - 1) * k.offs_stride];
+            if (k.poffs[g * k.po_stride] - ps < k.offs[g * k.offs_stride] - os) bad = 1;
+        }
+        bad = QGMM_SYNC_OR(bad);
+        ok = !bad;
+        /* the two calls below are block-uniform */
+        ok = qgmm_block_offsets_ok(k.poffs, k.po_stride, k.G, k.rows, 1, k.status, 0) && ok;
+        ok = qgmm_block_offsets_ok(k.offs, k.offs_stride, k.G, 0x7FFFFFFF, 1, k.status, 0) && ok;
+        if (!ok && QGMM_BID_X == 0 && QGMM_TID == 0) QGMM_RAISE_STATUS(k.status, QGMM_K_STATUS_BAD_OFFSETS);
+    } else {
+        ok = qgmm_block_offsets_ok(k.offs, k.offs_stride, k.G, k.rows, 1, k.status, QGMM_BID_X == 0);
+    }
+    if (!ok) return;
+    for (int64_t r = QGMM_BID_X * QGMM_NTHREADS + QGMM_TID; r < k.rows; r += QGMM_NBLOCKS_X * QGMM_NTHREADS) {
+        int32_t id;
+        if (k.poffs) {
+            const int64_t g = qgmm_k_group_of(k.poffs, k.po_stride, k.G, r);
+            id = -1;
+            if (g >= 0) {
+                const int64_t ps = g == 0 ? 0 : k.poffs[(g - 1) * k.po_stride];
+                const int64_t os = g == 0 ? 0 : k.offs[(g - 1) * k.offs_stride];
+                if (r - ps < k.offs[g * k.offs_stride] - os) id = (int32_t)g;
+            }
+        } else {
+            id = (int32_t)qgmm_k_group_of(k.offs, k.offs_stride, k.G, r);
+        }
+        k.ids[r * k.ids_stride] = id;
+    }
+}
+
+#endif /* QGMM_KERNELS_LAYOUT_CUH */
