@@ -1,0 +1,179 @@
+/*
+ * vk_internal.h — state shared by the files of the Vulkan backend: the dlopen'ed loader's
+ * function table, the per-context device/queue/submission state, buffers and pipelines.
+ *
+ * Execution model (why it is this simple): one queue per context; ops append compute
+ * dispatches to a recording command buffer with a full memory barrier after each, so
+ * every op sees the previous one's writes in enqueue order; the buffer is submitted
+ * (without waiting) every VK_AUTOFLUSH commands and at synchronize/download/event reads.
+ * Shaders address tensors through buffer device addresses read from a per-op int64
+ * parameter block in a host-visible ring, so there are no descriptor sets at all.
+ */
+#ifndef QGMM_VK_INTERNAL_H
+#define QGMM_VK_INTERNAL_H
+
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#include "qgmm_backend.h"
+
+/* ---------------------------------------------------------------- loader functions */
+#define VK_FUNCS(X)                                                                       \
+    X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)  \
+    X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2)                     \
+    X(vkGetPhysicalDeviceQueueFamilyProperties) X(vkGetPhysicalDeviceMemoryProperties)    \
+    X(vkEnumerateDeviceExtensionProperties) X(vkCreateDevice) X(vkDestroyDevice)          \
+    X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer)                              \
+    X(vkGetBufferMemoryRequirements) X(vkAllocateMemory) X(vkFreeMemory)                  \
+    X(vkBindBufferMemory) X(vkMapMemory) X(vkUnmapMemory) X(vkGetBufferDeviceAddress)     \
+    X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkAllocateCommandBuffers)            \
+    X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkResetCommandBuffer)                 \
+    X(vkQueueSubmit) X(vkQueueWaitIdle) X(vkCreateFence) X(vkDestroyFence)                \
+    X(vkWaitForFences) X(vkResetFences) X(vkCreateShaderModule) X(vkDestroyShaderModule)  \
+    X(vkCreatePipelineLayout) X(vkDestroyPipelineLayout) X(vkCreateComputePipelines)      \
+    X(vkDestroyPipeline) X(vkCmdBindPipeline) X(vkCmdPushConstants) X(vkCmdDispatch)     \
+    X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCmdFillBuffer) X(vkCreateQueryPool)    \
+    X(vkDestroyQueryPool) X(vkCmdResetQueryPool) X(vkCmdWriteTimestamp)                   \
+    X(vkGetQueryPoolResults) X(vkDeviceWaitIdle)
+
+typedef struct vk_api {
+    void *lib;
+    PFN_vkGetInstanceProcAddr GetInstanceProcAddr;
+    PFN_vkCreateInstance CreateInstance;
+    VkInstance instance;
+#define X(n) PFN_##n n;
+    VK_FUNCS(X)
+#undef X
+    /* physical devices that meet the backend's needs, best first */
+    int ndev;
+    VkPhysicalDevice devs[16];
+} vk_api;
+
+extern vk_api g_vk;
+
+/* ---------------------------------------------------------------- pipelines */
+enum vk_pipe {
+    VKP_FILL,
+    VKP_OFFS_PREP,
+    VKP_CAST,
+    VKP_DEQUANT,
+    VKP_BLOCKED,
+    VKP_PAD,
+    VKP_GEMM,
+    VKP_GEMM_FP8,
+    VKP_COUNT
+};
+typedef struct vk_spirv { const char *name; const uint32_t *code; size_t bytes; } vk_spirv;
+extern const vk_spirv g_vk_spirv[VKP_COUNT];
+
+/* ---------------------------------------------------------------- memory */
+typedef struct vk_mem {
+    VkBuffer buf;
+    VkDeviceMemory mem;     /* VK_NULL_HANDLE for wrapped buffers */
+    VkDeviceAddress addr;
+    void *map;              /* host-visible allocations only */
+    size_t size;
+} vk_mem;
+
+#define VK_NCMD 8
+#define VK_AUTOFLUSH 64
+#define VK_PARAM_RING (4u << 20)
+#define VK_PARAM_SLOT 512
+#define VK_SCRATCH_BYTES (4u << 20)
+#define VK_STAGING_BYTES (32u << 20)
+
+typedef struct vk_cmd {
+    VkCommandBuffer cb;
+    VkFence fence;
+    int state; /* 0 idle, 1 recording, 2 submitted */
+} vk_cmd;
+
+typedef struct vk_ctx {
+    qgmm_context *api;
+    VkPhysicalDevice pd;
+    VkDevice dev;
+    VkQueue queue;
+    uint32_t qfam;
+    VkPhysicalDeviceProperties props;
+    uint32_t subgroup_size;
+    int has_coopmat, has_f64, ts_ok;
+    uint64_t ts_mask;
+    VkPhysicalDeviceMemoryProperties memprops;
+
+    VkCommandPool pool;
+    vk_cmd cmds[VK_NCMD];
+    int cur;           /* recording slot or -1 */
+    int next;          /* next slot to record into */
+    int recorded;      /* commands in the recording buffer */
+
+    VkPipelineLayout layout;
+    VkPipeline pipes[VKP_COUNT];
+
+    vk_mem params;     /* host-visible ring of per-dispatch parameter blocks */
+    size_t param_cursor;
+    vk_mem scratch;    /* device group tables */
+    vk_mem status;     /* device status word (device-local) */
+    vk_mem readback;   /* host-visible: status word copy */
+    vk_mem staging;    /* host-visible transfers */
+    char describe[400];
+} vk_ctx;
+
+typedef struct vk_buf { vk_mem m; int owned; } vk_buf;
+
+static inline vk_ctx *vk_of(const qgmm_context *ctx) { return (vk_ctx *)qgmm_context_impl(ctx); }
+static inline vk_buf *vkbuf_of(const qgmm_buffer *b) { return (vk_buf *)qgmm_buffer_impl(b); }
+/* Device address of a tensor's first element (0 for an absent tensor). */
+uint64_t vk_tensor_addr(const qgmm_tensor *t);
+
+/* vk_device.c */
+qgmm_status vk_loader_init(char *reason, size_t cap);
+qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out);
+void vk_ctx_destroy(vk_ctx *c);
+qgmm_status vk_mem_create(vk_ctx *c, size_t bytes, int host_visible, vk_mem *m);
+void vk_mem_destroy(vk_ctx *c, vk_mem *m);
+
+/* vk_stream.c */
+VkCommandBuffer vk_begin(vk_ctx *c);           /* the recording command buffer */
+void vk_barrier(vk_ctx *c, VkCommandBuffer cb);
+qgmm_status vk_flush(vk_ctx *c);                /* submit without waiting */
+qgmm_status vk_wait_all(vk_ctx *c);             /* submit and wait for everything */
+qgmm_status vk_pipeline(vk_ctx *c, int pipe, VkPipeline *out);
+/* Enqueues pipe over `groups` workgroups (folded into x/y) with parameter block p[n]. */
+qgmm_status vk_dispatch(vk_ctx *c, int pipe, const int64_t *p, int n, int64_t groups);
+qgmm_status vk_fill(vk_ctx *c, uint64_t addr, int64_t bytes, uint8_t value);
+/* Runs offs_prep.comp for offs; the main kernel then reads the table at scratch.addr. */
+qgmm_status vk_offs_prep(vk_ctx *c, const qgmm_tensor *offs, int64_t extent, int64_t multiple,
+                         int64_t align, int64_t tile, int64_t div, uint64_t out0, uint64_t out1,
+                         uint64_t padoffs);
+
+/* ops (vk_ops_cast.c, vk_ops_layout.c, vk_ops_gemm.c) */
+qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
+                                    const qgmm_tensor *x, const qgmm_tensor *offs,
+                                    const qgmm_tensor *q, const qgmm_tensor *scales);
+qgmm_status vk_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p, const qgmm_tensor *x,
+                              const qgmm_tensor *q, const qgmm_tensor *scales);
+qgmm_status vk_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
+                                      const qgmm_tensor *x, const qgmm_tensor *q,
+                                      const qgmm_tensor *scales);
+qgmm_status vk_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const qgmm_tensor *q,
+                          const qgmm_tensor *scales, const qgmm_tensor *offs,
+                          const qgmm_tensor *out);
+qgmm_status vk_scales_to_blocked(qgmm_context *ctx, qgmm_blocked_variant v, const qgmm_tensor *in,
+                                 const qgmm_tensor *offs, const qgmm_tensor *out,
+                                 const qgmm_tensor *group_starts);
+qgmm_status vk_scales_from_blocked(qgmm_context *ctx, qgmm_blocked_variant v,
+                                   const qgmm_tensor *in, const qgmm_tensor *offs,
+                                   const qgmm_tensor *out);
+qgmm_status vk_pad_token_groups(qgmm_context *ctx, int alignment, const qgmm_tensor *x,
+                                const qgmm_tensor *offs, const qgmm_tensor *out,
+                                const qgmm_tensor *padded_start, const qgmm_tensor *padded_offs);
+qgmm_status vk_unpad_token_groups(qgmm_context *ctx, int alignment, const qgmm_tensor *x_padded,
+                                  const qgmm_tensor *offs, const qgmm_tensor *out);
+qgmm_status vk_group_row_ids(qgmm_context *ctx, const qgmm_tensor *offs,
+                             const qgmm_tensor *padded_offs, const qgmm_tensor *row_ids);
+qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
+                            const qgmm_tensor *a, const qgmm_tensor *b, const qgmm_tensor *a_scales,
+                            const qgmm_tensor *b_scales, const qgmm_tensor *offs,
+                            const qgmm_tensor *out);
+
+#endif /* QGMM_VK_INTERNAL_H */

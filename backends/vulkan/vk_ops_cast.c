@@ -1,0 +1,286 @@
+/*
+ * vk_ops_cast.c — FP8 rowwise / MXFP8 / FP8 blockwise quantize and dequantize: map each
+ * variant onto cast.comp's (E, O, R) segment view or dequant.comp's element view. The
+ * per-format constants the shaders need are computed here by the same C expressions as
+ * kernels/qgmm_scale_rules.h, so host and reference agree by construction.
+ */
+#include "vk_internal.h"
+#include "../../kernels/glsl/params.h"
+#include "qgmm_layout_maps.h"
+#include "qgmm_scale_rules.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The f32 constants of codec.glsl's FmtConsts for fp8 format fmt. */
+static void fmt_consts(int fmt, int64_t *p, int base_max, int base_clamp, int base_eps, int base_inv)
+{
+    const float maxv = qgmm_fp8_max(fmt);
+    p[base_max] = qgmm_f32_bits(maxv);
+    /* qgmm_rowwise_scale for any amax below 1e-12: the float64 clamp value */
+    p[base_clamp] = qgmm_f32_bits((float)((double)maxv / QGMM_AMAX_EPS));
+    /* smallest f32 whose float64 value is >= 1e-12 (the clamp test in f32 bits) */
+    float t = (float)QGMM_AMAX_EPS;
+    if ((double)t < QGMM_AMAX_EPS) t = nextafterf(t, INFINITY);
+    p[base_eps] = qgmm_f32_bits(t);
+    const float inv = (fmt == QGMM_FMT_E5M2) ? (1.0f / 57344.0f) : (fmt == QGMM_FMT_E4M3FNUZ) ? (1.0f / 240.0f) : (1.0f / 448.0f);
+    p[base_inv] = qgmm_f32_bits(inv);
+}
+
+static int64_t pow2_ceil(int64_t v)
+{
+    int64_t p = 1;
+    while (p < v && p < 256) p <<= 1;
+    return p;
+}
+
+/* Lane layout: consecutive lanes walk whichever of (reduce, other) is contiguous. */
+static void choose_lanes(int64_t *p, int64_t xo, int64_t xr, int64_t seglen, int combine, int64_t O)
+{
+    int64_t TO, TR, ocontig;
+    if (xr == 1 || combine || xo != 1) {
+        TR = pow2_ceil(seglen > 0 ? seglen : 256);
+        TO = 256 / TR;
+        ocontig = 0;
+    } else {
+        TO = 64;
+        TR = 4;
+        ocontig = 1;
+    }
+    p[CP_TO] = TO;
+    p[CP_TR] = TR;
+    p[CP_OCONTIG] = ocontig;
+    p[CP_OT] = combine ? 128 : TO;
+    p[CP_NOTILES] = (O + p[CP_OT] - 1) / p[CP_OT];
+}
+
+static qgmm_status run_cast(vk_ctx *c, int64_t *p)
+{
+    const int64_t groups = p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
+    return vk_dispatch(c, VKP_CAST, p, QP_MAX, groups);
+}
+
+qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *prm,
+                                    const qgmm_tensor *x, const qgmm_tensor *offs,
+                                    const qgmm_tensor *q, const qgmm_tensor *scales)
+{
+    vk_ctx *c = vk_of(ctx);
+    const int rank = x->rank, rd = prm->reduce_dim;
+    if (!((rank == 2 && (rd == 0 || rd == 1)) || (rank == 3 && (rd == 1 || rd == 2))))
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "reduce_dim %d with rank %d is not a variant", rd, rank);
+    const int jagged = offs && offs->buffer;
+    if (jagged && rank != 2)
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs: jagged groups need a rank-2 x, got rank %d", rank);
+    const int od = rank == 2 ? 1 - rd : (rd == 2 ? 1 : 2);
+    int64_t p[QP_MAX];
+    memset(p, 0, sizeof p);
+    p[CP_X] = (int64_t)vk_tensor_addr(x);
+    p[CP_XDT] = x->dtype;
+    p[CP_Q] = (int64_t)vk_tensor_addr(q);
+    p[CP_FMT] = q->dtype;
+    p[CP_S] = (int64_t)vk_tensor_addr(scales);
+    p[CP_RULE] = 0;
+    p[CP_POW2] = prm->power_of_2;
+    p[CP_RECIP] = prm->scale_kind == QGMM_SCALE_RECIPROCAL;
+    p[CP_E] = rank == 3 ? x->shape[0] : 1;
+    p[CP_O] = x->shape[od];
+    p[CP_R] = x->shape[rd];
+    p[CP_XE] = rank == 3 ? x->strides[0] : 0;
+    p[CP_XO] = x->strides[od];
+    p[CP_XR] = x->strides[rd];
+    p[CP_QE] = rank == 3 ? q->strides[0] : 0;
+    p[CP_QO] = q->strides[od];
+    p[CP_QR] = q->strides[rd];
+    /* cpu scale_index: rank 1 (outer * other + inner) * st, rank 2 outer*s0 + inner*s1,
+     * outer = g (jagged) or e */
+    const int64_t outer = scales->rank == 1 ? p[CP_O] * scales->strides[0] : scales->strides[0];
+    p[CP_SE] = outer;
+    p[CP_SG] = outer;
+    p[CP_SO] = scales->rank == 1 ? scales->strides[0] : scales->strides[1];
+    p[CP_NSEG] = jagged ? offs->shape[0] : 1;
+    fmt_consts(q->dtype, p, CP_C_MAX, CP_C_CLAMP, CP_C_EPS, CP_C_INV);
+    choose_lanes(p, p[CP_XO], p[CP_XR], jagged ? 0 : p[CP_R], 0, p[CP_O]);
+    if (jagged) {
+        if (p[CP_NSEG] == 0) return QGMM_OK;
+        qgmm_status st = vk_offs_prep(c, offs, p[CP_R], 1, 1, 0, 1, 0, 0, 0);
+        if (st != QGMM_OK) return st;
+        p[CP_TABLE] = (int64_t)c->scratch.addr;
+    }
+    return run_cast(c, p);
+}
+
+qgmm_status vk_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *prm, const qgmm_tensor *x,
+                              const qgmm_tensor *q, const qgmm_tensor *scales)
+{
+    vk_ctx *c = vk_of(ctx);
+    const int rank = x->rank, last = rank - 1;
+    if ((rank != 2 && rank != 3) || (prm->block_dim != last && prm->block_dim != last - 1))
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "block_dim %d with rank %d is not a variant", prm->block_dim, rank);
+    const int along_last = prm->block_dim == last;
+    const int rdim = along_last ? last : last - 1, odim = along_last ? last - 1 : last;
+    const int64_t E = rank == 3 ? x->shape[0] : 1, O = x->shape[odim], L = x->shape[rdim];
+    if (L % 32 != 0)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "x: blocked extent %lld is not a multiple of 32", (long long)L);
+    const int64_t NB = L / 32;
+    int64_t p[QP_MAX];
+    memset(p, 0, sizeof p);
+    p[CP_X] = (int64_t)vk_tensor_addr(x);
+    p[CP_XDT] = x->dtype;
+    p[CP_Q] = (int64_t)vk_tensor_addr(q);
+    p[CP_FMT] = q->dtype;
+    p[CP_S] = (int64_t)vk_tensor_addr(scales);
+    p[CP_RULE] = prm->mode == QGMM_MX_RCEIL ? 2 : 1;
+    p[CP_E] = E;
+    p[CP_O] = O;
+    p[CP_R] = L;
+    p[CP_XE] = rank == 3 ? x->strides[0] : 0;
+    p[CP_XO] = x->strides[odim];
+    p[CP_XR] = x->strides[rdim];
+    p[CP_QE] = rank == 3 ? q->strides[0] : 0;
+    p[CP_QO] = q->strides[odim];
+    p[CP_QR] = q->strides[rdim];
+    p[CP_L] = 32;
+    p[CP_NSEG] = NB;
+    fmt_consts(q->dtype, p, CP_C_MAX, CP_C_CLAMP, CP_C_EPS, CP_C_INV);
+    if (prm->scale_layout == QGMM_SCALES_BLOCKED) {
+        if (scales->strides[0] != 1)
+            return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "scales: blocked scales must be contiguous on vulkan");
+        p[CP_SKIND] = 2;
+        p[CP_COLSPAD] = qgmm_blocked_cols(NB);
+        p[CP_EXPBYTES] = qgmm_blocked_rows(O) * p[CP_COLSPAD];
+        qgmm_status st = vk_fill(c, (uint64_t)p[CP_S], E * p[CP_EXPBYTES], 0); /* padding bytes are 0 */
+        if (st != QGMM_OK) return st;
+    } else {
+        p[CP_SKIND] = 1;
+        const int64_t *s = scales->strides;
+        if (scales->rank == 1) { p[CP_SE] = O * NB * s[0]; p[CP_SO] = NB * s[0]; p[CP_SG] = s[0]; }
+        else if (scales->rank == 2) { p[CP_SO] = s[0]; p[CP_SG] = s[1]; }
+        else { p[CP_SE] = s[0]; p[CP_SO] = s[1]; p[CP_SG] = s[2]; }
+    }
+    choose_lanes(p, p[CP_XO], p[CP_XR], 32, 0, O);
+    return run_cast(c, p);
+}
+
+qgmm_status vk_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *prm,
+                                      const qgmm_tensor *x, const qgmm_tensor *q, const qgmm_tensor *scales)
+{
+    vk_ctx *c = vk_of(ctx);
+    const int rank = x->rank;
+    if ((rank != 2 && rank != 3) || (prm->block != QGMM_BLOCK_1X128 && prm->block != QGMM_BLOCK_128X128))
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "block %d with rank %d is not a variant", (int)prm->block, rank);
+    const int64_t K = x->shape[rank - 1];
+    if (K % 128 != 0)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "x: K = %lld is not a multiple of 128", (long long)K);
+    const int combine = prm->block == QGMM_BLOCK_128X128;
+    int64_t p[QP_MAX];
+    memset(p, 0, sizeof p);
+    p[CP_X] = (int64_t)vk_tensor_addr(x);
+    p[CP_XDT] = x->dtype;
+    p[CP_Q] = (int64_t)vk_tensor_addr(q);
+    p[CP_FMT] = q->dtype;
+    p[CP_S] = (int64_t)vk_tensor_addr(scales);
+    p[CP_RULE] = 0;
+    p[CP_RECIP] = 1;
+    p[CP_E] = rank == 3 ? x->shape[0] : 1;
+    p[CP_O] = x->shape[rank - 2];
+    p[CP_R] = K;
+    p[CP_XE] = rank == 3 ? x->strides[0] : 0;
+    p[CP_XO] = x->strides[rank - 2];
+    p[CP_XR] = x->strides[rank - 1];
+    p[CP_QE] = rank == 3 ? q->strides[0] : 0;
+    p[CP_QO] = q->strides[rank - 2];
+    p[CP_QR] = q->strides[rank - 1];
+    p[CP_L] = 128;
+    p[CP_NSEG] = K / 128;
+    p[CP_COMBINE] = combine;
+    const int64_t *s = scales->strides;
+    if (scales->rank == 3) { p[CP_SE] = s[0]; p[CP_SO] = s[1]; p[CP_SG] = s[2]; }
+    else { p[CP_SO] = s[0]; p[CP_SG] = s[1]; }
+    fmt_consts(q->dtype, p, CP_C_MAX, CP_C_CLAMP, CP_C_EPS, CP_C_INV);
+    choose_lanes(p, p[CP_XO], p[CP_XR], 128, combine, p[CP_O]);
+    return run_cast(c, p);
+}
+
+qgmm_status vk_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const qgmm_tensor *q,
+                          const qgmm_tensor *scales, const qgmm_tensor *offs, const qgmm_tensor *out)
+{
+    vk_ctx *c = vk_of(ctx);
+    const int rank = q->rank;
+    int64_t p[QP_MAX];
+    memset(p, 0, sizeof p);
+    int rdim, odim;
+    p[DQ_ODIV] = 1;
+    const int64_t *s = scales->strides;
+    if (f->kind == QGMM_QUANT_FP8_ROWWISE) {
+        const int rd = f->rowwise.reduce_dim;
+        if (!((rank == 2 && (rd == 0 || rd == 1)) || (rank == 3 && (rd == 1 || rd == 2))))
+            return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "reduce_dim %d with rank %d", rd, rank);
+        const int jagged = offs && offs->buffer;
+        if (jagged && rank != 2) return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs: needs rank 2");
+        rdim = rd;
+        odim = rank == 2 ? 1 - rd : (rd == 2 ? 1 : 2);
+        p[DQ_MODE] = f->rowwise.scale_kind == QGMM_SCALE_RECIPROCAL ? 1 : 0;
+        const int64_t outer = scales->rank == 1 ? q->shape[odim] * s[0] : s[0];
+        p[DQ_SE] = outer;
+        p[DQ_SG] = outer;
+        p[DQ_SO] = scales->rank == 1 ? s[0] : s[1];
+        if (jagged) {
+            p[DQ_NSEG] = offs->shape[0];
+            qgmm_status st = vk_offs_prep(c, offs, q->shape[rd], 1, 1, 0, 1, 0, 0, 0);
+            if (st != QGMM_OK) return st;
+            p[DQ_TABLE] = (int64_t)c->scratch.addr;
+        }
+    } else if (f->kind == QGMM_QUANT_MXFP8) {
+        const int last = rank - 1, bd = f->mx.block_dim;
+        if ((rank != 2 && rank != 3) || (bd != last && bd != last - 1))
+            return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "block_dim %d with rank %d", bd, rank);
+        rdim = bd == last ? last : last - 1;
+        odim = bd == last ? last - 1 : last;
+        const int64_t O = q->shape[odim], L = q->shape[rdim];
+        if (L % 32 != 0)
+            return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "q: blocked extent %lld not a multiple of 32", (long long)L);
+        const int64_t NB = L / 32;
+        p[DQ_MODE] = 2;
+        p[DQ_L] = 32;
+        if (f->mx.scale_layout == QGMM_SCALES_BLOCKED) {
+            if (s[0] != 1) return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "scales: blocked scales must be contiguous");
+            p[DQ_SKIND] = 2;
+            p[DQ_COLSPAD] = qgmm_blocked_cols(NB);
+            p[DQ_EXPBYTES] = qgmm_blocked_rows(O) * p[DQ_COLSPAD];
+        } else {
+            p[DQ_SKIND] = 1;
+            if (scales->rank == 1) { p[DQ_SE] = O * NB * s[0]; p[DQ_SO] = NB * s[0]; p[DQ_SG] = s[0]; }
+            else if (scales->rank == 2) { p[DQ_SO] = s[0]; p[DQ_SG] = s[1]; }
+            else { p[DQ_SE] = s[0]; p[DQ_SO] = s[1]; p[DQ_SG] = s[2]; }
+        }
+    } else if (f->kind == QGMM_QUANT_FP8_BLOCKWISE) {
+        if ((rank != 2 && rank != 3) ||
+            (f->blockwise.block != QGMM_BLOCK_1X128 && f->blockwise.block != QGMM_BLOCK_128X128))
+            return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "blockwise block %d rank %d", (int)f->blockwise.block, rank);
+        rdim = rank - 1;
+        odim = rank - 2;
+        p[DQ_MODE] = 3;
+        p[DQ_L] = 128;
+        p[DQ_ODIV] = f->blockwise.block == QGMM_BLOCK_128X128 ? 128 : 1;
+        if (scales->rank == 3) { p[DQ_SE] = s[0]; p[DQ_SO] = s[1]; p[DQ_SG] = s[2]; }
+        else { p[DQ_SO] = s[0]; p[DQ_SG] = s[1]; }
+    } else {
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "format kind %d", (int)f->kind);
+    }
+    p[DQ_Q] = (int64_t)vk_tensor_addr(q);
+    p[DQ_FMT] = q->dtype;
+    p[DQ_S] = (int64_t)vk_tensor_addr(scales);
+    p[DQ_OUT] = (int64_t)vk_tensor_addr(out);
+    p[DQ_OUTDT] = out->dtype;
+    p[DQ_E] = rank == 3 ? q->shape[0] : 1;
+    p[DQ_O] = q->shape[odim];
+    p[DQ_R] = q->shape[rdim];
+    p[DQ_QE] = rank == 3 ? q->strides[0] : 0;
+    p[DQ_QO] = q->strides[odim];
+    p[DQ_QR] = q->strides[rdim];
+    p[DQ_OE] = rank == 3 ? out->strides[0] : 0;
+    p[DQ_OO] = out->strides[odim];
+    p[DQ_OR] = out->strides[rdim];
+    p[DQ_N] = p[DQ_E] * p[DQ_O] * p[DQ_R];
+    return vk_dispatch(c, VKP_DEQUANT, p, QP_MAX, (p[DQ_N] + 255) / 256);
+}

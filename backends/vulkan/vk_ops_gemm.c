@@ -1,0 +1,106 @@
+/*
+ * vk_ops_gemm.c — grouped GEMM (M- and K-grouped, all four recipes) on gemm.comp. The
+ * group table (offs_prep.comp) gives each group's rows and, for M-grouped problems, the
+ * number of 64-row tiles before it; the host dispatches the upper bound of tiles
+ * (ceil(M/64) + G row tiles x column tiles) and surplus workgroups exit on the device,
+ * so no offsets are read on the host.
+ */
+#include "vk_internal.h"
+#include "../../kernels/glsl/params.h"
+#include "qgmm_layout_maps.h"
+
+#include <string.h>
+
+#define GEMM_BM 64
+#define GEMM_BN 64
+
+qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *prm, const qgmm_tensor *a,
+                            const qgmm_tensor *b, const qgmm_tensor *sa, const qgmm_tensor *sb,
+                            const qgmm_tensor *offs, const qgmm_tensor *out)
+{
+    vk_ctx *c = vk_of(ctx);
+    const int mg = prm->kind == QGMM_GEMM_M_GROUPED;
+    const int recipe = prm->recipe;
+    if (offs->shape[0] > 1 && offs->strides[0] != 1)
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs: vulkan needs a contiguous i32 vector");
+    int64_t p[QP_MAX];
+    memset(p, 0, sizeof p);
+    const int64_t M = a->shape[0], G = offs->shape[0];
+    int64_t rows, cols, depth;
+    p[GM_KIND] = mg ? 0 : 1;
+    p[GM_RECIPE] = recipe;
+    p[GM_A] = (int64_t)vk_tensor_addr(a);
+    p[GM_ADT] = a->dtype;
+    p[GM_B] = (int64_t)vk_tensor_addr(b);
+    p[GM_BDT] = b->dtype;
+    p[GM_OUT] = (int64_t)vk_tensor_addr(out);
+    p[GM_ODT] = out->dtype;
+    if (mg) {
+        rows = M; cols = b->shape[1]; depth = a->shape[1];
+        p[GM_AI] = a->strides[0]; p[GM_AC] = a->strides[1];
+        p[GM_BG] = b->strides[0]; p[GM_BJ] = b->strides[1]; p[GM_BC] = b->strides[2];
+        p[GM_OG] = 0; p[GM_OI] = out->strides[0]; p[GM_OJ] = out->strides[1];
+    } else {
+        rows = a->shape[1]; cols = b->shape[1]; depth = M;
+        p[GM_AI] = a->strides[1]; p[GM_AC] = a->strides[0];
+        p[GM_BG] = 0; p[GM_BJ] = b->strides[1]; p[GM_BC] = b->strides[0];
+        p[GM_OG] = out->strides[0]; p[GM_OI] = out->strides[1]; p[GM_OJ] = out->strides[2];
+    }
+    p[GM_A_ICONTIG] = p[GM_AI] == 1 && p[GM_AC] != 1;
+    p[GM_B_JCONTIG] = p[GM_BJ] == 1 && p[GM_BC] != 1;
+    p[GM_ROWS] = rows;
+    p[GM_COLS] = cols;
+    p[GM_DEPTH] = depth;
+    p[GM_G] = G;
+    p[GM_NTJ] = (cols + GEMM_BN - 1) / GEMM_BN;
+    p[GM_NTI] = (rows + GEMM_BM - 1) / GEMM_BM;
+    int64_t multiple = 1, align = 1, div = 1;
+    if (recipe == QGMM_RECIPE_FP8_ROWWISE) {
+        p[GM_SA] = (int64_t)vk_tensor_addr(sa);
+        p[GM_SB] = (int64_t)vk_tensor_addr(sb);
+        if (mg) { /* a_scales (M), b_scales (E, N) */
+            p[GM_SAI] = sa->strides[0];
+            p[GM_SBG] = sb->strides[0]; p[GM_SBJ] = sb->strides[1];
+        } else {  /* a_scales (G, N), b_scales (G, K) */
+            p[GM_SAG] = sa->strides[0]; p[GM_SAI] = sa->strides[1];
+            p[GM_SBG] = sb->strides[0]; p[GM_SBJ] = sb->strides[1];
+        }
+    } else if (recipe == QGMM_RECIPE_FP8_BLOCKWISE) {
+        p[GM_SA] = (int64_t)vk_tensor_addr(sa);
+        p[GM_SB] = (int64_t)vk_tensor_addr(sb);
+        p[GM_SAI] = sa->strides[0]; p[GM_SAC] = sa->strides[1];
+        if (mg) { /* (E, ceil(N/128), K/128) */
+            p[GM_SBG] = sb->strides[0]; p[GM_SBJ] = sb->strides[1]; p[GM_SBC] = sb->strides[2];
+            p[GM_SBJDIV] = 128;
+        } else {  /* (K, M/128) */
+            p[GM_SBJ] = sb->strides[0]; p[GM_SBC] = sb->strides[1];
+            p[GM_SBJDIV] = 1;
+            multiple = 128;
+        }
+    } else if (recipe == QGMM_RECIPE_MXFP8) {
+        p[GM_SA] = (int64_t)vk_tensor_addr(sa);
+        p[GM_SB] = (int64_t)vk_tensor_addr(sb);
+        p[GM_SASTRIDE] = sa->strides[0];
+        p[GM_SBSTRIDE] = sb->strides[0];
+        if (mg) {
+            p[GM_ACOLSPAD] = qgmm_blocked_cols(depth / 32);
+            p[GM_BCOLSPAD] = p[GM_ACOLSPAD];
+            p[GM_BPEREXP] = qgmm_blocked_rows(cols) * p[GM_BCOLSPAD];
+            align = 128; /* padded start rows of the M-groups blocked a_scales */
+        } else {
+            p[GM_AROWSPAD] = qgmm_blocked_rows(rows);
+            p[GM_BROWSPAD] = qgmm_blocked_rows(cols);
+            multiple = 32;
+            align = 4;
+            div = 32; /* padded start scale columns of the K-groups blocked scales */
+        }
+    }
+    if (G == 0) return QGMM_OK;
+    qgmm_status st = vk_offs_prep(c, offs, M, multiple, align, mg ? GEMM_BM : 0, div, 0, 0, 0);
+    if (st != QGMM_OK) return st;
+    p[GM_TABLE] = (int64_t)c->scratch.addr;
+    const int64_t row_tiles = mg ? (M + GEMM_BM - 1) / GEMM_BM + G : G * p[GM_NTI];
+    p[GM_NWG] = row_tiles * p[GM_NTJ];
+    const int fp8 = qgmm_dtype_is_fp8(a->dtype);
+    return vk_dispatch(c, fp8 ? VKP_GEMM_FP8 : VKP_GEMM, p, QP_MAX, p[GM_NWG]);
+}

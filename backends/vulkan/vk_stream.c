@@ -1,0 +1,160 @@
+/*
+ * vk_stream.c — command recording and submission for a context's queue, the per-dispatch
+ * parameter ring, lazily created pipelines, fills and the group-offset prepass.
+ */
+#include "vk_internal.h"
+#include "../../kernels/glsl/params.h"
+
+#include <string.h>
+
+VkCommandBuffer vk_begin(vk_ctx *c)
+{
+    if (c->cur >= 0) return c->cmds[c->cur].cb;
+    vk_cmd *k = &c->cmds[c->next];
+    if (k->state == 2) { /* ring full: reuse the oldest once it has finished */
+        g_vk.vkWaitForFences(c->dev, 1, &k->fence, VK_TRUE, UINT64_MAX);
+        g_vk.vkResetFences(c->dev, 1, &k->fence);
+        k->state = 0;
+    }
+    g_vk.vkResetCommandBuffer(k->cb, 0);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    g_vk.vkBeginCommandBuffer(k->cb, &bi);
+    k->state = 1;
+    c->cur = c->next;
+    c->next = (c->next + 1) % VK_NCMD;
+    c->recorded = 0;
+    return k->cb;
+}
+
+/* A full barrier: every later command sees every earlier command's writes (ops are
+ * serialised on the queue; the GPU still runs each op's workgroups in parallel). */
+void vk_barrier(vk_ctx *c, VkCommandBuffer cb)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT};
+    g_vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT |
+                              VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+    if (++c->recorded >= VK_AUTOFLUSH) vk_flush(c);
+}
+
+qgmm_status vk_flush(vk_ctx *c)
+{
+    if (c->cur < 0) return QGMM_OK;
+    vk_cmd *k = &c->cmds[c->cur];
+    c->cur = -1;
+    g_vk.vkEndCommandBuffer(k->cb);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &k->cb};
+    VkResult r = g_vk.vkQueueSubmit(c->queue, 1, &si, k->fence);
+    k->state = 2;
+    if (r != VK_SUCCESS) return qgmm_set_error(c->api, QGMM_ERR_DEVICE, "vkQueueSubmit failed (VkResult %d)", (int)r);
+    return QGMM_OK;
+}
+
+qgmm_status vk_wait_all(vk_ctx *c)
+{
+    qgmm_status st = vk_flush(c);
+    for (int i = 0; i < VK_NCMD; ++i) {
+        vk_cmd *k = &c->cmds[i];
+        if (k->state != 2) continue;
+        VkResult r = g_vk.vkWaitForFences(c->dev, 1, &k->fence, VK_TRUE, UINT64_MAX);
+        g_vk.vkResetFences(c->dev, 1, &k->fence);
+        k->state = 0;
+        if (r != VK_SUCCESS && st == QGMM_OK)
+            st = qgmm_set_error(c->api, QGMM_ERR_DEVICE, "vkWaitForFences failed (VkResult %d)", (int)r);
+    }
+    c->param_cursor = 0; /* nothing in flight reads the parameter ring any more */
+    return st;
+}
+
+qgmm_status vk_pipeline(vk_ctx *c, int pipe, VkPipeline *out)
+{
+    if (c->pipes[pipe]) {
+        *out = c->pipes[pipe];
+        return QGMM_OK;
+    }
+    const vk_spirv *s = &g_vk_spirv[pipe];
+    VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                   .codeSize = s->bytes,
+                                   .pCode = s->code};
+    VkShaderModule mod;
+    if (g_vk.vkCreateShaderModule(c->dev, &mi, NULL, &mod) != VK_SUCCESS)
+        return qgmm_set_error(c->api, QGMM_ERR_DEVICE, "vkCreateShaderModule(%s) failed", s->name);
+    VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+                                      .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                                                .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                                                .module = mod,
+                                                .pName = "main"},
+                                      .layout = c->layout};
+    VkResult r = g_vk.vkCreateComputePipelines(c->dev, VK_NULL_HANDLE, 1, &ci, NULL, &c->pipes[pipe]);
+    g_vk.vkDestroyShaderModule(c->dev, mod, NULL);
+    if (r != VK_SUCCESS) {
+        c->pipes[pipe] = VK_NULL_HANDLE;
+        return qgmm_set_error(c->api, QGMM_ERR_DEVICE, "vkCreateComputePipelines(%s) failed (VkResult %d)",
+                              s->name, (int)r);
+    }
+    *out = c->pipes[pipe];
+    return QGMM_OK;
+}
+
+qgmm_status vk_dispatch(vk_ctx *c, int pipe, const int64_t *p, int n, int64_t groups)
+{
+    if (groups <= 0) return QGMM_OK;
+    VkPipeline pl;
+    qgmm_status st = vk_pipeline(c, pipe, &pl);
+    if (st != QGMM_OK) return st;
+    if (c->param_cursor + VK_PARAM_SLOT > VK_PARAM_RING) {
+        st = vk_wait_all(c); /* ring full: wait until no dispatch reads it */
+        if (st != QGMM_OK) return st;
+    }
+    const size_t off = c->param_cursor;
+    c->param_cursor += VK_PARAM_SLOT;
+    memset((char *)c->params.map + off, 0, VK_PARAM_SLOT);
+    memcpy((char *)c->params.map + off, p, (size_t)n * sizeof(int64_t));
+    const uint64_t addr = c->params.addr + off;
+    VkCommandBuffer cb = vk_begin(c);
+    g_vk.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl);
+    g_vk.vkCmdPushConstants(cb, c->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, &addr);
+    const uint32_t gx = groups > 65535 ? 65535u : (uint32_t)groups;
+    const uint32_t gy = (uint32_t)((groups + 65534) / 65535);
+    g_vk.vkCmdDispatch(cb, gx, gy, 1);
+    vk_barrier(c, cb);
+    return QGMM_OK;
+}
+
+qgmm_status vk_fill(vk_ctx *c, uint64_t addr, int64_t bytes, uint8_t value)
+{
+    if (bytes <= 0) return QGMM_OK;
+    int64_t p[QP_MAX] = {0};
+    p[FILL_DST] = (int64_t)addr;
+    p[FILL_BYTES] = bytes;
+    p[FILL_VALUE] = value;
+    return vk_dispatch(c, VKP_FILL, p, 3, (bytes + 1023) / 1024);
+}
+
+qgmm_status vk_offs_prep(vk_ctx *c, const qgmm_tensor *offs, int64_t extent, int64_t multiple,
+                         int64_t align, int64_t tile, int64_t div, uint64_t out0, uint64_t out1,
+                         uint64_t padoffs)
+{
+    const int64_t G = offs->shape[0];
+    if ((TAB_HEADER + G * TAB_STRIDE) * 4 > (int64_t)VK_SCRATCH_BYTES)
+        return qgmm_set_error(c->api, QGMM_ERR_UNSUPPORTED, "offs: %lld groups exceed the Vulkan group table",
+                              (long long)G);
+    if (offs->rank == 1 && offs->shape[0] > 1 && offs->strides[0] != 1)
+        return qgmm_set_error(c->api, QGMM_ERR_UNSUPPORTED, "offs: the Vulkan backend needs contiguous offsets");
+    int64_t p[QP_MAX] = {0};
+    p[OP_OFFS] = (int64_t)vk_tensor_addr(offs);
+    p[OP_G] = G;
+    p[OP_EXTENT] = extent;
+    p[OP_MULTIPLE] = multiple;
+    p[OP_ALIGN] = align;
+    p[OP_TILE] = tile;
+    p[OP_TABLE] = (int64_t)c->scratch.addr;
+    p[OP_STATUS] = (int64_t)c->status.addr;
+    p[OP_OUT0] = (int64_t)out0;
+    p[OP_OUT1] = (int64_t)out1;
+    p[OP_PADOFFS] = (int64_t)padoffs;
+    p[OP_DIV] = div;
+    return vk_dispatch(c, VKP_OFFS_PREP, p, 12, 1);
+}

@@ -1,0 +1,86 @@
+#version 460
+// blocked.comp — ops-spec §4: scales to the blocked ("32x4x4") layout and back, 2D, 3D,
+// M-groups and K-groups, with the group geometry of backends/cpu/cpu_layout.c:
+//  M-groups: group g is a blocked matrix of 128*ceil(size_g/128) rows at padded row
+//            start_g of one matrix of width cols_pad (table fields 2/3, rows);
+//  K-groups: group g is a rows_pad x 4*ceil(size_g/4) blocked matrix at byte
+//            start_g * rows_pad (table fields 2/3, scale columns; fields 0/1 in elements).
+// To-blocked runs one lane per blocked byte, so padding bytes are written (zero) too;
+// from-blocked one lane per plain scale (scales no group owns come back 0).
+#include "params.h"
+#include "common.glsl"
+#include "layout.glsl"
+layout(local_size_x = 256) in;
+
+#define V_2D 0
+#define V_3D 1
+#define V_MG 2
+#define V_KG 3
+
+uint plain_at(int64_t e, int64_t r, int64_t c)
+{
+    return ld_u8(PA(BL_PLAIN), e * P(BL_PE) + r * P(BL_PR) + c * P(BL_PC));
+}
+
+void main()
+{
+    const int64_t n = wg_linear() * 256 + int64_t(gl_LocalInvocationID.x);
+    if (n >= P(BL_N)) return;
+    const int var = PI(BL_VAR);
+    const uint64_t table = PA(BL_TABLE);
+    if ((var == V_MG || var == V_KG) && tab_bad(table)) return;
+    const int64_t R = P(BL_R), C = P(BL_C), G = P(BL_G);
+    const int64_t colspad = P(BL_COLSPAD), rowspad = P(BL_ROWSPAD);
+    const uint64_t B = PA(BL_BLK);
+    const int64_t bs = P(BL_BSTRIDE);
+
+    if (PI(BL_DIR) == 0) {
+        const int64_t off = n; // blocked byte
+        uint v = 0u;
+        if (var == V_2D || var == V_3D) {
+            const int64_t e = off / P(BL_PEREXP);
+            int64_t r, c;
+            blocked_coords(off % P(BL_PEREXP), colspad, r, c);
+            if (r < R && c < C) v = plain_at(e, r, c);
+        } else if (var == V_MG) {
+            int64_t pr, c;
+            blocked_coords(off, colspad, pr, c);
+            const int64_t g = tab_group_of(table, G, 3, pr);
+            if (g >= 0) {
+                const int64_t local = pr - tab_get(table, g, 2);
+                const int64_t r0 = tab_get(table, g, 0), size = tab_get(table, g, 1) - r0;
+                if (local >= 0 && local < size && c < C) v = plain_at(0, r0 + local, c);
+            }
+        } else {
+            const int64_t u = off / rowspad;
+            const int64_t g = tab_group_of(table, G, 3, u);
+            if (g >= 0) {
+                const int64_t ps = tab_get(table, g, 2), pe = tab_get(table, g, 3);
+                const int64_t c0 = tab_get(table, g, 0) / 32, size = tab_get(table, g, 1) / 32 - c0;
+                int64_t r, cl;
+                blocked_coords(off - ps * rowspad, pe - ps, r, cl);
+                if (u >= ps && r < R && cl < size) v = plain_at(0, r, c0 + cl);
+            }
+        }
+        st_u8(B, off * bs, v);
+        return;
+    }
+    // blocked -> plain: n enumerates (e, r, c)
+    const int64_t c = n % C, r = (n / C) % R, e = n / (C * R);
+    int64_t off = -1;
+    if (var == V_2D || var == V_3D) {
+        off = e * P(BL_PEREXP) + blocked_offset(r, c, colspad);
+    } else if (var == V_MG) {
+        const int64_t g = tab_group_of(table, G, 1, r);
+        if (g >= 0) off = blocked_offset(tab_get(table, g, 2) + (r - tab_get(table, g, 0)), c, colspad);
+    } else {
+        const int64_t g = tab_group_of(table, G, 1, c * 32);
+        if (g >= 0) {
+            const int64_t ps = tab_get(table, g, 2), pe = tab_get(table, g, 3);
+            off = ps * rowspad + blocked_offset(r, c - tab_get(table, g, 0) / 32, pe - ps);
+        }
+    }
+    uint v = 0u;
+    if (off >= 0 && off < P(BL_BLEN)) v = ld_u8(B, off * bs);
+    st_u8(PA(BL_PLAIN), e * P(BL_PE) + r * P(BL_PR) + c * P(BL_PC), v);
+}

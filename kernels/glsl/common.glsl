@@ -1,0 +1,65 @@
+// common.glsl — what every qgmm compute shader shares: extensions, the parameter block,
+// typed loads/stores through buffer device addresses, the workgroup-id folding and the
+// bad-offsets flag.
+//
+// Why buffer device addresses: tensors may start at any element offset inside a buffer
+// and may exceed maxStorageBufferRange; 64-bit addresses avoid descriptor sets, alignment
+// rules and range limits in one go. Every op reads its parameters (addresses, shapes,
+// strides in elements) from a small host-written int64 array whose address is the only
+// push constant.
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_buffer_reference2 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_16bit_storage : require
+
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer QParams { int64_t v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 1) buffer QU8 { uint8_t v; };
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer QU16 { uint16_t v; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer QU32 { uint v; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer QI32 { int v; };
+
+layout(push_constant) uniform QPush { uint64_t params; } qpush;
+
+#define P(i) (QParams(qpush.params).v[i])
+#define PU(i) uint(P(i))
+#define PI(i) int(P(i))
+#define PA(i) uint64_t(P(i))
+
+// dtype ids of api/qgmm.h
+#define DT_F32 1
+#define DT_BF16 2
+#define DT_F16 3
+#define DT_E4M3FN 4
+#define DT_E4M3FNUZ 5
+#define DT_E5M2 6
+#define DT_E8M0 7
+#define DT_I32 8
+#define DT_U8 9
+
+uint ld_u8(uint64_t base, int64_t i) { return uint(QU8(base + uint64_t(i)).v); }
+uint ld_u16(uint64_t base, int64_t i) { return uint(QU16(base + uint64_t(i) * 2ul).v); }
+uint ld_u32(uint64_t base, int64_t i) { return QU32(base + uint64_t(i) * 4ul).v; }
+int ld_i32(uint64_t base, int64_t i) { return QI32(base + uint64_t(i) * 4ul).v; }
+void st_u8(uint64_t base, int64_t i, uint v) { QU8(base + uint64_t(i)).v = uint8_t(v); }
+void st_u16(uint64_t base, int64_t i, uint v) { QU16(base + uint64_t(i) * 2ul).v = uint16_t(v); }
+void st_u32(uint64_t base, int64_t i, uint v) { QU32(base + uint64_t(i) * 4ul).v = v; }
+void st_i32(uint64_t base, int64_t i, int v) { QI32(base + uint64_t(i) * 4ul).v = v; }
+
+// Raw element of any size (1, 2 or 4 bytes) as a uint.
+uint ld_raw(uint64_t base, int64_t i, int esize)
+{
+    if (esize == 4) return ld_u32(base, i);
+    if (esize == 2) return ld_u16(base, i);
+    return ld_u8(base, i);
+}
+void st_raw(uint64_t base, int64_t i, int esize, uint v)
+{
+    if (esize == 4) st_u32(base, i, v);
+    else if (esize == 2) st_u16(base, i, v);
+    else st_u8(base, i, v);
+}
+
+// Workgroups are dispatched as (min(n, 65535), ceil(n / 65535), 1) so that any count fits
+// the 65535 per-dimension minimum limit; this undoes the fold.
+int64_t wg_linear() { return int64_t(gl_WorkGroupID.x) + int64_t(gl_WorkGroupID.y) * 65535l; }

@@ -1,0 +1,176 @@
+#version 460
+// gemm.comp — grouped GEMM, M-grouped and K-grouped, every recipe, f32 accumulation.
+// Tiles of 64x64 outputs per workgroup, 16-deep K steps staged through shared memory,
+// 4x4 outputs per lane held in registers. Operands are converted to f32 (and, for the
+// blockwise / MXFP8 recipes, multiplied by their per-block dequant scale) while they are
+// staged, so the inner loop is plain f32 FMA for every recipe; FP8 rowwise scales are
+// applied in the epilogue as acc * sa * sb (the CPU reference's order).
+// Group bounds come from the device table (offs_prep.comp): no host readback. Lanes of
+// a row tile past its group's end, and tiles past the last group, write nothing.
+// Compiled twice: QG_FP8=0 (bf16 operands) and QG_FP8=1 (fp8 operands through a
+// 256-entry decode table in shared memory, built with the integer codec).
+#include "params.h"
+#include "common.glsl"
+#include "codec.glsl"
+#include "layout.glsl"
+layout(local_size_x = 256) in;
+
+#define BM 64
+#define BN 64
+#define BK 16
+shared float As[BK][BM + 4];
+shared float Bs[BK][BN + 4];
+#if QG_FP8
+shared float lutA[256];
+shared float lutB[256];
+#endif
+
+#define R_BF16 0
+#define R_ROWWISE 1
+#define R_BLOCKWISE 2
+#define R_MX 3
+
+float e8m0f(uint64_t base, int64_t byteoff, int64_t stride)
+{
+    return uintBitsToFloat(e8m0_to_f32(ld_u8(base, byteoff * stride)));
+}
+
+void main()
+{
+    const int tid = int(gl_LocalInvocationID.x);
+    const int kind = PI(GM_KIND), recipe = PI(GM_RECIPE);
+    const uint64_t table = PA(GM_TABLE);
+    if (tab_bad(table)) return;
+    const int64_t G = P(GM_G), ntj = P(GM_NTJ);
+    const int64_t wid = wg_linear();
+    if (wid >= P(GM_NWG)) return;
+    const int64_t tj = wid % ntj, ti_all = wid / ntj;
+
+    // ---- which group and which rows
+    int64_t g, i0, i1, c0, c1;
+    if (kind == 0) {
+        // first g whose tiles end after ti_all
+        int64_t lo = 0, hi = G;
+        while (lo < hi) {
+            const int64_t mid = (lo + hi) / 2;
+            const int64_t s = tab_get(table, mid, 0), e = tab_get(table, mid, 1);
+            const int64_t tend = tab_get(table, mid, 4) + (e - s + BM - 1) / BM;
+            if (tend <= ti_all) lo = mid + 1; else hi = mid;
+        }
+        if (lo >= G) return;
+        g = lo;
+        const int64_t s = tab_get(table, g, 0);
+        i0 = s + (ti_all - tab_get(table, g, 4)) * BM;
+        i1 = min(i0 + BM, int64_t(tab_get(table, g, 1)));
+        c0 = 0;
+        c1 = P(GM_DEPTH);
+    } else {
+        g = ti_all / P(GM_NTI);
+        if (g >= G) return;
+        i0 = (ti_all % P(GM_NTI)) * BM;
+        i1 = min(i0 + BM, P(GM_ROWS));
+        c0 = tab_get(table, g, 0);
+        c1 = tab_get(table, g, 1);
+    }
+    const int64_t j0 = tj * BN, j1 = min(j0 + BN, P(GM_COLS));
+
+#if QG_FP8
+    lutA[tid] = uintBitsToFloat(fp8_to_f32(uint(tid), PI(GM_ADT)));
+    lutB[tid] = uintBitsToFloat(fp8_to_f32(uint(tid), PI(GM_BDT)));
+#endif
+    const uint64_t A = PA(GM_A), B = PA(GM_B);
+    const int64_t bgoff = g * P(GM_BG);
+    const int64_t sAi = P(GM_AI), sAc = P(GM_AC), sBj = P(GM_BJ), sBc = P(GM_BC);
+    const bool a_ic = PI(GM_A_ICONTIG) != 0, b_jc = PI(GM_B_JCONTIG) != 0;
+
+    // MX geometry of this group (see cpu_gemm.c a_block_scale / b_block_scale)
+    int64_t mxa_base = 0, mxa_row0 = 0, mxa_c0 = 0, mxa_cp = 1, mxb_base = 0, mxb_c0 = 0, mxb_cp = 1;
+    if (recipe == R_MX) {
+        const int64_t ps = tab_get(table, g, 2), pe = tab_get(table, g, 3);
+        if (kind == 0) {
+            mxa_base = ps * P(GM_ACOLSPAD); mxa_row0 = tab_get(table, g, 0); mxa_cp = P(GM_ACOLSPAD);
+            mxb_base = g * P(GM_BPEREXP); mxb_cp = P(GM_BCOLSPAD);
+        } else {
+            mxa_base = ps * P(GM_AROWSPAD); mxa_c0 = c0; mxa_cp = pe - ps;
+            mxb_base = ps * P(GM_BROWSPAD); mxb_c0 = c0; mxb_cp = pe - ps;
+        }
+    }
+
+    float acc[4][4];
+    for (int a = 0; a < 4; ++a) for (int b = 0; b < 4; ++b) acc[a][b] = 0.0;
+    const int ty = tid / 16, tx = tid % 16;
+    barrier();
+
+    for (int64_t kc = c0; kc < c1; kc += BK) {
+        for (int q = 0; q < 4; ++q) {
+            const int el = tid + 256 * q;
+            // ---- A element (row ii, depth kk)
+            int ii, kk;
+            if (a_ic) { ii = el % BM; kk = el / BM; } else { ii = el / BK; kk = el % BK; }
+            float va = 0.0;
+            const int64_t gi = i0 + ii, gc = kc + kk;
+            if (gi < i1 && gc < c1) {
+                const int64_t idx = gi * sAi + gc * sAc;
+#if QG_FP8
+                va = lutA[ld_u8(A, idx)];
+                if (recipe == R_BLOCKWISE)
+                    va *= uintBitsToFloat(ld_u32(PA(GM_SA), gi * P(GM_SAI) + (gc / 128) * P(GM_SAC)));
+                else if (recipe == R_MX)
+                    va *= e8m0f(PA(GM_SA), mxa_base + blocked_offset(gi - mxa_row0, (gc - mxa_c0) / 32, mxa_cp),
+                                P(GM_SASTRIDE));
+#else
+                va = uintBitsToFloat(bf16_to_f32(ld_u16(A, idx)));
+#endif
+            }
+            As[kk][ii] = va;
+            // ---- B element (col jj, depth kk)
+            int jj;
+            if (b_jc) { jj = el % BN; kk = el / BN; } else { jj = el / BK; kk = el % BK; }
+            float vb = 0.0;
+            const int64_t gj = j0 + jj, gd = kc + kk;
+            if (gj < j1 && gd < c1) {
+                const int64_t idx = bgoff + gj * sBj + gd * sBc;
+#if QG_FP8
+                vb = lutB[ld_u8(B, idx)];
+                if (recipe == R_BLOCKWISE)
+                    vb *= uintBitsToFloat(ld_u32(PA(GM_SB), g * P(GM_SBG) + (gj / P(GM_SBJDIV)) * P(GM_SBJ) +
+                                                                (gd / 128) * P(GM_SBC)));
+                else if (recipe == R_MX)
+                    vb *= e8m0f(PA(GM_SB), mxb_base + blocked_offset(gj, (gd - mxb_c0) / 32, mxb_cp),
+                                P(GM_SBSTRIDE));
+#else
+                vb = uintBitsToFloat(bf16_to_f32(ld_u16(B, idx)));
+#endif
+            }
+            Bs[kk][jj] = vb;
+        }
+        barrier();
+        for (int k = 0; k < BK; ++k) {
+            float av[4], bv[4];
+            for (int a = 0; a < 4; ++a) av[a] = As[k][ty * 4 + a];
+            for (int b = 0; b < 4; ++b) bv[b] = Bs[k][tx * 4 + b];
+            for (int a = 0; a < 4; ++a)
+                for (int b = 0; b < 4; ++b) acc[a][b] = fma(av[a], bv[b], acc[a][b]);
+        }
+        barrier();
+    }
+
+    // ---- epilogue
+    const uint64_t OUT = PA(GM_OUT) + uint64_t(g * P(GM_OG) * (PI(GM_ODT) == DT_BF16 ? 2 : 4));
+    for (int a = 0; a < 4; ++a) {
+        const int64_t gi = i0 + ty * 4 + a;
+        if (gi >= i1) continue;
+        float ra = 1.0;
+        if (recipe == R_ROWWISE) ra = uintBitsToFloat(ld_u32(PA(GM_SA), g * P(GM_SAG) + gi * P(GM_SAI)));
+        for (int b = 0; b < 4; ++b) {
+            const int64_t gj = j0 + tx * 4 + b;
+            if (gj >= j1) continue;
+            float v = acc[a][b];
+            if (recipe == R_ROWWISE)
+                v = v * ra * uintBitsToFloat(ld_u32(PA(GM_SB), g * P(GM_SBG) + gj * P(GM_SBJ)));
+            const int64_t oi = gi * P(GM_OI) + gj * P(GM_OJ);
+            if (PI(GM_ODT) == DT_BF16) st_u16(OUT, oi, f32_to_bf16(floatBitsToUint(v)));
+            else st_u32(OUT, oi, floatBitsToUint(v));
+        }
+    }
+}

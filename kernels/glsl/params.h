@@ -1,0 +1,182 @@
+/* params.h — slot numbers of the int64 parameter block each qgmm Vulkan shader reads.
+ * Included by the GLSL shaders and by backends/vulkan/ (C), so both sides agree. */
+#ifndef QGMM_GLSL_PARAMS_H
+#define QGMM_GLSL_PARAMS_H
+
+#define QP_MAX 64
+
+/* shared by every op that takes group offsets: the group table written by offs_prep.comp
+ * lives in the context's scratch buffer: word 0 = "offsets bad" flag, then G records of
+ * TAB_STRIDE int32: start, end (clamped), padded start, padded end, tiles before. */
+#define TAB_STRIDE 5
+#define TAB_HEADER 4
+
+/* ---- fill.comp */
+#define FILL_DST 0
+#define FILL_BYTES 1
+#define FILL_VALUE 2
+
+/* ---- offs_prep.comp: validate offsets, build the group table */
+#define OP_OFFS 0      /* i32 (G) */
+#define OP_G 1
+#define OP_EXTENT 2
+#define OP_MULTIPLE 3  /* every group size a multiple of this (1 = any) */
+#define OP_ALIGN 4     /* padded size = align * ceil(size / align) */
+#define OP_TILE 5      /* tiles before g count ceil(size / tile) (0 = unused) */
+#define OP_TABLE 6     /* scratch address */
+#define OP_STATUS 7    /* context status word address */
+#define OP_OUT0 8      /* optional i32 (G): padded start (0 = absent) */
+#define OP_OUT1 9      /* optional i32 (G): padded end offsets (0 = absent) */
+#define OP_PADOFFS 10  /* optional i32 (G) input: padded offsets to validate (row ids) */
+#define OP_DIV 11      /* group bounds are divided by this before padding (K-groups: 32) */
+#define OP_PADCAP 12   /* cap + 1 (0 = none): the padded total must not exceed cap (unpad: rows
+                          of x_padded); with OP_PADOFFS: padded offsets must stay within it */
+
+/* ---- cast.comp: amax over segments of a reduce dim, scale, quantize */
+#define CP_X 0
+#define CP_XDT 1
+#define CP_Q 2
+#define CP_FMT 3
+#define CP_S 4
+#define CP_SKIND 5     /* 0 f32 strided, 1 byte strided, 2 byte blocked */
+#define CP_RULE 6      /* 0 rowwise/blockwise, 1 mx floor, 2 mx rceil */
+#define CP_POW2 7
+#define CP_RECIP 8
+#define CP_XE 9
+#define CP_XO 10
+#define CP_XR 11
+#define CP_QE 12
+#define CP_QO 13
+#define CP_QR 14
+#define CP_SE 15
+#define CP_SO 16
+#define CP_SG 17
+#define CP_E 18
+#define CP_O 19
+#define CP_R 20
+#define CP_L 21        /* segment length (0: whole R, or groups when CP_TABLE != 0) */
+#define CP_NSEG 22
+#define CP_TO 23
+#define CP_TR 24
+#define CP_OT 25
+#define CP_COMBINE 26
+#define CP_OCONTIG 27  /* lane order: o fastest (1) or r fastest (0) */
+#define CP_COLSPAD 28
+#define CP_EXPBYTES 29
+#define CP_TABLE 30
+#define CP_C_MAX 31
+#define CP_C_CLAMP 32
+#define CP_C_EPS 33
+#define CP_C_INV 34
+#define CP_NOTILES 35
+#define CP_BLKROW0 36  /* blocked: row offset added (unused: 0) */
+
+/* ---- dequant.comp: elementwise inverse of the casts */
+#define DQ_Q 0
+#define DQ_FMT 1
+#define DQ_S 2
+#define DQ_SKIND 3     /* 0 f32 strided, 1 byte strided, 2 byte blocked */
+#define DQ_MODE 4      /* 0 divide by scale, 1 multiply by scale, 2 e8m0 */
+#define DQ_OUT 5
+#define DQ_OUTDT 6
+#define DQ_QE 7
+#define DQ_QO 8
+#define DQ_QR 9
+#define DQ_OE 10
+#define DQ_OO 11
+#define DQ_OR 12
+#define DQ_SE 13
+#define DQ_SO 14
+#define DQ_SG 15
+#define DQ_E 16
+#define DQ_O 17
+#define DQ_R 18
+#define DQ_L 19
+#define DQ_NSEG 20
+#define DQ_ODIV 21     /* scale row index = o / ODIV (128 for 128x128 tiles) */
+#define DQ_COLSPAD 22
+#define DQ_EXPBYTES 23
+#define DQ_TABLE 24
+#define DQ_N 25        /* total elements */
+
+
+/* ---- blocked.comp: scales to / from the blocked layout */
+#define BL_DIR 0       /* 0 plain -> blocked (one lane per blocked byte), 1 blocked -> plain */
+#define BL_VAR 1
+#define BL_PLAIN 2
+#define BL_PE 3
+#define BL_PR 4
+#define BL_PC 5
+#define BL_BLK 6
+#define BL_BSTRIDE 7
+#define BL_BLEN 8
+#define BL_E 9
+#define BL_R 10
+#define BL_C 11
+#define BL_COLSPAD 12
+#define BL_ROWSPAD 13
+#define BL_PEREXP 14
+#define BL_G 15
+#define BL_TABLE 16
+#define BL_N 17
+
+/* ---- pad.comp: pad / unpad token groups, group row ids */
+#define PD_MODE 0      /* 0 pad, 1 unpad, 2 row ids */
+#define PD_X 1
+#define PD_XS0 2
+#define PD_XS1 3
+#define PD_OUT 4
+#define PD_OS0 5
+#define PD_OS1 6
+#define PD_ROWS 7      /* output rows */
+#define PD_D 8
+#define PD_ESIZE 9
+#define PD_G 10
+#define PD_TABLE 11
+#define PD_PADDED 12   /* row ids: table fields 2/3 come from padded_offs */
+
+/* ---- gemm.comp */
+#define GM_KIND 0      /* 0 M-grouped, 1 K-grouped */
+#define GM_RECIPE 1
+#define GM_A 2
+#define GM_AI 3
+#define GM_AC 4
+#define GM_ADT 5
+#define GM_B 6
+#define GM_BG 7
+#define GM_BJ 8
+#define GM_BC 9
+#define GM_BDT 10
+#define GM_OUT 11
+#define GM_OG 12
+#define GM_OI 13
+#define GM_OJ 14
+#define GM_ODT 15
+#define GM_SA 16
+#define GM_SAG 17
+#define GM_SAI 18
+#define GM_SAC 19
+#define GM_SB 20
+#define GM_SBG 21
+#define GM_SBJ 22
+#define GM_SBC 23
+#define GM_SBJDIV 24
+#define GM_ROWS 25     /* N for K-grouped (row extent of every group) */
+#define GM_COLS 26
+#define GM_DEPTH 27    /* K for M-grouped */
+#define GM_G 28
+#define GM_TABLE 29
+#define GM_NTJ 30      /* column tiles */
+#define GM_NTI 31      /* row tiles per group (K-grouped) */
+#define GM_ACOLSPAD 32
+#define GM_AROWSPAD 33
+#define GM_BCOLSPAD 34
+#define GM_BROWSPAD 35
+#define GM_BPEREXP 36
+#define GM_SASTRIDE 37 /* byte stride of blocked scales */
+#define GM_SBSTRIDE 38
+#define GM_A_ICONTIG 39
+#define GM_B_JCONTIG 40
+#define GM_NWG 41
+
+#endif
