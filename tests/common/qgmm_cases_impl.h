@@ -1,0 +1,93 @@
+/*
+ * qgmm_cases_impl.h — internals shared by the qgmm_cases*.c files (not for users of the
+ * case library: include qgmm_cases.h).
+ */
+#ifndef QGMM_CASES_IMPL_H
+#define QGMM_CASES_IMPL_H
+
+#include "qgmm_cases.h"
+
+/* ------------------------------------------------------------------ random numbers */
+/* splitmix64: tiny, good enough, and identical on every machine. Inputs are made from
+ * integer arithmetic and exact float operations only (no libm), so a case's inputs —
+ * and hence the runner's output hashes — are the same bytes everywhere. */
+typedef struct qc_rng { uint64_t s; } qc_rng;
+uint64_t qc_next(qc_rng *r);
+double qc_uniform(qc_rng *r);                 /* [0, 1) */
+int64_t qc_range(qc_rng *r, int64_t lo, int64_t hi);  /* [lo, hi] */
+float qc_normalish(qc_rng *r);                /* Irwin-Hall(4), mean 0, var ~1 */
+uint64_t qc_mix_seed(uint64_t seed, uint64_t salt);
+
+/* ------------------------------------------------------------------ host data */
+/* Fills `n` logical (rows x cols) values, row-major, per the input pattern of c, in f32;
+ * `fp8_dtype` picks the special values (fp8max) planted by QGMM_INPUT_EDGE. */
+void qc_fill_f32(float *dst, int64_t rows, int64_t cols, qgmm_input_pattern pat,
+                 qgmm_dtype fp8_dtype, int allow_subnormal, uint64_t seed);
+/* Stores f32 values as dtype (f32 or bf16, round to nearest even) into bytes. */
+void qc_store_as(uint8_t *dst, qgmm_dtype dt, const float *src, int64_t n);
+/* Reads element i of a host array of dtype dt as double (f32, bf16, fp8 kinds). */
+double qc_load_as_f64(const uint8_t *src, qgmm_dtype dt, int64_t i);
+
+/* ------------------------------------------------------------------ instances */
+typedef enum qc_role { QC_IN = 0, QC_OUT = 1, QC_TMP = 2 } qc_role;
+
+#define QC_MAX_SLOTS 12
+#define QC_GUARD 256u   /* poisoned bytes before and after each output tensor */
+
+typedef struct qc_slot {
+    char name[24];
+    qc_role role;
+    qgmm_buffer *buf;
+    size_t span;          /* bytes of the region the tensor view addresses */
+    size_t total;         /* span + 2 guards (outputs) or span (inputs) */
+    size_t guard;         /* offset of the region inside the buffer */
+    uint8_t *host;        /* inputs: the bytes uploaded; outputs: the last download */
+    uint8_t *mask;        /* outputs: 1 for bytes the op must write, 0 must-not-touch */
+    qgmm_tensor view;     /* the main tensor view over the region */
+} qc_slot;
+
+struct qgmm_case_instance {
+    qgmm_case c;
+    qgmm_context *ctx;
+    qc_slot slots[QC_MAX_SLOTS];
+    int nslots;
+    int64_t G;
+    int32_t *offs;        /* host copy of the group offsets (G values) */
+    int offs_slot;        /* slot index of the offsets buffer, -1 when none */
+    int sl[QC_MAX_SLOTS]; /* op-specific slot indices (see qgmm_cases_ops.c) */
+    qgmm_tensor v[QC_MAX_SLOTS]; /* op-specific tensor views, same numbering */
+    /* GEMM / recipe bookkeeping (see qgmm_cases_gemm.c) */
+    void *gemm;
+};
+
+/* Adds a slot of `span` bytes; for QC_IN `init` (span bytes) is copied and uploaded.
+ * Returns the slot index or -1 (status in *st). */
+int qc_add_slot(qgmm_case_instance *in, const char *name, qc_role role, size_t span,
+                const void *init, qgmm_status *st);
+/* A tensor view over slot s. */
+qgmm_tensor qc_view(qgmm_case_instance *in, int s, qgmm_dtype dt, int rank, const int64_t *shape,
+                    const int64_t *strides);
+/* Marks in slot s's mask every byte of every element that the view addresses
+ * (restricted to dim-0 indices [lo0, hi0) when hi0 >= 0). */
+void qc_mark_view(qc_slot *s, const qgmm_tensor *v, int64_t lo0, int64_t hi0);
+
+/* Per-op prepare and execute (qgmm_cases_ops.c) and the GEMM/recipe ones
+ * (qgmm_cases_gemm.c). */
+qgmm_status qc_prepare_op(qgmm_case_instance *in);
+qgmm_status qc_execute_op(qgmm_case_instance *in);
+qgmm_status qc_prepare_gemm(qgmm_case_instance *in);
+qgmm_status qc_execute_gemm(qgmm_case_instance *in);
+/* Fills r's numeric fields from the downloaded outputs of `in`. */
+qgmm_status qc_check_gemm(qgmm_case_instance *in, const qgmm_check_options *opts,
+                          qgmm_case_result *r);
+void qc_release_gemm(qgmm_case_instance *in);
+
+/* A CPU context owned by the library for host-side helper ops (building blocked scale
+ * layouts for GEMM operands, reading them back). NULL when cpu cannot be created. */
+qgmm_context *qc_helper_ctx(void);
+
+/* Case cost (bytes, flops) and id from the descriptor. */
+void qc_finish_case(qgmm_case *c);
+int qc_family_of(qgmm_case_op op);
+
+#endif /* QGMM_CASES_IMPL_H */

@@ -1,0 +1,389 @@
+/*
+ * qgmm_cases_run.c — instances: buffers with poisoned guard bands, prepare / execute /
+ * check / release, and the comparison every EXACT case shares.
+ *
+ * The check runs the op twice with two different poison bytes. A byte the op must write
+ * (inside an output view) holds the same value after both runs; a byte it must not touch
+ * (guard bands, gaps between strided elements, GEMM rows past the last group) holds the
+ * poison of each run. That finds unwritten elements and stray writes on any backend,
+ * without trusting the reference — which is why cpu-vs-cpu still checks something.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "qgmm_cases_impl.h"
+#include "qgmm_thresholds.h"
+
+#define POISON_A 0xA5u
+#define POISON_B 0x5Au
+
+static qgmm_case_output_hook g_hook;
+static void *g_hook_user;
+
+void qgmm_case_set_output_hook(qgmm_case_output_hook hook, void *user)
+{
+    g_hook = hook;
+    g_hook_user = user;
+}
+
+const char *qgmm_verdict_name(qgmm_verdict v)
+{
+    switch (v) {
+    case QGMM_VERDICT_PASS: return "PASS";
+    case QGMM_VERDICT_FAIL: return "FAIL";
+    case QGMM_VERDICT_UNSUPPORTED: return "unsupported";
+    case QGMM_VERDICT_SKIPPED: return "skipped";
+    }
+    return "?";
+}
+
+const qgmm_case *qgmm_case_of(const qgmm_case_instance *inst) { return inst ? &inst->c : NULL; }
+qgmm_context *qgmm_case_context(const qgmm_case_instance *inst) { return inst ? inst->ctx : NULL; }
+
+static qgmm_context *g_helper;
+static int g_helper_tried;
+
+static void helper_destroy(void) { qgmm_context_destroy(g_helper); g_helper = NULL; }
+
+qgmm_context *qc_helper_ctx(void)
+{
+    if (!g_helper_tried) {
+        g_helper_tried = 1;
+        if (qgmm_context_create("cpu", 0, &g_helper) != QGMM_OK) g_helper = NULL;
+        else atexit(helper_destroy);
+    }
+    return g_helper;
+}
+
+/* ------------------------------------------------------------------ slots */
+int qc_add_slot(qgmm_case_instance *in, const char *name, qc_role role, size_t span,
+                const void *init, qgmm_status *st)
+{
+    if (in->nslots >= QC_MAX_SLOTS) { *st = QGMM_ERR_INTERNAL; return -1; }
+    qc_slot *s = &in->slots[in->nslots];
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->role = role;
+    s->span = span;
+    s->guard = role == QC_IN ? 0 : QC_GUARD;
+    s->total = span + 2 * s->guard;
+    *st = qgmm_buffer_alloc(in->ctx, s->total, &s->buf);
+    if (*st != QGMM_OK) return -1;
+    s->host = malloc(s->total ? s->total : 1);
+    if (!s->host) { *st = QGMM_ERR_OUT_OF_MEMORY; qgmm_buffer_free(s->buf); return -1; }
+    if (role != QC_IN) {
+        s->mask = calloc(s->total ? s->total : 1, 1);
+        if (!s->mask) { *st = QGMM_ERR_OUT_OF_MEMORY; free(s->host); qgmm_buffer_free(s->buf); return -1; }
+    } else if (init && span) {
+        memcpy(s->host, init, span);
+        *st = qgmm_buffer_upload(s->buf, 0, s->host, span);
+        if (*st != QGMM_OK) { free(s->host); qgmm_buffer_free(s->buf); return -1; }
+    }
+    in->nslots++;
+    *st = QGMM_OK;
+    return in->nslots - 1;
+}
+
+qgmm_tensor qc_view(qgmm_case_instance *in, int s, qgmm_dtype dt, int rank, const int64_t *shape,
+                    const int64_t *strides)
+{
+    qgmm_tensor t;
+    memset(&t, 0, sizeof t);
+    t.buffer = in->slots[s].buf;
+    t.offset = in->slots[s].guard;
+    t.dtype = dt;
+    t.rank = rank;
+    int64_t st = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+        t.shape[d] = shape[d];
+        t.strides[d] = strides ? strides[d] : st;
+        st *= shape[d] > 0 ? shape[d] : 1;
+    }
+    return t;
+}
+
+void qc_mark_view(qc_slot *s, const qgmm_tensor *v, int64_t lo0, int64_t hi0)
+{
+    const size_t es = qgmm_dtype_size(v->dtype);
+    int64_t sh[3] = {1, 1, 1}, sd[3] = {0, 0, 0};
+    for (int d = 0; d < v->rank; ++d) { sh[d] = v->shape[d]; sd[d] = v->strides[d]; }
+    const int64_t a0 = hi0 >= 0 ? lo0 : 0, b0 = hi0 >= 0 ? hi0 : sh[0];
+    const size_t base = v->offset;
+    for (int64_t i = a0; i < b0; ++i)
+        for (int64_t j = 0; j < sh[1]; ++j)
+            for (int64_t k = 0; k < sh[2]; ++k) {
+                const size_t off = base + (size_t)((i * sd[0] + j * sd[1] + k * sd[2])) * es;
+                if (off + es <= s->total) memset(s->mask + off, 1, es);
+            }
+}
+
+/* ------------------------------------------------------------------ lifecycle */
+static void free_slots(qgmm_case_instance *in)
+{
+    for (int i = 0; i < in->nslots; ++i) {
+        qgmm_buffer_free(in->slots[i].buf);
+        free(in->slots[i].host);
+        free(in->slots[i].mask);
+    }
+    in->nslots = 0;
+}
+
+void qgmm_case_release(qgmm_case_instance *inst)
+{
+    if (!inst) return;
+    qc_release_gemm(inst);
+    free_slots(inst);
+    free(inst->offs);
+    free(inst);
+}
+
+static qgmm_status poison(qgmm_case_instance *in, uint8_t byte)
+{
+    for (int i = 0; i < in->nslots; ++i) {
+        qc_slot *s = &in->slots[i];
+        if (s->role == QC_IN || !s->total) continue;
+        qgmm_status st = qgmm_buffer_fill(s->buf, 0, s->total, byte);
+        if (st != QGMM_OK) return st;
+    }
+    return QGMM_OK;
+}
+
+qgmm_status qgmm_case_prepare(const qgmm_case *c, qgmm_context *ctx, qgmm_case_instance **out)
+{
+    if (!out) return QGMM_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!c || !ctx) return QGMM_ERR_INVALID_ARGUMENT;
+    qgmm_case_instance *in = calloc(1, sizeof *in);
+    if (!in) return QGMM_ERR_OUT_OF_MEMORY;
+    in->c = *c;
+    in->ctx = ctx;
+    in->offs_slot = -1;
+    qgmm_status st = QGMM_OK;
+    in->G = qgmm_case_offsets(c, NULL, 0);
+    if (in->G > 0) {
+        in->offs = malloc((size_t)in->G * sizeof *in->offs);
+        if (!in->offs) { free(in); return QGMM_ERR_OUT_OF_MEMORY; }
+        qgmm_case_offsets(c, in->offs, in->G);
+        in->offs_slot = qc_add_slot(in, "offs", QC_IN, (size_t)in->G * 4, in->offs, &st);
+        if (in->offs_slot < 0) goto fail;
+    }
+    st = (c->family == QGMM_FAMILY_GEMM || c->family == QGMM_FAMILY_RECIPE) ? qc_prepare_gemm(in)
+                                                                            : qc_prepare_op(in);
+    if (st != QGMM_OK) goto fail;
+    st = poison(in, POISON_A);
+    if (st != QGMM_OK) goto fail;
+    *out = in;
+    return QGMM_OK;
+fail:
+    qgmm_case_release(in);
+    return st;
+}
+
+qgmm_status qgmm_case_execute(qgmm_case_instance *inst)
+{
+    if (!inst) return QGMM_ERR_INVALID_ARGUMENT;
+    const qgmm_case_family f = inst->c.family;
+    return (f == QGMM_FAMILY_GEMM || f == QGMM_FAMILY_RECIPE) ? qc_execute_gemm(inst)
+                                                              : qc_execute_op(inst);
+}
+
+/* ------------------------------------------------------------------ checking */
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Poison, run once, synchronize, download every non-input slot into dst[i] (NULL:
+ * into slot->host). Returns the first non-OK status. */
+static qgmm_status run_once(qgmm_case_instance *in, uint8_t byte, uint8_t **dst, double *ms,
+                            int apply_hook)
+{
+    qgmm_status st = poison(in, byte);
+    if (st != QGMM_OK) return st;
+    st = qgmm_synchronize(in->ctx);
+    if (st != QGMM_OK) return st;
+    const double t0 = now_ms();
+    st = qgmm_case_execute(in);
+    const qgmm_status sy = qgmm_synchronize(in->ctx);
+    if (ms) *ms = now_ms() - t0;
+    if (st != QGMM_OK) return st;
+    if (sy != QGMM_OK) return sy;
+    for (int i = 0; i < in->nslots; ++i) {
+        qc_slot *s = &in->slots[i];
+        if (s->role == QC_IN) continue;
+        uint8_t *d = dst ? dst[i] : s->host;
+        if (s->total) {
+            st = qgmm_buffer_download(s->buf, 0, d, s->total);
+            if (st != QGMM_OK) return st;
+        }
+        if (apply_hook && g_hook && s->role == QC_OUT) g_hook(&in->c, s->name, d, s->total, s->guard, g_hook_user);
+    }
+    return QGMM_OK;
+}
+
+static void set_msg(qgmm_case_result *r, const char *fmt, const char *a, const char *b)
+{
+    if (r->message[0]) return; /* keep the first reason */
+    snprintf(r->message, sizeof r->message, fmt, a, b);
+}
+
+static void fail_status(qgmm_case_result *r, qgmm_status st, const char *what, qgmm_context *ctx)
+{
+    char buf[400];
+    snprintf(buf, sizeof buf, "%s returned %s: %s", what, qgmm_status_string(st), qgmm_last_error(ctx));
+    if (st == QGMM_ERR_UNSUPPORTED) {
+        r->verdict = QGMM_VERDICT_UNSUPPORTED;
+    } else {
+        r->verdict = QGMM_VERDICT_FAIL;
+    }
+    if (r->status == QGMM_OK) r->status = st;
+    set_msg(r, "%s%s", buf, "");
+}
+
+/* Coverage: bytes that must be written are, bytes that must not be are not. */
+static void check_coverage(qgmm_case_instance *in, uint8_t **b, qgmm_case_result *r)
+{
+    const int exact = in->c.check == QGMM_CHECK_EXACT;
+    for (int i = 0; i < in->nslots; ++i) {
+        qc_slot *s = &in->slots[i];
+        if (s->role != QC_OUT) continue;
+        const uint8_t *A = s->host, *B = b[i];
+        uint64_t unwritten = 0, stray = 0, unstable = 0;
+        size_t first = (size_t)-1;
+        for (size_t k = 0; k < s->total; ++k) {
+            const int keep_a = A[k] == POISON_A, keep_b = B[k] == POISON_B;
+            if (s->mask[k]) {
+                if (keep_a && keep_b) unwritten++;
+                else if (exact && A[k] != B[k]) unstable++;
+                else continue;
+            } else {
+                if (keep_a && keep_b) continue;
+                stray++;
+            }
+            if (first == (size_t)-1) first = k;
+        }
+        const uint64_t bad = unwritten + stray + unstable;
+        if (!bad) continue;
+        r->poison_violations += bad;
+        char what[200];
+        snprintf(what, sizeof what,
+                 "output '%s': %llu bytes never written, %llu poisoned bytes overwritten, %llu bytes "
+                 "differing between two runs (first at byte %lld of the region)",
+                 s->name, (unsigned long long)unwritten, (unsigned long long)stray,
+                 (unsigned long long)unstable, (long long)first - (long long)s->guard);
+        set_msg(r, "%s%s", what, "");
+    }
+}
+
+static uint64_t hash_outputs(const qgmm_case_instance *in)
+{
+    uint64_t h = QGMM_FNV1A_INIT;
+    for (int i = 0; i < in->nslots; ++i) {
+        const qc_slot *s = &in->slots[i];
+        if (s->role != QC_OUT) continue;
+        h = qgmm_fnv1a64(h, s->host + s->guard, s->span);
+    }
+    return h;
+}
+
+static void compare_exact(qgmm_case_instance *in, qgmm_case_instance *ref, qgmm_case_result *r)
+{
+    for (int i = 0; i < in->nslots; ++i) {
+        qc_slot *s = &in->slots[i], *t = &ref->slots[i];
+        if (s->role != QC_OUT) continue;
+        r->compared_bytes += s->total;
+        for (size_t k = 0; k < s->total; ++k) {
+            if (s->host[k] == t->host[k]) continue;
+            if (!r->mismatched_bytes)
+                snprintf(r->first_mismatch, sizeof r->first_mismatch,
+                         "%s%+lld: got 0x%02x want 0x%02x", s->name,
+                         (long long)k - (long long)s->guard, s->host[k], t->host[k]);
+            r->mismatched_bytes++;
+        }
+    }
+    if (r->mismatched_bytes) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%llu of %llu bytes differ from the reference; first %s",
+                 (unsigned long long)r->mismatched_bytes, (unsigned long long)r->compared_bytes,
+                 r->first_mismatch);
+        set_msg(r, "%s%s", buf, "");
+    }
+}
+
+qgmm_status qgmm_case_check(qgmm_case_instance *in, qgmm_context *ref_ctx,
+                            const qgmm_check_options *opts, qgmm_case_result *r)
+{
+    if (!in || !r) return QGMM_ERR_INVALID_ARGUMENT;
+    memset(r, 0, sizeof *r);
+    r->check = in->c.check;
+    r->recipe_sqnr_db = NAN;
+    r->min_recipe_sqnr_db = NAN;
+    r->sqnr_db = NAN;
+    r->rel_fro_err = NAN;
+    r->max_abs_err = NAN;
+    r->max_rel_fro_allowed = NAN;
+    qgmm_check_options defaults = {0};
+    if (!opts) opts = &defaults;
+
+    if (in->c.check == QGMM_CHECK_EXACT && !ref_ctx) {
+        r->verdict = QGMM_VERDICT_SKIPPED;
+        snprintf(r->message, sizeof r->message, "no reference context: a cast cannot be checked");
+        return QGMM_OK;
+    }
+    if (ref_ctx)
+        r->reference_is_same_backend =
+            strcmp(qgmm_context_backend_name(ref_ctx), qgmm_context_backend_name(in->ctx)) == 0;
+
+    /* run A (the one compared and timed), run B (coverage) */
+    qgmm_status st = run_once(in, POISON_A, NULL, &r->ms, 1);
+    if (st != QGMM_OK) { fail_status(r, st, "the op", in->ctx); return QGMM_OK; }
+    uint8_t *b[QC_MAX_SLOTS] = {0};
+    qgmm_status hst = QGMM_OK;
+    for (int i = 0; i < in->nslots; ++i) {
+        if (in->slots[i].role == QC_IN) continue;
+        b[i] = malloc(in->slots[i].total ? in->slots[i].total : 1);
+        if (!b[i]) hst = QGMM_ERR_OUT_OF_MEMORY;
+    }
+    if (hst == QGMM_OK) {
+        /* keep A: run B downloads into b[] */
+        st = run_once(in, POISON_B, b, NULL, 0);
+        if (st != QGMM_OK) fail_status(r, st, "the second run of the op", in->ctx);
+        else check_coverage(in, b, r);
+    }
+    for (int i = 0; i < in->nslots; ++i) free(b[i]);
+    if (hst != QGMM_OK) return hst;
+    r->output_hash = hash_outputs(in);
+
+    if (in->c.check == QGMM_CHECK_EXACT) {
+        qgmm_case_instance *ref = NULL;
+        st = qgmm_case_prepare(&in->c, ref_ctx, &ref);
+        if (st != QGMM_OK) {
+            fail_status(r, st, "preparing the case on the reference", ref_ctx);
+            if (r->verdict == QGMM_VERDICT_UNSUPPORTED) r->verdict = QGMM_VERDICT_FAIL;
+            return QGMM_OK;
+        }
+        st = run_once(ref, POISON_A, NULL, NULL, 0);
+        if (st != QGMM_OK) {
+            fail_status(r, st, "the reference (cpu) op", ref_ctx);
+            r->verdict = QGMM_VERDICT_FAIL; /* the reference implements everything */
+        } else {
+            compare_exact(in, ref, r);
+        }
+        qgmm_case_release(ref);
+    } else {
+        st = qc_check_gemm(in, opts, r);
+        if (st != QGMM_OK) return st;
+    }
+
+    if (r->verdict == QGMM_VERDICT_PASS) {
+        const int bad = r->mismatched_bytes > QGMM_THRESH_CAST_MISMATCHED_BYTES ||
+                        r->poison_violations > 0 || r->message[0];
+        if (bad) r->verdict = QGMM_VERDICT_FAIL;
+    }
+    return QGMM_OK;
+}
