@@ -1,0 +1,68 @@
+/*
+ * bench_exec.h — timing with device events, and the suite files (suites/NAME.suite).
+ *
+ * Timing: warm-up executions (synchronized, host-timed) until both warmup_min runs and
+ * warmup_ms have passed; their mean estimates one execution, which sets
+ * N = clamp(budget_ms / estimate, min_samples, max_samples). Then N samples, each the
+ * device time between two qgmm_event recordings around one enqueue; events are
+ * recorded in batches and read after the batch, so the host never waits between
+ * samples of a batch (GPU launches stay back to back).
+ */
+#ifndef QGMM_CI_BENCH_EXEC_H
+#define QGMM_CI_BENCH_EXEC_H
+
+#include <stddef.h>
+
+#include "qgmm.h"
+
+typedef struct bench_cfg {
+    double budget_ms;       /* per case */
+    int min_samples, max_samples;
+    int warmup_min;
+    double warmup_ms;
+    long long gemm_check_elems;   /* NUMERIC checks: output elements compared (0 = all) */
+    long long copy_bytes;         /* ceiling.copy buffer */
+    long long gemm_ceiling;       /* square size of the dense GEMM ceilings */
+    char ceiling_recipes[128];    /* space-separated: bf16 fp8_rowwise fp8_blockwise mxfp8 */
+    long long canary_m, canary_k; /* the canary's shape (fixed per backend, part of its series) */
+} bench_cfg;
+
+typedef qgmm_status (*bench_enqueue_fn)(void *user);
+
+typedef struct bench_samples {
+    double *us;
+    size_t n;
+    int warmup;
+    qgmm_status status;     /* first failure (then samples may be partial: discard) */
+    char message[512];
+} bench_samples;
+
+int bench_time(qgmm_context *ctx, bench_enqueue_fn fn, void *user, const bench_cfg *cfg, bench_samples *out);
+void bench_samples_free(bench_samples *s);
+
+/* ---- suites */
+#include "qgmm_cases.h"
+
+typedef struct suite_case {
+    qgmm_case c;
+} suite_case;
+
+typedef struct suite {
+    char name[128];
+    char path[1024];        /* "" when it is the case library's built-in suite */
+    suite_case *cases;
+    size_t n, cap;
+    /* settings, with per-backend overrides ("@budget_ms.cpu 50") */
+    char settings[64][2][128];
+    int n_settings;
+} suite;
+
+/* Loads `spec`: a path (contains '/' or ends in .suite), or a name looked up as
+ * <dir>/<name>.suite in $QGMM_SUITES_DIR, ./suites, <source>/suites; else a suite of the
+ * case library. Returns 0 or -1 with err (line number and reason). */
+int suite_load(const char *spec, suite *s, char *err, size_t err_cap);
+void suite_free(suite *s);
+/* The bench settings for `backend` (defaults, then the suite's lines, then overrides). */
+void suite_config(const suite *s, const char *backend, bench_cfg *cfg);
+
+#endif

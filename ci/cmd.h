@@ -1,0 +1,20 @@
+/* cmd.h — the qgmm-bench subcommands (one function each; argv[0] is the subcommand). */
+#ifndef QGMM_CI_CMD_H
+#define QGMM_CI_CMD_H
+
+int cmd_run(int argc, char **argv);
+int cmd_cases(int argc, char **argv);
+int cmd_gate(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_history(int argc, char **argv);
+int cmd_runs(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_upload(int argc, char **argv);
+
+/* Shared option helpers: returns 1 and the value when argv[*i] is `name VALUE` or
+ * `name=VALUE` (advancing *i), 0 otherwise; exits 2 on a missing value. */
+int opt_value(int argc, char **argv, int *i, const char *name, const char **value);
+int wants_help(int argc, char **argv);
+
+#endif

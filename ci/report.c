@@ -1,0 +1,247 @@
+/* report.c — see report.h. */
+#include "report.h"
+#include "stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void report_fmt_us(double us, char *out, size_t cap)
+{
+    if (!isfinite(us)) snprintf(out, cap, "-");
+    else if (us >= 1e6) snprintf(out, cap, "%.3f s", us / 1e6);
+    else if (us >= 1e4) snprintf(out, cap, "%.2f ms", us / 1e3);
+    else snprintf(out, cap, "%.2f us", us);
+}
+
+static void fmt_rate(double gbps, double tflops, char *out, size_t cap)
+{
+    if (isfinite(tflops)) snprintf(out, cap, "%.3g TFLOP/s", tflops);
+    else if (isfinite(gbps)) snprintf(out, cap, "%.4g GB/s", gbps);
+    else snprintf(out, cap, "-");
+}
+
+static const char *short_shape(const char *shape, const char *params)
+{
+    return shape && shape[0] ? shape : params;
+}
+
+void report_run_table(const run_record *r, FILE *out)
+{
+    fprintf(out, "%-30s %-26s %-8s %12s %16s %8s  %s\n", "op", "shape", "backend", "median", "rate", "%ceil",
+            "numerics");
+    for (size_t i = 0; i < r->n_results; ++i) {
+        const rr_result *x = &r->results[i];
+        const rr_context *c = &r->contexts[x->context];
+        char med[32], rate[32], pct[16], op[64];
+        report_fmt_us(rr_median(x), med, sizeof med);
+        fmt_rate(x->gbps, x->tflops, rate, sizeof rate);
+        if (isfinite(x->pct_of_ceiling)) snprintf(pct, sizeof pct, "%.1f%%", x->pct_of_ceiling);
+        else snprintf(pct, sizeof pct, "-");
+        snprintf(op, sizeof op, "%s", x->label[0] ? x->label : x->benchmark);
+        const char *verdict = strcmp(x->status, "ok") != 0 ? x->status : x->verdict;
+        fprintf(out, "%-30.30s %-26.26s %-8s %12s %16s %8s  %s%s%s\n", op, short_shape(x->shape, x->params_json),
+                c->backend, med, rate, pct, verdict, x->message[0] && strcmp(x->verdict, "pass") ? ": " : "",
+                x->message[0] && strcmp(x->verdict, "pass") ? x->message : "");
+    }
+}
+
+static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err, size_t cap)
+{
+    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK) {
+        snprintf(err, cap, "%s", sqlite3_errmsg(db));
+        return -1;
+    }
+    return 0;
+}
+
+static const char *cs(sqlite3_stmt *st, int i)
+{
+    const unsigned char *s = sqlite3_column_text(st, i);
+    return s ? (const char *)s : "";
+}
+
+static double cd(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+static int samples_of(sqlite3 *db, int64_t result_id, double **out, size_t *n)
+{
+    sqlite3_stmt *st;
+    *out = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(db, "SELECT time_us FROM sample WHERE result_id = ?1 ORDER BY idx", -1, &st, NULL))
+        return -1;
+    sqlite3_bind_int64(st, 1, result_id);
+    size_t cap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            double *nb = realloc(*out, cap * sizeof *nb);
+            if (!nb) break;
+            *out = nb;
+        }
+        (*out)[(*n)++] = sqlite3_column_double(st, 0);
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static void run_header(sqlite3 *db, int64_t id, const char *tag, FILE *out)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT run.uuid, datetime(run.started_at, 'unixepoch'), v.sha, run.suite, m.hostname "
+                           "FROM run JOIN revision v ON v.id = run.revision_id JOIN machine m ON m.id = run.machine_id "
+                           "WHERE run.id = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        fprintf(out, "%s: run %lld %s  %s UTC  %.12s  suite %s  on %s\n", tag, (long long)id, cs(st, 0), cs(st, 1),
+                cs(st, 2), cs(st, 3), cs(st, 4));
+    sqlite3_finalize(st);
+}
+
+int report_compare(sqlite3 *db, int64_t a, int64_t b, FILE *out, char *err, size_t cap)
+{
+    sqlite3_stmt *st;
+    const char *sql =
+        "SELECT sa.benchmark, sa.label, sa.shape, sa.params, sa.backend, ra.id, rb.id, ra.median_us, rb.median_us, "
+        "ra.verdict, rb.verdict, ra.status, rb.status FROM result ra JOIN series sa ON sa.id = ra.series_id "
+        "JOIN device da ON da.id = sa.device_id "
+        "JOIN result rb ON rb.run_id = ?2 JOIN series sb ON sb.id = rb.series_id JOIN device db ON db.id = sb.device_id "
+        "WHERE ra.run_id = ?1 AND sb.benchmark = sa.benchmark AND sb.params = sa.params AND sb.backend = sa.backend "
+        "AND sb.metric = sa.metric AND db.name = da.name ORDER BY ra.id";
+    if (prep(db, sql, &st, err, cap)) return -1;
+    sqlite3_bind_int64(st, 1, a);
+    sqlite3_bind_int64(st, 2, b);
+    run_header(db, a, "A", out);
+    run_header(db, b, "B", out);
+    fprintf(out, "%-30s %-26s %-8s %12s %12s %8s %9s  %s\n", "op", "shape", "backend", "A median", "B median", "B/A",
+            "p", "numerics A -> B");
+    int rows = 0;
+    double logsum = 0;
+    int nlog = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        ++rows;
+        double ma = cd(st, 7), mb = cd(st, 8);
+        char sa[32], sb[32], ratio[16] = "-", pv[16] = "-";
+        report_fmt_us(ma, sa, sizeof sa);
+        report_fmt_us(mb, sb, sizeof sb);
+        if (ma > 0 && mb > 0) {
+            snprintf(ratio, sizeof ratio, "%.3f", mb / ma);
+            logsum += log(mb / ma);
+            ++nlog;
+            double *xa = NULL, *xb = NULL;
+            size_t na, nb;
+            if (!samples_of(db, sqlite3_column_int64(st, 5), &xa, &na) &&
+                !samples_of(db, sqlite3_column_int64(st, 6), &xb, &nb)) {
+                mw_result m = stats_mann_whitney(xb, nb, xa, na);
+                snprintf(pv, sizeof pv, "%.2g", m.p);
+            }
+            free(xa);
+            free(xb);
+        }
+        const char *va = strcmp(cs(st, 11), "ok") ? cs(st, 11) : cs(st, 9);
+        const char *vb = strcmp(cs(st, 12), "ok") ? cs(st, 12) : cs(st, 10);
+        fprintf(out, "%-30.30s %-26.26s %-8s %12s %12s %8s %9s  %s -> %s\n",
+                cs(st, 1)[0] ? cs(st, 1) : cs(st, 0), short_shape(cs(st, 2), cs(st, 3)), cs(st, 4), sa, sb, ratio, pv,
+                va, vb);
+    }
+    sqlite3_finalize(st);
+    if (!rows) fprintf(out, "(no series in common)\n");
+    else if (nlog) fprintf(out, "%d series in common; geometric mean of B/A = %.3f (< 1: B is faster)\n", rows, exp(logsum / nlog));
+    return 0;
+}
+
+int report_history(sqlite3 *db, const char *spec, int limit, FILE *out, char *err, size_t cap)
+{
+    sqlite3_stmt *st;
+    if (prep(db,
+             "SELECT s.id, s.benchmark, s.label, s.shape, s.params, s.backend, d.name, s.fingerprint FROM series s "
+             "JOIN device d ON d.id = s.device_id WHERE CAST(s.id AS TEXT) = ?1 OR s.fingerprint = ?1 OR "
+             "instr(s.benchmark || ' ' || s.label || ' ' || s.shape || ' ' || s.params || ' ' || s.backend, ?1) > 0 "
+             "ORDER BY (CAST(s.id AS TEXT) = ?1 OR s.fingerprint = ?1) DESC, s.id LIMIT 51",
+             &st, err, cap))
+        return -1;
+    sqlite3_bind_text(st, 1, spec, -1, SQLITE_TRANSIENT);
+    int64_t ids[51];
+    int n = 0, exact = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && n < 51) {
+        if (n == 0) exact = strcmp(cs(st, 7), spec) == 0 || sqlite3_column_int64(st, 0) == atoll(spec);
+        ids[n++] = sqlite3_column_int64(st, 0);
+    }
+    if (n == 0) {
+        sqlite3_finalize(st);
+        snprintf(err, cap, "no series matches \"%s\" (give a series id, a fingerprint, or text of its op/params/backend)", spec);
+        return -1;
+    }
+    if (n > 1 && !exact) {
+        sqlite3_reset(st);
+        fprintf(out, "\"%s\" matches %s%d series; pick one by id:\n", spec, n > 50 ? "more than " : "", n > 50 ? 50 : n);
+        fprintf(out, "%6s  %-28s %-8s %-30s %s\n", "id", "benchmark", "backend", "device", "params");
+        int k = 0;
+        while (sqlite3_step(st) == SQLITE_ROW && k++ < 50)
+            fprintf(out, "%6lld  %-28s %-8s %-30.30s %s\n", (long long)sqlite3_column_int64(st, 0), cs(st, 1), cs(st, 5),
+                    cs(st, 6), cs(st, 4));
+        sqlite3_finalize(st);
+        return 0;
+    }
+    sqlite3_reset(st);
+    sqlite3_step(st);
+    fprintf(out, "series %lld  %s  %s %s\n  %s on %s (%s)  %s\n", (long long)ids[0], cs(st, 1), cs(st, 2), cs(st, 3),
+            cs(st, 5), cs(st, 6), cs(st, 7), cs(st, 4));
+    sqlite3_finalize(st);
+    if (prep(db,
+             "SELECT * FROM (SELECT run.id, datetime(run.started_at, 'unixepoch'), v.sha, c.driver, r.n_samples, r.q1_us, "
+             "r.median_us, r.q3_us, r.gbps, r.tflops, r.pct_of_ceiling, r.status, r.verdict, run.started_at "
+             "FROM result r JOIN run ON run.id = r.run_id JOIN revision v ON v.id = run.revision_id "
+             "JOIN context c ON c.id = r.context_id WHERE r.series_id = ?1 ORDER BY run.started_at DESC, run.id DESC LIMIT ?2) "
+             "ORDER BY 14, 1",
+             &st, err, cap))
+        return -1;
+    sqlite3_bind_int64(st, 1, ids[0]);
+    sqlite3_bind_int(st, 2, limit);
+    fprintf(out, "%6s  %-19s  %-10s %-22s %4s %12s %12s %12s %16s %7s  %s\n", "run", "started (UTC)", "revision", "driver",
+            "n", "q1", "median", "q3", "rate", "%ceil", "numerics");
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        char q1[32], md[32], q3[32], rate[32], pct[16] = "-";
+        report_fmt_us(cd(st, 5), q1, sizeof q1);
+        report_fmt_us(cd(st, 6), md, sizeof md);
+        report_fmt_us(cd(st, 7), q3, sizeof q3);
+        fmt_rate(cd(st, 8), cd(st, 9), rate, sizeof rate);
+        if (isfinite(cd(st, 10))) snprintf(pct, sizeof pct, "%.1f%%", cd(st, 10));
+        fprintf(out, "%6lld  %-19s  %-10.10s %-22.22s %4lld %12s %12s %12s %16s %7s  %s\n", (long long)sqlite3_column_int64(st, 0),
+                cs(st, 1), cs(st, 2), cs(st, 3)[0] ? cs(st, 3) : "-", (long long)sqlite3_column_int64(st, 4), q1, md, q3,
+                rate, pct, strcmp(cs(st, 11), "ok") ? cs(st, 11) : cs(st, 12));
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+int report_runs(sqlite3 *db, int limit, FILE *out, char *err, size_t cap)
+{
+    sqlite3_stmt *st;
+    if (prep(db,
+             "SELECT run.id, run.uuid, datetime(run.started_at, 'unixepoch'), run.finished_at - run.started_at, v.sha, "
+             "run.suite, run.reason, run.runner, m.hostname, run.source, "
+             "(SELECT count(*) FROM result r WHERE r.run_id = run.id), "
+             "(SELECT count(*) FROM result r WHERE r.run_id = run.id AND (r.verdict = 'fail' OR r.status = 'error')), "
+             "(SELECT group_concat(DISTINCT backend) FROM context c WHERE c.run_id = run.id) "
+             "FROM run JOIN revision v ON v.id = run.revision_id JOIN machine m ON m.id = run.machine_id "
+             "ORDER BY run.started_at DESC, run.id DESC LIMIT ?1",
+             &st, err, cap))
+        return -1;
+    sqlite3_bind_int(st, 1, limit);
+    fprintf(out, "%6s  %-36s  %-19s %6s  %-10s %-8s %-8s %-16s %-12s %-20s %7s %5s\n", "id", "uuid", "started (UTC)", "secs",
+            "revision", "suite", "reason", "runner", "host", "backends", "results", "fail");
+    while (sqlite3_step(st) == SQLITE_ROW)
+        fprintf(out, "%6lld  %-36s  %-19s %6lld  %-10.10s %-8.8s %-8.8s %-16.16s %-12.12s %-20.20s %7lld %5lld\n",
+                (long long)sqlite3_column_int64(st, 0), cs(st, 1), cs(st, 2), (long long)sqlite3_column_int64(st, 3),
+                cs(st, 4), cs(st, 5), cs(st, 6), cs(st, 7), cs(st, 8), cs(st, 12), (long long)sqlite3_column_int64(st, 10),
+                (long long)sqlite3_column_int64(st, 11));
+    sqlite3_finalize(st);
+    return 0;
+}

@@ -1,0 +1,631 @@
+/* store.c — see store.h. */
+#include "store.h"
+#include "stats.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t store_fnv1a64(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; ++i) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+void store_series_fingerprint(const char *benchmark, const char *params_json, const char *hostname,
+                              const char *cpu, const char *device_name, const char *backend,
+                              const char *metric, char out[32])
+{
+    const char *parts[] = {benchmark, params_json, hostname, cpu, device_name, backend, metric};
+    uint64_t h = STORE_FNV_INIT;
+    for (size_t i = 0; i < 7; ++i) {
+        if (i) h = store_fnv1a64(h, "\n", 1);
+        h = store_fnv1a64(h, parts[i], strlen(parts[i]));
+    }
+    snprintf(out, 32, "fnv1a64:%016llx", (unsigned long long)h);
+}
+
+/* ------------------------------------------------------------------ migrations */
+#define MIGRATION_MARK "-- @migration "
+
+/* Finds section `n` of the embedded schema: [*start, *end). Returns 0 when found. */
+static int find_section(int n, const char **start, const char **end)
+{
+    const char *p = qgmm_schema_sql;
+    while ((p = strstr(p, MIGRATION_MARK)) != NULL) {
+        int k = atoi(p + strlen(MIGRATION_MARK));
+        const char *next = strstr(p + 1, MIGRATION_MARK);
+        if (k == n) {
+            *start = p;
+            *end = next ? next : p + strlen(p);
+            return 0;
+        }
+        p = next ? next : p + strlen(p);
+    }
+    return -1;
+}
+
+int store_latest_version(void)
+{
+    int best = 0;
+    const char *p = qgmm_schema_sql;
+    while ((p = strstr(p, MIGRATION_MARK)) != NULL) {
+        int k = atoi(p + strlen(MIGRATION_MARK));
+        if (k > best) best = k;
+        p += strlen(MIGRATION_MARK);
+    }
+    return best;
+}
+
+static int exec(sqlite3 *db, const char *sql, char *err, size_t cap)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        snprintf(err, cap, "%s", msg ? msg : sqlite3_errmsg(db));
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int user_version(sqlite3 *db, int *v)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK) return -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) *v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : -1;
+}
+
+static int migrate(sqlite3 *db, const char *path, int target, char *err, size_t cap)
+{
+    for (;;) {
+        /* Re-read the version inside a write transaction: two processes opening a fresh
+         * file at once must not both apply migration 1. */
+        char e[512];
+        if (exec(db, "BEGIN IMMEDIATE", e, sizeof e)) {
+            snprintf(err, cap, "%s: cannot start the migration transaction: %s", path, e);
+            return -1;
+        }
+        int v = 0;
+        if (user_version(db, &v)) {
+            exec(db, "ROLLBACK", e, sizeof e);
+            snprintf(err, cap, "%s: not a readable SQLite database: %s", path, sqlite3_errmsg(db));
+            return -1;
+        }
+        if (v > store_latest_version()) {
+            exec(db, "ROLLBACK", e, sizeof e);
+            snprintf(err, cap,
+                     "%s has schema version %d but this qgmm-bench knows versions up to %d: "
+                     "it was written by a newer qgmm-bench; upgrade qgmm-bench (refusing to touch it)",
+                     path, v, store_latest_version());
+            return -1;
+        }
+        if (v >= target) { exec(db, "COMMIT", e, sizeof e); return 0; }
+        const char *s, *t;
+        if (find_section(v + 1, &s, &t)) {
+            exec(db, "ROLLBACK", e, sizeof e);
+            snprintf(err, cap, "internal: migration %d missing from the embedded schema", v + 1);
+            return -1;
+        }
+        size_t n = (size_t)(t - s);
+        char *sql = malloc(n + 64);
+        if (!sql) { exec(db, "ROLLBACK", e, sizeof e); snprintf(err, cap, "out of memory"); return -1; }
+        memcpy(sql, s, n);
+        snprintf(sql + n, 64, "\nPRAGMA user_version = %d;\n", v + 1);
+        int rc = exec(db, sql, e, sizeof e);
+        free(sql);
+        if (rc || exec(db, "COMMIT", e, sizeof e)) {
+            char e2[64];
+            exec(db, "ROLLBACK", e2, sizeof e2);
+            snprintf(err, cap, "%s: migration %d failed: %s", path, v + 1, e);
+            return -1;
+        }
+    }
+}
+
+static int open_common(const char *path, int flags, sqlite3 **out, char *err, size_t cap)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
+        snprintf(err, cap, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return -1;
+    }
+    sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+    char e[256];
+    if (exec(db, "PRAGMA foreign_keys = ON", e, sizeof e)) {
+        snprintf(err, cap, "%s: %s", path, e);
+        sqlite3_close(db);
+        return -1;
+    }
+    *out = db;
+    return 0;
+}
+
+int store_open_version(const char *path, int version, sqlite3 **out, char *err, size_t cap)
+{
+    sqlite3 *db;
+    if (open_common(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &db, err, cap)) return -1;
+    char e[256];
+    /* WAL lets the dashboard read while a runner writes; synchronous=NORMAL is safe
+     * under WAL (a power loss may drop the last commit, never corrupt). */
+    if (exec(db, "PRAGMA journal_mode = WAL", e, sizeof e) ||
+        exec(db, "PRAGMA synchronous = NORMAL", e, sizeof e)) {
+        snprintf(err, cap, "%s: %s", path, e);
+        sqlite3_close(db);
+        return -1;
+    }
+    if (migrate(db, path, version, err, cap)) {
+        sqlite3_close(db);
+        return -1;
+    }
+    *out = db;
+    return 0;
+}
+
+int store_open(const char *path, sqlite3 **out, char *err, size_t cap)
+{
+    return store_open_version(path, store_latest_version(), out, err, cap);
+}
+
+int store_open_readonly(const char *path, sqlite3 **out, char *err, size_t cap)
+{
+    if (access(path, R_OK) != 0) {
+        snprintf(err, cap, "%s: no such database (run `qgmm-bench run --db %s` first)", path, path);
+        return -1;
+    }
+    sqlite3 *db;
+    if (open_common(path, SQLITE_OPEN_READONLY, &db, err, cap)) return -1;
+    int v = 0;
+    if (user_version(db, &v)) {
+        snprintf(err, cap, "%s: not a readable SQLite database: %s", path, sqlite3_errmsg(db));
+        sqlite3_close(db);
+        return -1;
+    }
+    if (v > store_latest_version()) {
+        snprintf(err, cap, "%s has schema version %d but this qgmm-bench knows up to %d: upgrade qgmm-bench",
+                 path, v, store_latest_version());
+        sqlite3_close(db);
+        return -1;
+    }
+    if (v < store_latest_version()) {
+        snprintf(err, cap, "%s has schema version %d (current %d): open it once read-write (e.g. `qgmm-bench gate`) to migrate",
+                 path, v, store_latest_version());
+        sqlite3_close(db);
+        return -1;
+    }
+    *out = db;
+    return 0;
+}
+
+void store_close(sqlite3 *db)
+{
+    sqlite3_close(db);
+}
+
+/* ------------------------------------------------------------------ writing a run */
+typedef struct wctx {
+    sqlite3 *db;
+    char *err;
+    size_t cap;
+} wctx;
+
+static int fail(wctx *w, const char *what)
+{
+    snprintf(w->err, w->cap, "%s: %s", what, sqlite3_errmsg(w->db));
+    return -1;
+}
+
+static sqlite3_stmt *prep(wctx *w, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        fail(w, "prepare");
+        return NULL;
+    }
+    return st;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s) { sqlite3_bind_text(st, i, s ? s : "", -1, SQLITE_TRANSIENT); }
+static void bind_opt_i(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v == RR_UNSET_I) sqlite3_bind_null(st, i); else sqlite3_bind_int64(st, i, v);
+}
+static void bind_opt_d(sqlite3_stmt *st, int i, double v)
+{
+    if (isfinite(v)) sqlite3_bind_double(st, i, v); else sqlite3_bind_null(st, i);
+}
+
+/* Runs a statement with RETURNING id / or SELECT id; returns the id or -1. */
+static int64_t step_id(wctx *w, sqlite3_stmt *st, const char *what)
+{
+    int64_t id = -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) id = sqlite3_column_int64(st, 0);
+    else fail(w, what);
+    while (rc == SQLITE_ROW) rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return id;
+}
+
+static int64_t upsert_machine(wctx *w, const run_record *r)
+{
+    sqlite3_stmt *st = prep(w,
+        "INSERT INTO machine(hostname, cpu, os, cores, memory_bytes) VALUES(?1,?2,?3,?4,?5) "
+        "ON CONFLICT(hostname, cpu) DO UPDATE SET os = excluded.os, "
+        "cores = coalesce(excluded.cores, cores), memory_bytes = coalesce(excluded.memory_bytes, memory_bytes) "
+        "RETURNING id");
+    if (!st) return -1;
+    bind_text(st, 1, r->hostname); bind_text(st, 2, r->cpu); bind_text(st, 3, r->os);
+    bind_opt_i(st, 4, r->cores); bind_opt_i(st, 5, r->memory_bytes);
+    return step_id(w, st, "machine");
+}
+
+static int64_t upsert_revision(wctx *w, const run_record *r)
+{
+    sqlite3_stmt *st = prep(w,
+        "INSERT INTO revision(sha, commit_time, subject, branch) VALUES(?1,?2,?3,?4) "
+        "ON CONFLICT(sha) DO UPDATE SET commit_time = coalesce(commit_time, excluded.commit_time), "
+        "subject = CASE WHEN subject = '' THEN excluded.subject ELSE subject END, "
+        "branch = CASE WHEN branch = '' THEN excluded.branch ELSE branch END RETURNING id");
+    if (!st) return -1;
+    bind_text(st, 1, r->sha); bind_opt_i(st, 2, r->commit_time);
+    bind_text(st, 3, r->subject); bind_text(st, 4, r->branch);
+    return step_id(w, st, "revision");
+}
+
+static int64_t upsert_device(wctx *w, int64_t machine_id, const rr_context *c)
+{
+    sqlite3_stmt *st = prep(w,
+        "INSERT INTO device(machine_id, name, kind, arch, memory_bytes) VALUES(?1,?2,?3,?4,?5) "
+        "ON CONFLICT(machine_id, name) DO UPDATE SET "
+        "kind = CASE WHEN excluded.kind <> 'other' THEN excluded.kind ELSE kind END, "
+        "arch = CASE WHEN excluded.arch <> '' THEN excluded.arch ELSE arch END, "
+        "memory_bytes = coalesce(excluded.memory_bytes, memory_bytes) RETURNING id");
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, machine_id);
+    bind_text(st, 2, c->device_name); bind_text(st, 3, c->device_kind); bind_text(st, 4, c->device_arch);
+    bind_opt_i(st, 5, c->device_memory_bytes);
+    return step_id(w, st, "device");
+}
+
+static int64_t upsert_series(wctx *w, const run_record *r, const rr_context *c, int64_t device_id,
+                             const rr_result *x)
+{
+    char fp[32];
+    store_series_fingerprint(x->benchmark, x->params_json, r->hostname, r->cpu, c->device_name,
+                             c->backend, x->metric, fp);
+    sqlite3_stmt *st = prep(w,
+        "INSERT INTO series(fingerprint, benchmark, params, label, shape, role, device_id, backend, metric, unit) "
+        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) "
+        "ON CONFLICT(fingerprint) DO UPDATE SET "
+        "label = CASE WHEN excluded.label <> '' THEN excluded.label ELSE label END, "
+        "shape = CASE WHEN excluded.shape <> '' THEN excluded.shape ELSE shape END RETURNING id");
+    if (!st) return -1;
+    bind_text(st, 1, fp); bind_text(st, 2, x->benchmark); bind_text(st, 3, x->params_json);
+    bind_text(st, 4, x->label); bind_text(st, 5, x->shape); bind_text(st, 6, x->role);
+    sqlite3_bind_int64(st, 7, device_id);
+    bind_text(st, 8, c->backend); bind_text(st, 9, x->metric); bind_text(st, 10, x->unit);
+    return step_id(w, st, "series");
+}
+
+/* Test hook: QGMM_BENCH_TEST_KILL_AFTER_RESULTS=N makes the writer SIGKILL itself after
+ * inserting N results, i.e. in the middle of the run's transaction — the store test uses
+ * it to prove a killed writer leaves no partial run. */
+static long kill_after_results(void)
+{
+    const char *s = getenv("QGMM_BENCH_TEST_KILL_AFTER_RESULTS");
+    return s && *s ? atol(s) : -1;
+}
+
+static int write_body(wctx *w, run_record *r, const char *source, int64_t *run_id)
+{
+    int64_t machine_id = upsert_machine(w, r);
+    if (machine_id < 0) return -1;
+    int64_t revision_id = upsert_revision(w, r);
+    if (revision_id < 0) return -1;
+
+    sqlite3_stmt *st = prep(w,
+        "INSERT INTO run(uuid, machine_id, revision_id, suite, reason, started_at, finished_at, runner, "
+        "runner_version, dirty, env, source, imported_at) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) RETURNING id");
+    if (!st) return -1;
+    bind_text(st, 1, r->uuid);
+    sqlite3_bind_int64(st, 2, machine_id);
+    sqlite3_bind_int64(st, 3, revision_id);
+    bind_text(st, 4, r->suite); bind_text(st, 5, r->reason);
+    sqlite3_bind_int64(st, 6, r->started_at); sqlite3_bind_int64(st, 7, r->finished_at);
+    bind_text(st, 8, r->runner); bind_text(st, 9, r->runner_version);
+    sqlite3_bind_int(st, 10, r->dirty ? 1 : 0);
+    bind_text(st, 11, r->env_json); bind_text(st, 12, source);
+    if (strcmp(source, "local") != 0) sqlite3_bind_int64(st, 13, (int64_t)time(NULL));
+    else sqlite3_bind_null(st, 13);
+    int64_t rid = step_id(w, st, "run");
+    if (rid < 0) return -1;
+
+    int64_t *ctx_ids = calloc(r->n_contexts + 1, sizeof *ctx_ids);
+    int64_t *dev_ids = calloc(r->n_contexts + 1, sizeof *dev_ids);
+    if (!ctx_ids || !dev_ids) { free(ctx_ids); free(dev_ids); snprintf(w->err, w->cap, "out of memory"); return -1; }
+    int rc = -1;
+    for (size_t i = 0; i < r->n_contexts; ++i) {
+        const rr_context *c = &r->contexts[i];
+        dev_ids[i] = upsert_device(w, machine_id, c);
+        if (dev_ids[i] < 0) goto out;
+        st = prep(w, "INSERT INTO context(run_id, backend, device_id, describe, driver, runtime, clocks, code_hash) "
+                     "VALUES(?1,?2,?3,?4,?5,?6,?7,?8) RETURNING id");
+        if (!st) goto out;
+        sqlite3_bind_int64(st, 1, rid); bind_text(st, 2, c->backend); sqlite3_bind_int64(st, 3, dev_ids[i]);
+        bind_text(st, 4, c->describe); bind_text(st, 5, c->driver); bind_text(st, 6, c->runtime);
+        bind_text(st, 7, c->clocks_json); bind_text(st, 8, c->code_hash);
+        ctx_ids[i] = step_id(w, st, "context");
+        if (ctx_ids[i] < 0) {
+            snprintf(w->err, w->cap, "contexts[%zu]: backend \"%s\" on device \"%s\" appears twice in the run",
+                     i, c->backend, c->device_name);
+            goto out;
+        }
+    }
+
+    sqlite3_stmt *ins = prep(w,
+        "INSERT INTO result(run_id, series_id, context_id, status, verdict, message, n_samples, warmup, "
+        "min_us, q1_us, median_us, q3_us, max_us, mean_us, stddev_us, bytes, flops, gbps, tflops, ceiling, "
+        "pct_of_ceiling, mismatched_bytes, checked_bytes, max_abs_err, rel_err, sqnr_db, threshold, output_hash, code_hash) "
+        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29)");
+    sqlite3_stmt *smp = prep(w, "INSERT INTO sample(result_id, idx, time_us) VALUES(?1,?2,?3)");
+    if (!ins || !smp) { sqlite3_finalize(ins); sqlite3_finalize(smp); goto out; }
+    long kill_at = kill_after_results();
+    for (size_t i = 0; i < r->n_results; ++i) {
+        rr_result *x = &r->results[i];
+        const rr_context *c = &r->contexts[x->context];
+        int64_t sid = upsert_series(w, r, c, dev_ids[x->context], x);
+        if (sid < 0) goto out_stmts;
+        sample_stats ss = stats_describe(x->samples_us, x->n_samples);
+        sqlite3_reset(ins);
+        sqlite3_clear_bindings(ins);
+        sqlite3_bind_int64(ins, 1, rid); sqlite3_bind_int64(ins, 2, sid); sqlite3_bind_int64(ins, 3, ctx_ids[x->context]);
+        bind_text(ins, 4, x->status); bind_text(ins, 5, x->verdict); bind_text(ins, 6, x->message);
+        sqlite3_bind_int64(ins, 7, (int64_t)x->n_samples); sqlite3_bind_int64(ins, 8, x->warmup);
+        if (ss.n) {
+            sqlite3_bind_double(ins, 9, ss.min); sqlite3_bind_double(ins, 10, ss.q1);
+            sqlite3_bind_double(ins, 11, ss.median); sqlite3_bind_double(ins, 12, ss.q3);
+            sqlite3_bind_double(ins, 13, ss.max); sqlite3_bind_double(ins, 14, ss.mean);
+            sqlite3_bind_double(ins, 15, ss.stddev);
+        }
+        bind_opt_i(ins, 16, x->bytes); bind_opt_i(ins, 17, x->flops);
+        bind_opt_d(ins, 18, x->gbps); bind_opt_d(ins, 19, x->tflops);
+        bind_text(ins, 20, x->ceiling); bind_opt_d(ins, 21, x->pct_of_ceiling);
+        bind_opt_i(ins, 22, x->mismatched_bytes); bind_opt_i(ins, 23, x->checked_bytes);
+        bind_opt_d(ins, 24, x->max_abs_err); bind_opt_d(ins, 25, x->rel_err); bind_opt_d(ins, 26, x->sqnr_db);
+        bind_text(ins, 27, x->threshold); bind_text(ins, 28, x->output_hash);
+        bind_text(ins, 29, x->code_hash[0] ? x->code_hash : c->code_hash);
+        if (sqlite3_step(ins) != SQLITE_DONE) {
+            if (sqlite3_extended_errcode(w->db) == SQLITE_CONSTRAINT_UNIQUE)
+                snprintf(w->err, w->cap, "results[%zu]: a second result for series %s %s on %s/%s in one run",
+                         i, x->benchmark, x->params_json, c->backend, c->device_name);
+            else
+                snprintf(w->err, w->cap, "results[%zu]: %s", i, sqlite3_errmsg(w->db));
+            goto out_stmts;
+        }
+        int64_t res_id = sqlite3_last_insert_rowid(w->db);
+        for (size_t k = 0; k < x->n_samples; ++k) {
+            sqlite3_reset(smp);
+            sqlite3_bind_int64(smp, 1, res_id);
+            sqlite3_bind_int64(smp, 2, (int64_t)k);
+            sqlite3_bind_double(smp, 3, x->samples_us[k]);
+            if (sqlite3_step(smp) != SQLITE_DONE) { fail(w, "sample"); goto out_stmts; }
+        }
+        if (kill_at >= 0 && (long)(i + 1) >= kill_at) raise(SIGKILL);
+    }
+    *run_id = rid;
+    rc = 0;
+out_stmts:
+    sqlite3_finalize(ins);
+    sqlite3_finalize(smp);
+out:
+    free(ctx_ids);
+    free(dev_ids);
+    return rc;
+}
+
+static int validate_record(const run_record *r, char *err, size_t cap)
+{
+    if (!r->uuid[0]) { snprintf(err, cap, "uuid: missing"); return -1; }
+    for (size_t i = 0; i < r->n_results; ++i) {
+        const rr_result *x = &r->results[i];
+        if (x->context < 0 || (size_t)x->context >= r->n_contexts) {
+            snprintf(err, cap, "results[%zu].context: %d is not an index into contexts (%zu entries)", i,
+                     x->context, r->n_contexts);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int store_write_run(sqlite3 *db, run_record *r, const char *source, int *already, int64_t *run_id,
+                    char *err, size_t cap)
+{
+    *already = 0;
+    if (validate_record(r, err, cap)) return -1;
+    rr_derive(r);
+    wctx w = {db, err, cap};
+    char e[256];
+    if (exec(db, "BEGIN IMMEDIATE", e, sizeof e)) {
+        snprintf(err, cap, "cannot start the write transaction: %s", e);
+        return -1;
+    }
+    sqlite3_stmt *st = prep(&w, "SELECT id FROM run WHERE uuid = ?1");
+    if (!st) { exec(db, "ROLLBACK", e, sizeof e); return -1; }
+    bind_text(st, 1, r->uuid);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        *run_id = sqlite3_column_int64(st, 0);
+        *already = 1;
+        sqlite3_finalize(st);
+        exec(db, "ROLLBACK", e, sizeof e);
+        return 0;
+    }
+    sqlite3_finalize(st);
+    if (write_body(&w, r, source, run_id)) {
+        exec(db, "ROLLBACK", e, sizeof e);
+        return -1;
+    }
+    if (exec(db, "COMMIT", e, sizeof e)) {
+        snprintf(err, cap, "commit failed: %s", e);
+        exec(db, "ROLLBACK", e, sizeof e);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ reading a run */
+static const char *col_s(sqlite3_stmt *st, int i)
+{
+    const unsigned char *s = sqlite3_column_text(st, i);
+    return s ? (const char *)s : "";
+}
+static int64_t col_opt_i(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? RR_UNSET_I : sqlite3_column_int64(st, i);
+}
+static double col_opt_d(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+int store_load_run(sqlite3 *db, int64_t run_id, run_record *r, char *err, size_t cap)
+{
+    wctx w = {db, err, cap};
+    sqlite3_stmt *st = prep(&w,
+        "SELECT run.uuid, suite, reason, started_at, finished_at, runner, runner_version, dirty, env, "
+        "m.hostname, m.cpu, m.os, m.cores, m.memory_bytes, v.sha, v.commit_time, v.subject, v.branch "
+        "FROM run JOIN machine m ON m.id = run.machine_id JOIN revision v ON v.id = run.revision_id WHERE run.id = ?1");
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        snprintf(err, cap, "no run with id %lld", (long long)run_id);
+        return -1;
+    }
+    snprintf(r->uuid, sizeof r->uuid, "%s", col_s(st, 0));
+    rr_set(&r->suite, col_s(st, 1)); rr_set(&r->reason, col_s(st, 2));
+    r->started_at = sqlite3_column_int64(st, 3); r->finished_at = sqlite3_column_int64(st, 4);
+    rr_set(&r->runner, col_s(st, 5)); rr_set(&r->runner_version, col_s(st, 6));
+    r->dirty = sqlite3_column_int(st, 7); rr_set(&r->env_json, col_s(st, 8));
+    rr_set(&r->hostname, col_s(st, 9)); rr_set(&r->cpu, col_s(st, 10)); rr_set(&r->os, col_s(st, 11));
+    r->cores = col_opt_i(st, 12); r->memory_bytes = col_opt_i(st, 13);
+    rr_set(&r->sha, col_s(st, 14)); r->commit_time = col_opt_i(st, 15);
+    rr_set(&r->subject, col_s(st, 16)); rr_set(&r->branch, col_s(st, 17));
+    sqlite3_finalize(st);
+
+    st = prep(&w, "SELECT c.id, backend, d.name, d.kind, d.arch, d.memory_bytes, describe, driver, runtime, clocks, code_hash "
+                  "FROM context c JOIN device d ON d.id = c.device_id WHERE run_id = ?1 ORDER BY c.id");
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    int64_t ctx_db_ids[256];
+    size_t nctx = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (nctx >= 256) { sqlite3_finalize(st); snprintf(err, cap, "run has more than 256 contexts"); return -1; }
+        rr_context *c = rr_add_context(r);
+        if (!c) { sqlite3_finalize(st); snprintf(err, cap, "out of memory"); return -1; }
+        ctx_db_ids[nctx++] = sqlite3_column_int64(st, 0);
+        rr_set(&c->backend, col_s(st, 1)); rr_set(&c->device_name, col_s(st, 2));
+        rr_set(&c->device_kind, col_s(st, 3)); rr_set(&c->device_arch, col_s(st, 4));
+        c->device_memory_bytes = col_opt_i(st, 5);
+        rr_set(&c->describe, col_s(st, 6)); rr_set(&c->driver, col_s(st, 7)); rr_set(&c->runtime, col_s(st, 8));
+        rr_set(&c->clocks_json, col_s(st, 9)); rr_set(&c->code_hash, col_s(st, 10));
+    }
+    sqlite3_finalize(st);
+
+    st = prep(&w, "SELECT r.id, r.context_id, s.benchmark, s.params, s.label, s.shape, s.role, s.metric, s.unit, "
+                  "r.status, r.verdict, r.message, r.warmup, r.bytes, r.flops, r.ceiling, r.mismatched_bytes, "
+                  "r.checked_bytes, r.max_abs_err, r.rel_err, r.sqnr_db, r.threshold, r.output_hash, r.code_hash "
+                  "FROM result r JOIN series s ON s.id = r.series_id WHERE r.run_id = ?1 ORDER BY r.id");
+    sqlite3_stmt *sm = prep(&w, "SELECT time_us FROM sample WHERE result_id = ?1 ORDER BY idx");
+    if (!st || !sm) { sqlite3_finalize(st); sqlite3_finalize(sm); return -1; }
+    sqlite3_bind_int64(st, 1, run_id);
+    int rc = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        rr_result *x = rr_add_result(r);
+        if (!x) { rc = -1; snprintf(err, cap, "out of memory"); break; }
+        int64_t cid = sqlite3_column_int64(st, 1);
+        x->context = -1;
+        for (size_t k = 0; k < nctx; ++k) if (ctx_db_ids[k] == cid) x->context = (int)k;
+        rr_set(&x->benchmark, col_s(st, 2)); rr_set(&x->params_json, col_s(st, 3));
+        rr_set(&x->label, col_s(st, 4)); rr_set(&x->shape, col_s(st, 5)); rr_set(&x->role, col_s(st, 6));
+        rr_set(&x->metric, col_s(st, 7)); rr_set(&x->unit, col_s(st, 8));
+        rr_set(&x->status, col_s(st, 9)); rr_set(&x->verdict, col_s(st, 10)); rr_set(&x->message, col_s(st, 11));
+        x->warmup = sqlite3_column_int64(st, 12);
+        x->bytes = col_opt_i(st, 13); x->flops = col_opt_i(st, 14);
+        rr_set(&x->ceiling, col_s(st, 15));
+        x->mismatched_bytes = col_opt_i(st, 16); x->checked_bytes = col_opt_i(st, 17);
+        x->max_abs_err = col_opt_d(st, 18); x->rel_err = col_opt_d(st, 19); x->sqnr_db = col_opt_d(st, 20);
+        rr_set(&x->threshold, col_s(st, 21)); rr_set(&x->output_hash, col_s(st, 22)); rr_set(&x->code_hash, col_s(st, 23));
+        sqlite3_reset(sm);
+        sqlite3_bind_int64(sm, 1, sqlite3_column_int64(st, 0));
+        size_t capn = 0;
+        while (sqlite3_step(sm) == SQLITE_ROW) {
+            if (x->n_samples == capn) {
+                capn = capn ? capn * 2 : 32;
+                double *n = realloc(x->samples_us, capn * sizeof *n);
+                if (!n) { rc = -1; snprintf(err, cap, "out of memory"); break; }
+                x->samples_us = n;
+            }
+            x->samples_us[x->n_samples++] = sqlite3_column_double(sm, 0);
+        }
+        if (rc) break;
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(sm);
+    if (rc == 0) rr_derive(r);
+    return rc;
+}
+
+int store_resolve_run(sqlite3 *db, const char *spec, int64_t *run_id, char *err, size_t cap)
+{
+    sqlite3_stmt *st = NULL;
+    const char *sql;
+    int numeric = spec[0] != 0;
+    for (const char *p = spec; *p; ++p) if (*p < '0' || *p > '9') numeric = 0;
+    if (strcmp(spec, "latest") == 0)
+        sql = "SELECT id FROM run ORDER BY started_at DESC, id DESC LIMIT 2";
+    else if (numeric)
+        sql = "SELECT id FROM run WHERE id = ?1 OR uuid LIKE ?1 || '%' LIMIT 2";
+    else
+        sql = "SELECT id FROM run WHERE uuid = ?1 UNION ALL SELECT id FROM run WHERE uuid LIKE ?1 || '%' AND uuid <> ?1 LIMIT 2";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, cap, "%s", sqlite3_errmsg(db));
+        return -1;
+    }
+    if (strcmp(spec, "latest") != 0) sqlite3_bind_text(st, 1, spec, -1, SQLITE_TRANSIENT);
+    int n = 0;
+    int64_t first = -1, exact = -1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (n == 0) first = id;
+        if (numeric && id == atoll(spec)) exact = id;
+        ++n;
+    }
+    sqlite3_finalize(st);
+    if (n == 0) { snprintf(err, cap, "no run matches \"%s\" (give a run id, a uuid or a uuid prefix, or \"latest\")", spec); return -1; }
+    if (strcmp(spec, "latest") == 0 || n == 1) { *run_id = first; return 0; }
+    if (exact >= 0) { *run_id = exact; return 0; }
+    if (!numeric) {
+        /* the first row is an exact uuid match when there is one */
+        sqlite3_stmt *e = NULL;
+        sqlite3_prepare_v2(db, "SELECT id FROM run WHERE uuid = ?1", -1, &e, NULL);
+        sqlite3_bind_text(e, 1, spec, -1, SQLITE_TRANSIENT);
+        int found = sqlite3_step(e) == SQLITE_ROW;
+        if (found) *run_id = sqlite3_column_int64(e, 0);
+        sqlite3_finalize(e);
+        if (found) return 0;
+    }
+    snprintf(err, cap, "\"%s\" matches more than one run; give more of the uuid", spec);
+    return -1;
+}

@@ -1,0 +1,57 @@
+/*
+ * store.h — the SQLite results store (schema: ci/schema.sql, embedded at build time).
+ *
+ * Opening applies the pending `-- @migration N` sections of the schema (each in its own
+ * transaction) and refuses a database whose user_version is newer than this binary
+ * knows. Every connection runs with WAL, a busy timeout and foreign keys on. A run is
+ * written in ONE transaction (store_write_run): a writer killed at any point leaves the
+ * database without that run, never half of it.
+ */
+#ifndef QGMM_CI_STORE_H
+#define QGMM_CI_STORE_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "runrec.h"
+
+#define STORE_BUSY_TIMEOUT_MS 30000
+
+/* The embedded schema text (generated from ci/schema.sql). */
+extern const char qgmm_schema_sql[];
+
+/* The newest migration number in the embedded schema. */
+int store_latest_version(void);
+
+/* Opens (creating if needed) and migrates to the latest version. Returns 0, or -1 with a
+ * sentence in err (a newer schema, a corrupt file, a failed migration). */
+int store_open(const char *path, sqlite3 **out, char *err, size_t err_cap);
+/* Same, migrating only up to `version` (tests build "older" databases with it). */
+int store_open_version(const char *path, int version, sqlite3 **out, char *err, size_t err_cap);
+/* Opens an existing database read-only (no migration; refuses newer and older-than-1). */
+int store_open_readonly(const char *path, sqlite3 **out, char *err, size_t err_cap);
+void store_close(sqlite3 *db);
+
+/* Writes r (rr_derive is applied first) in one transaction. source: "local", "import"
+ * or "upload". If r->uuid is already stored nothing changes and *already is 1.
+ * Returns 0 (with *run_id) or -1 with err; on -1 nothing was written. */
+int store_write_run(sqlite3 *db, run_record *r, const char *source, int *already, int64_t *run_id,
+                    char *err, size_t err_cap);
+
+/* Loads run `run_id` into r (rr_init'ed by the caller). */
+int store_load_run(sqlite3 *db, int64_t run_id, run_record *r, char *err, size_t err_cap);
+
+/* Resolves "latest", a run id, a uuid or a unique uuid prefix (>= 4 chars) to a run id.
+ * Returns 0 or -1 with err. */
+int store_resolve_run(sqlite3 *db, const char *spec, int64_t *run_id, char *err, size_t err_cap);
+
+/* The series fingerprint of docs/run-format.md ("fnv1a64:<16 hex>"). */
+void store_series_fingerprint(const char *benchmark, const char *params_json, const char *hostname,
+                              const char *cpu, const char *device_name, const char *backend,
+                              const char *metric, char out[32]);
+
+/* FNV-1a 64 (chained; start with STORE_FNV_INIT). */
+#define STORE_FNV_INIT 0xcbf29ce484222325ull
+uint64_t store_fnv1a64(uint64_t h, const void *data, size_t n);
+
+#endif
