@@ -300,9 +300,9 @@ int gate_run(sqlite3 *db, int64_t run_id, const gate_config *cfg, FILE *out, cha
         int sev = g->d.verdict;  /* FAIL or WARN */
         char why[600];
         snprintf(why, sizeof why, "%s", g->d.reason);
-        if (sev == GATE_FAIL && strcmp(g->role, "ceiling") == 0) {
+        if (sev == GATE_FAIL && strcmp(g->role, "case") != 0) {
             sev = GATE_WARN;
-            snprintf(why, sizeof why, "%s [ceiling: the machine, not qgmm -> warning]", g->d.reason);
+            snprintf(why, sizeof why, "%s [%s: measures the machine, not qgmm -> warning]", g->d.reason, g->role);
         } else if (sev == GATE_FAIL && strcmp(g->role, "case") == 0) {
             for (size_t k = 0; k < n; ++k)
                 if (rs[k].context_id == g->context_id && strcmp(rs[k].role, "canary") == 0 &&
