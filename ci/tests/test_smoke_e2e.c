@@ -1,0 +1,54 @@
+/* test_smoke_e2e.c — the smoke suite end to end on the CPU backend into a fresh database:
+ * `run` records every case (plus ceilings and canary) in one run, the table is printed,
+ * `gate` reaches a verdict (0 or 1, never a usage/database error), and the stored run
+ * exports and re-imports. (Vulkan/cuda are exercised the same way by CI's
+ * `qgmm-bench run --backend all`; this test pins the path that needs no GPU.) */
+#include <string.h>
+#include <sys/wait.h>
+
+#include "runner_testutil.h"
+
+static int sh(const char *cmd, char *out, size_t cap)
+{
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, cap - 1, p) : 0;
+    out[n] = 0;
+    int st = p ? pclose(p) : -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int main(void)
+{
+    static char out[1 << 18];
+    char db[1024], db2[1024], cmd[4096];
+    t_db_path("smoke_e2e", db, sizeof db);
+    t_db_path("smoke_e2e_copy", db2, sizeof db2);
+    snprintf(cmd, sizeof cmd, "%s cases --suite smoke | wc -l", QGMM_BENCH_EXE);
+    sh(cmd, out, sizeof out);
+    long ncases = atol(out);
+    CHECK(ncases >= 20, "smoke has %ld cases", ncases);
+    snprintf(cmd, sizeof cmd, "%s run --suite smoke --backend cpu --db %s --reason test --budget-ms 5 2>/dev/null",
+             QGMM_BENCH_EXE, db);
+    int rc = sh(cmd, out, sizeof out);
+    CHECK(rc == 0, "run exit %d", rc);
+    CHECK(strstr(out, "median") && strstr(out, "ceiling.copy") && strstr(out, "canary"), "table printed");
+    sqlite3 *h;
+    sqlite3_open(db, &h);
+    CHECK(t_count(h, "SELECT count(*) FROM run") == 1, "one run");
+    /* every case + copy + 4 gemm ceilings + canary */
+    CHECK(t_count(h, "SELECT count(*) FROM result") == ncases + 6, "results %lld", t_count(h, "SELECT count(*) FROM result"));
+    CHECK(t_count(h, "SELECT count(*) FROM result WHERE status = 'ok' AND n_samples >= 3") >= ncases, "timed");
+    CHECK(t_count(h, "SELECT count(*) FROM result r JOIN series s ON s.id = r.series_id WHERE s.role = 'case' AND r.verdict = 'unchecked'") == 0,
+          "every case checked");
+    CHECK(t_count(h, "SELECT count(*) FROM result WHERE output_hash LIKE 'fnv1a64:%'") == ncases, "output hashes");
+    CHECK(t_count(h, "SELECT count(*) FROM context WHERE code_hash LIKE 'fnv1a64:%'") == 1, "code hash");
+    CHECK(t_count(h, "SELECT count(*) FROM result WHERE pct_of_ceiling > 0") >= ncases, "%% of ceiling");
+    sqlite3_close(h);
+    snprintf(cmd, sizeof cmd, "%s gate --db %s 2>&1", QGMM_BENCH_EXE, db);
+    rc = sh(cmd, out, sizeof out);
+    CHECK((rc == 0 || rc == 1) && strstr(out, "gate: "), "gate verdict (exit %d): %s", rc, out);
+    printf("%s", out);
+    snprintf(cmd, sizeof cmd, "%s export --db %s | %s import --db %s - 2>&1", QGMM_BENCH_EXE, db, QGMM_BENCH_EXE, db2);
+    CHECK(sh(cmd, out, sizeof out) == 0 && strstr(out, "imported"), "export | import: %s", out);
+    return t_report("test_smoke_e2e");
+}
