@@ -1015,6 +1015,40 @@ static void test_rowwise_dequant(void)
     expect_status("colwise dequant", qgmm_dequantize(g_ctx, &f, &tqc, &tsc, NULL, &tdc), QGMM_OK);
     qgmm_synchronize(g_ctx);
     expect_f32("colwise dequant", bdc, 6, (const uint32_t[]){fbits(1), fbits(-8), fbits(2), fbits(0.5f), fbits(4), 0});
+    /* bf16 output rounding (round to nearest even), on q = 1.0 (0x38) with the
+     * reciprocal kind, so out = 1 * s = s exactly in f32 and the bf16 cast alone decides:
+     *   0x3EAAAAAB (f32 1/3): low half 0xAAAB > 0x8000 -> up 0x3EAB (truncation: 0x3EAA)
+     *   0x3F808000 (1+2^-8): exact tie, 0x3F80 even -> 0x3F80
+     *   0x3F818000: exact tie, 0x3F81 odd -> 0x3F82
+     *   0x3F807FFF: just below the tie -> 0x3F80
+     *   0x7F7FFFFF (f32 max): rounds up past bf16 max -> inf 0x7F80
+     *   0xFFC00001 (NaN): stays NaN with its sign, quiet -> 0xFFC0 */
+    {
+        const uint8_t q1[6] = {0x38, 0x38, 0x38, 0x38, 0x38, 0x38};
+        const uint32_t s6[6] = {0x3EAAAAABu, 0x3F808000u, 0x3F818000u, 0x3F807FFFu, 0x7F7FFFFFu, 0xFFC00001u};
+        qgmm_buffer *b1 = mkbuf(q1, 6, 0), *b2 = mkbuf(s6, 24, 0), *b3 = mkbuf(NULL, 12, 0xAA);
+        qgmm_tensor t1 = tv(b1, QGMM_F8E4M3FN, 2, 6, 1, 0, NULL), t2 = tv(b2, QGMM_F32, 1, 6, 0, 0, NULL);
+        qgmm_tensor t3 = tv(b3, QGMM_BF16, 2, 6, 1, 0, NULL);
+        f.rowwise = (qgmm_fp8_rowwise_params){1, 0, QGMM_SCALE_RECIPROCAL};
+        expect_status("bf16 rounding", qgmm_dequantize(g_ctx, &f, &t1, &t2, NULL, &t3), QGMM_OK);
+        qgmm_synchronize(g_ctx);
+        uint16_t g6[6];
+        qgmm_buffer_download(b3, 0, g6, 12);
+        const uint16_t w6[6] = {0x3EAB, 0x3F80, 0x3F82, 0x3F80, 0x7F80, 0xFFC0};
+        for (int i = 0; i < 6; ++i)
+            CHECK(g6[i] == w6[i], "dequant bf16 rounding of 0x%08X: got 0x%04X want 0x%04X", s6[i], g6[i], w6[i]);
+        /* multiplier kind divides: 1 / 3 = 0x3EAAAAAB -> 0x3EAB */
+        const uint32_t three = 0x40400000u;
+        qgmm_buffer_upload(b2, 0, &three, 4);
+        f.rowwise.scale_kind = QGMM_SCALE_MULTIPLIER;
+        qgmm_tensor t1b = tv(b1, QGMM_F8E4M3FN, 2, 1, 1, 0, NULL), t2b = tv(b2, QGMM_F32, 1, 1, 0, 0, NULL);
+        qgmm_tensor t3b = tv(b3, QGMM_BF16, 2, 1, 1, 0, NULL);
+        expect_status("bf16 1/3", qgmm_dequantize(g_ctx, &f, &t1b, &t2b, NULL, &t3b), QGMM_OK);
+        qgmm_synchronize(g_ctx);
+        qgmm_buffer_download(b3, 0, g6, 2);
+        CHECK(g6[0] == 0x3EAB, "dequant multiplier 1/3 to bf16: got 0x%04X", g6[0]);
+        qgmm_buffer_free(b1); qgmm_buffer_free(b2); qgmm_buffer_free(b3);
+    }
     qgmm_buffer_free(bq); qgmm_buffer_free(bs); qgmm_buffer_free(bd);
     qgmm_buffer_free(bqc); qgmm_buffer_free(bsc); qgmm_buffer_free(bdc);
     section_done("op: rowwise dequantize (kinds, bf16, col-major)", c0, f0);
