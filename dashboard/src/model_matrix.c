@@ -26,7 +26,7 @@ static const char *CELLS_SQL =
 
 static const char *SUITES_SQL =
     "SELECT suite, count(*) AS runs, max(started_at) AS latest FROM run GROUP BY suite"
-    " ORDER BY latest DESC";
+    " ORDER BY runs DESC, latest DESC";
 
 static jval *find_key(jval *arr, const char *key) {
   for (size_t i = 0; arr && i < arr->len; i++)

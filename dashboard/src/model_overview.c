@@ -7,7 +7,7 @@
 #include "model.h"
 #include "query.h"
 
-#define SPARK_RUNS 30
+#define SPARK_REVISIONS 30
 
 static const char *LATEST_SQL =
     "WITH ctx AS ("
@@ -48,12 +48,14 @@ static const char *REGRESSIONS_SQL =
     " WHERE g.status IN ('open', 'confirmed')"
     " ORDER BY g.detected_at DESC, g.id DESC LIMIT 8";
 
+/* One point per revision (the x axis people reason in), over the newest ?1 revisions. */
 static const char *FAMILY_SQL =
-    "SELECT s.benchmark, x.series_id, x.run_id, r.started_at, x.median_us"
+    "WITH revs AS (SELECT revision_id, min(started_at) AS t FROM run GROUP BY revision_id"
+    "              ORDER BY max(started_at) DESC LIMIT ?1)"
+    " SELECT s.benchmark, x.series_id, r.revision_id, revs.t AS started_at, x.median_us"
     " FROM result x JOIN series s ON s.id = x.series_id JOIN run r ON r.id = x.run_id"
-    " WHERE x.status = 'ok' AND x.median_us > 0 AND s.role = 'case'"
-    "   AND x.run_id IN (SELECT id FROM run ORDER BY started_at DESC, id DESC LIMIT ?1)"
-    " ORDER BY s.benchmark, r.started_at, r.id";
+    " JOIN revs ON revs.revision_id = r.revision_id"
+    " WHERE x.status = 'ok' AND x.median_us > 0 AND s.role = 'case'";
 
 typedef struct {
   const char *family;
@@ -74,12 +76,12 @@ static int by_family_time(const void *a, const void *b) {
   return x->run < y->run ? -1 : x->run > y->run;
 }
 
-/* Per family and run: geometric mean over the family's series of median / (the series'
+/* Per family and revision (frow.run holds the revision id): geometric mean over the family's series of median / (the series'
  * median over the window). 1.0 = usual speed, 1.1 = 10 % slower; comparable across
  * devices because every series is normalised by itself. */
 static jval *families(mctx *m, const char **err) {
   arena *a = &m->r->a;
-  jval *rows = q_rows(a, m->db, err, FAMILY_SQL, "i", (int64_t)SPARK_RUNS);
+  jval *rows = q_rows(a, m->db, err, FAMILY_SQL, "i", (int64_t)SPARK_REVISIONS);
   if (!rows) return NULL;
   size_t n = rows->len;
   frow *f = calloc(n ? n : 1, sizeof *f);
@@ -91,7 +93,7 @@ static jval *families(mctx *m, const char **err) {
     jval *o = rows->items[i];
     f[i].family = jget_str(o, "benchmark", "");
     f[i].series = (long long)jget_num(o, "series_id", 0);
-    f[i].run = (long long)jget_num(o, "run_id", 0);
+    f[i].run = (long long)jget_num(o, "revision_id", 0);
     f[i].t = (long long)jget_num(o, "started_at", 0);
     f[i].med = jget_num(o, "median_us", NAN);
   }
@@ -120,7 +122,7 @@ static jval *families(mctx *m, const char **err) {
         k++;
       }
       jval *p = jobj(a);
-      jset_num(a, p, "run_id", (double)f[j].run);
+      jset_num(a, p, "revision_id", (double)f[j].run);
       jset_num(a, p, "started_at", (double)f[j].t);
       jset_num(a, p, "relative_time", exp(logsum / (double)(k - j)));
       jset_num(a, p, "n_series", (double)(k - j));

@@ -42,9 +42,10 @@ static const char *RESULTS_SQL =
     " ORDER BY s.role = 'case' DESC, s.benchmark, s.params, d.name, s.backend = 'torch', s.backend";
 
 static const char *RUN_REGS_SQL =
-    "SELECT g.id, g.kind, g.severity, g.status, g.change, g.reason, s.id AS series_id,"
-    "       s.benchmark, s.label, s.shape, s.backend"
-    " FROM regression g JOIN series s ON s.id = g.series_id WHERE g.run_id = ?1"
+    "SELECT g.id, g.kind, g.severity, g.status, g.change, g.reason, g.detected_at,"
+    "       r.uuid AS run, s.id AS series_id, s.benchmark, s.label, s.shape, s.backend"
+    " FROM regression g JOIN series s ON s.id = g.series_id JOIN run r ON r.id = g.run_id"
+    " WHERE g.run_id = ?1"
     " ORDER BY g.severity, g.id";
 
 /* Both runs' results per series (full outer join written as a union). */
@@ -160,7 +161,9 @@ int model_compare(mctx *m, const char *arg, jval **out) {
   const char *err = NULL;
   const char *ua = req_param(m->r, "a"), *ub = req_param(m->r, "b");
   if (!valid_uuid(ua) || !valid_uuid(ub)) {
-    *out = model_error(a, !valid_uuid(ua) ? "a: expected a run uuid" : "b: expected a run uuid");
+    *out = model_error(a, !ua && !ub ? "Choose two runs: /compare?a=UUID&b=UUID (the Runs page links each "
+                                       "run to the previous one of its machine)"
+                       : !valid_uuid(ua) ? "a: expected a run uuid" : "b: expected a run uuid");
     return 400;
   }
   jval *ra = q_row(a, m->db, &err, RUN_SQL, "t", ua);

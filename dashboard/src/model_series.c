@@ -35,8 +35,9 @@ static const char *SIBLINGS_SQL =
 
 static const char *REGS_SQL =
     "SELECT g.id, g.kind, g.severity, g.status, g.change, g.reason, g.detected_at,"
-    "       r.uuid AS run"
-    " FROM regression g JOIN run r ON r.id = g.run_id WHERE g.series_id = ?1"
+    "       r.uuid AS run, s.id AS series_id, s.benchmark, s.label, s.shape, s.backend"
+    " FROM regression g JOIN run r ON r.id = g.run_id JOIN series s ON s.id = g.series_id"
+    " WHERE g.series_id = ?1"
     " ORDER BY g.detected_at DESC, g.id DESC";
 
 static const char *LIST_SQL =

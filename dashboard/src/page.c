@@ -80,8 +80,10 @@ void fmt_us(req *r, double us) {
 
 void fmt_rate(req *r, const jval *o) {
   double tf = jget_num(o, "tflops", NAN), gb = jget_num(o, "gbps", NAN);
-  if (isfinite(tf)) hf(r, "%.3g&#8239;TFLOP/s", tf);
-  else if (isfinite(gb)) hf(r, "%.3g&#8239;GB/s", gb);
+  /* Three significant digits, but never an exponent: 2265 GB/s, not 2.27e+03. */
+  double v = isfinite(tf) ? tf : gb;
+  if (!isfinite(v)) return;
+  hf(r, v >= 100 ? "%.0f&#8239;%s" : "%.3g&#8239;%s", v, isfinite(tf) ? "TFLOP/s" : "GB/s");
 }
 
 void fmt_when(req *r, double t) {

@@ -104,8 +104,10 @@ void render_matrix(req *r, const jval *m) {
       }
       double q = jget_num(cell, "ratio", NAN);
       const char *st = jget_str(cell, "status", "ok"), *v = jget_str(cell, "verdict", "");
-      int failed = strcmp(st, "ok") || !strcmp(v, "fail");
-      hf(r, "<td class=\"cell %s%s\"><a href=\"/series/%lld\" title=\"run ", failed ? "bad" : ratio_class(q),
+      /* unsupported is not a failure (docs/run-format.md): grey, not red */
+      int failed = !strcmp(st, "error") || !strcmp(v, "fail");
+      hf(r, "<td class=\"cell %s%s\"><a href=\"/series/%lld\" title=\"run ",
+         failed ? "bad" : !strcmp(st, "unsupported") ? "na" : ratio_class(q),
          ref && !strcmp(ref, jget_str(cols->items[c], "key", "")) ? " refcell" : "",
          (long long)jget_num(cell, "series_id", 0));
       h(r, jget_str(cell, "run", ""));
