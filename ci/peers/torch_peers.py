@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""torch_peers.py — time the PyTorch equivalents of a qgmm suite on one CUDA GPU and
+write a run document (docs/run-format.md) with backend "torch", for `qgmm-bench import`.
+
+    qgmm-bench cases --suite nightly --json > cases.json     # the exact cases qgmm runs
+    python3 ci/peers/torch_peers.py --cases cases.json --out torch.json [--budget-ms 300]
+    qgmm-bench import --db results.db torch.json
+
+Peers per case (same benchmark names and params as qgmm, so the store and the dashboard
+line them up on the same series keys):
+  * grouped GEMMs: torch._grouped_mm (bf16) and torch._scaled_grouped_mm (fp8 rowwise,
+    mxfp8 where the installed torch supports it) with the case's own group offsets;
+  * casts: torch.compile'd versions of the rowwise / MXFP8 / 1x128 blockwise cast rules.
+Timing: warm-up, then N samples of CUDA-event time around one call, N from the budget.
+A case torch has no equivalent for is recorded as status "unsupported" (never a pass);
+a failing call as "error" with the exception text. Numerics of the peers are not judged
+against qgmm's reference ("unchecked"): this script measures speed.
+"""
+import argparse, datetime, hashlib, json, os, platform, socket, subprocess, sys, uuid
+
+torch = None  # imported in main(), so --help works on machines without torch
+
+FP8MAX = {"f8e4m3fn": 448.0, "f8e4m3fnuz": 240.0, "f8e5m2": 57344.0}
+
+
+def tdtype(name):
+    return {"bf16": torch.bfloat16, "f32": torch.float32, "f16": torch.float16,
+            "f8e4m3fn": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2,
+            "f8e4m3fnuz": getattr(torch, "float8_e4m3fnuz", None)}[name]
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def time_fn(fn, budget_ms, min_n=10, max_n=200, warmup=3):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); fn(); e.record(); torch.cuda.synchronize()
+    est = max(s.elapsed_time(e), 1e-3)
+    n = int(min(max(budget_ms / est, min_n), max_n))
+    evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+    for a, b in evs:
+        a.record(); fn(); b.record()
+    torch.cuda.synchronize()
+    return [a.elapsed_time(b) * 1e3 for a, b in evs], warmup + 1
+
+
+# ---- casts (torch.compile of the op-spec rules; the compiled kernel is what users would pick)
+def rowwise_cast(x, fp8, dim):
+    amax = x.float().abs().amax(dim=dim, keepdim=True)
+    scale = (FP8MAX_T[fp8] / amax.double().clamp(min=1e-12)).float()
+    return (x.float() * scale).clamp(-FP8MAX_T[fp8], FP8MAX_T[fp8]).to(tdtype(fp8)), scale
+
+
+def mx_cast(x, fp8):
+    M, K = x.shape
+    xb = x.float().reshape(M, K // 32, 32)
+    amax = xb.abs().amax(dim=-1, keepdim=True)
+    e = torch.floor(torch.log2(amax.clamp(min=2.0 ** -127))) - 8
+    q = (xb * torch.exp2(-e)).clamp(-448.0, 448.0).to(tdtype(fp8))
+    return q.reshape(M, K), (e + 127).to(torch.uint8)
+
+
+def block_cast(x, fp8):
+    M, K = x.shape
+    xb = x.float().reshape(M, K // 128, 128)
+    amax = xb.abs().amax(dim=-1, keepdim=True).clamp(min=1e-12)
+    scale = 448.0 / amax
+    return (xb * scale).clamp(-448.0, 448.0).to(tdtype(fp8)).reshape(M, K), (1.0 / scale)
+
+
+FP8MAX_T = FP8MAX
+
+
+def make_offs(c, dev):
+    return torch.tensor(c["offs"], dtype=torch.int32, device=dev)
+
+
+def peer_for(c, dev):
+    """Returns a zero-argument callable running the peer once, or raises NotImplementedError."""
+    name, M, N, K, E = c["benchmark"], c["M"], c["N"], c["K"], c["E"]
+    if name.startswith("gemm.m."):
+        G = len(c["offs"])
+        offs = make_offs(c, dev)
+        if c["recipe"] == "bf16":
+            a = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+            b = torch.randn(G, N, K, device=dev, dtype=torch.bfloat16)
+            return lambda: torch._grouped_mm(a, b.transpose(-2, -1), offs=offs, out_dtype=torch.bfloat16)
+        if c["recipe"] == "fp8_rowwise":
+            a = torch.randn(M, K, device=dev).to(torch.float8_e4m3fn)
+            b = torch.randn(G, N, K, device=dev).to(torch.float8_e4m3fn)
+            sa = torch.ones(M, device=dev, dtype=torch.float32)
+            sb = torch.ones(G, N, device=dev, dtype=torch.float32)
+            return lambda: torch._scaled_grouped_mm(a, b.transpose(-2, -1), sa, sb, offs=offs,
+                                                     out_dtype=torch.bfloat16, use_fast_accum=True)
+        raise NotImplementedError("no torch grouped GEMM for recipe " + c["recipe"] + " in this script")
+    if name.startswith("gemm.k."):
+        G = len(c["offs"])
+        offs = make_offs(c, dev)
+        if c["recipe"] == "bf16":
+            x = torch.randn(N, M, device=dev, dtype=torch.bfloat16)   # X^T: (N, M) row-major
+            y = torch.randn(K, M, device=dev, dtype=torch.bfloat16).t()  # (M, K), M-contiguous
+            return lambda: torch._grouped_mm(x, y, offs=offs, out_dtype=torch.bfloat16)
+        if c["recipe"] == "fp8_rowwise":
+            x = torch.randn(N, M, device=dev).to(torch.float8_e4m3fn)
+            y = torch.randn(K, M, device=dev).to(torch.float8_e4m3fn).t()
+            sx = torch.ones(G * N, device=dev, dtype=torch.float32)
+            sy = torch.ones(G * K, device=dev, dtype=torch.float32)
+            return lambda: torch._scaled_grouped_mm(x, y, sx, sy, offs=offs, out_dtype=torch.bfloat16,
+                                                     use_fast_accum=True)
+        raise NotImplementedError("no torch K-grouped GEMM for recipe " + c["recipe"] + " in this script")
+    if E == 0 and name.startswith("fp8_rowwise.row."):
+        x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+        f = torch.compile(lambda t: rowwise_cast(t, "f8e4m3fn", 1))
+        return lambda: f(x)
+    if E == 0 and name.startswith("mxfp8.dim0.plain.floor"):
+        x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+        f = torch.compile(lambda t: mx_cast(t, "f8e4m3fn"))
+        return lambda: f(x)
+    if E == 0 and name.startswith("fp8_blockwise.1x128"):
+        x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+        f = torch.compile(lambda t: block_cast(t, "f8e4m3fn"))
+        return lambda: f(x)
+    raise NotImplementedError("no torch equivalent in this script")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", required=True, help="output of `qgmm-bench cases --suite S --json`")
+    ap.add_argument("--out", required=True, help="run document to write")
+    ap.add_argument("--budget-ms", type=float, default=300.0)
+    ap.add_argument("--filter", default="", help="only cases whose id contains this")
+    ap.add_argument("--reason", default="peers")
+    ap.add_argument("--sha", default="", help="qgmm revision the peers run is filed under")
+    args = ap.parse_args()
+    global torch
+    try:
+        import torch as _torch
+    except ImportError:
+        sys.exit("torch_peers.py: PyTorch is not installed (pip install torch)")
+    torch = _torch
+    if not torch.cuda.is_available():
+        sys.exit("torch_peers.py: no CUDA device visible to torch")
+    dev = torch.device("cuda:0")
+    doc_cases = json.load(open(args.cases))
+    started = now()
+    props = torch.cuda.get_device_properties(0)
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip(); break
+    except OSError:
+        pass
+    drv = ""
+    try:
+        drv = open("/proc/driver/nvidia/version").read().split("Kernel Module")[1].split()[0]
+    except (OSError, IndexError):
+        pass
+    sha = args.sha
+    if not sha:
+        try:
+            sha = subprocess.check_output(["git", "rev-parse", "HEAD"], text=True).strip()
+        except Exception:
+            sha = "unknown"
+    tlib = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so")
+    code_hash = ""
+    if os.path.exists(tlib):
+        code_hash = "sha256:" + hashlib.sha256(open(tlib, "rb").read()).hexdigest()
+    results = []
+    for c in doc_cases["cases"]:
+        if args.filter and args.filter not in c["id"]:
+            continue
+        r = {"context": 0, "benchmark": c["benchmark"], "params": c["params"], "shape": c["shape"],
+             "status": "ok", "verdict": "unchecked", "samples_us": [], "bytes": int(c["bytes"]),
+             "ceiling": "ceiling.gemm." + c["recipe"] if c["ceiling"] == "gemm" else "ceiling.copy"}
+        if c["flops"] > 0:
+            r["flops"] = int(c["flops"])
+        try:
+            fn = peer_for(c, dev)
+            r["samples_us"], r["warmup"] = time_fn(fn, args.budget_ms)
+        except NotImplementedError as e:
+            r["status"], r["message"] = "unsupported", str(e)
+        except Exception as e:  # a failing peer is recorded, not fatal
+            r["status"], r["message"] = "error", f"{type(e).__name__}: {e}"[:500]
+        print(f"[torch] {c['id']}: {r['status']}", file=sys.stderr)
+        results.append(r)
+    doc = {
+        "format": "qgmm-run", "version": 1, "uuid": str(uuid.uuid4()),
+        "suite": doc_cases.get("suite", "peers"), "reason": args.reason,
+        "started_at": started, "finished_at": now(),
+        "runner": "qgmm-peers-torch", "runner_version": "0.1.0",
+        "env": {"python": platform.python_version(), "torch": torch.__version__},
+        "machine": {"hostname": socket.gethostname(), "cpu": cpu,
+                    "os": f"{platform.system()} {platform.release()} {platform.machine()}",
+                    "cores": os.cpu_count()},
+        "revision": {"sha": sha},
+        "contexts": [{"backend": "torch",
+                      "device": {"name": props.name, "kind": "gpu", "arch": f"sm_{props.major}{props.minor}",
+                                 "memory_bytes": props.total_memory},
+                      "describe": f"torch {torch.__version__} on {props.name}",
+                      "driver": f"NVIDIA {drv}" if drv else "",
+                      "runtime": f"torch {torch.__version__}", "code_hash": code_hash}],
+        "results": results,
+    }
+    json.dump(doc, open(args.out, "w"), indent=1)
+    print(f"wrote {args.out}: {len(results)} results", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
