@@ -48,6 +48,8 @@ typedef enum qgmm_case_op {
     QGMM_CASE_GROUP_ROW_IDS,        /* qgmm_group_row_ids */
     QGMM_CASE_GROUPED_GEMM,         /* qgmm_grouped_gemm on host-quantized operands */
     QGMM_CASE_RECIPE,               /* the backend's own casts (+ layout) feeding its GEMM */
+    QGMM_CASE_MOE_FORWARD,          /* qgmm_moe_experts_forward (composite) */
+    QGMM_CASE_MOE_BACKWARD,         /* qgmm_moe_experts_backward: dx and dw both checked */
     QGMM_CASE_OP_COUNT
 } qgmm_case_op;
 
@@ -56,7 +58,8 @@ typedef enum qgmm_case_family {
     QGMM_FAMILY_LAYOUT,      /* scales to/from blocked */
     QGMM_FAMILY_DATA,        /* pad / unpad / row ids */
     QGMM_FAMILY_GEMM,
-    QGMM_FAMILY_RECIPE
+    QGMM_FAMILY_RECIPE,
+    QGMM_FAMILY_COMPOSITE    /* the one-call MoE expert forward / backward */
 } qgmm_case_family;
 
 typedef enum qgmm_check_kind {
@@ -98,7 +101,7 @@ typedef enum qgmm_recipe_pass {
  *   pad/unpad/row ids:  tokens M, width K, G groups, alignment in the descriptor.
  *   GEMM M-grouped:     a (M, K), b (E, N, K), G = E groups over M.
  *   GEMM K-grouped:     a (M, N), b (M, K), out (G, N, K), G groups over M.
- *   RECIPE:             the layer's x (M, K), w (E, N, K), dy (M, N), G = E groups. */
+ *   RECIPE, MOE_*:      the layer's x (M, K), w (E, N, K), dy (M, N), G = E groups. */
 typedef struct qgmm_case_shape {
     int64_t M, N, K, E, G;
 } qgmm_case_shape;
@@ -126,7 +129,7 @@ typedef struct qgmm_case {
     qgmm_blocked_variant blocked;         /* SCALES_TO/FROM_BLOCKED */
     int alignment;                        /* PAD, UNPAD, GROUP_ROW_IDS (16/32/128) */
     int row_ids_padded;                   /* GROUP_ROW_IDS: with padded_offs */
-    qgmm_grouped_gemm_params gemm;        /* GROUPED_GEMM, RECIPE (recipe; kind from pass) */
+    qgmm_grouped_gemm_params gemm;        /* GROUPED_GEMM, RECIPE, MOE_* (recipe; kind from pass) */
     qgmm_recipe_pass pass;                /* RECIPE; GROUPED_GEMM: which floor applies */
     int transposed_out;                   /* q written transposed / column-major */
 

@@ -158,6 +158,13 @@ static void make_name(qgmm_case *c)
                  c->gemm.recipe == QGMM_RECIPE_MXFP8 ? (c->mx.mode == QGMM_MX_RCEIL ? ".rceil" : ".floor") : "",
                  pass_short(c->pass), dt_short(c->q_dtype), dt_short(c->out_dtype));
         break;
+    case QGMM_CASE_MOE_FORWARD:
+    case QGMM_CASE_MOE_BACKWARD:
+        snprintf(n, cap, "moe_experts.%s.%s%s.%s.out_%s", c->op == QGMM_CASE_MOE_FORWARD ? "forward" : "backward",
+                 recipe_short(c->gemm.recipe),
+                 c->gemm.recipe == QGMM_RECIPE_MXFP8 ? (c->mx.mode == QGMM_MX_RCEIL ? ".rceil" : ".floor") : "",
+                 c->gemm.recipe == QGMM_RECIPE_BF16 ? "bf16" : dt_short(c->q_dtype), dt_short(c->out_dtype));
+        break;
     default:
         snprintf(n, cap, "unknown");
     }
@@ -194,6 +201,8 @@ int qc_family_of(qgmm_case_op op)
     case QGMM_CASE_GROUP_ROW_IDS: return QGMM_FAMILY_DATA;
     case QGMM_CASE_GROUPED_GEMM: return QGMM_FAMILY_GEMM;
     case QGMM_CASE_RECIPE: return QGMM_FAMILY_RECIPE;
+    case QGMM_CASE_MOE_FORWARD:
+    case QGMM_CASE_MOE_BACKWARD: return QGMM_FAMILY_COMPOSITE;
     default: return QGMM_FAMILY_CAST;
     }
 }
@@ -221,8 +230,7 @@ void qc_finish_case(qgmm_case *c)
     const double G = c->groups == QGMM_GROUPS_NONE ? 0.0 : (c->groups == QGMM_GROUPS_SINGLE ? 1.0 : (double)s->G);
     const double MK = E * (double)s->M * (double)s->K;
     c->family = (qgmm_case_family)qc_family_of(c->op);
-    c->check = (c->family == QGMM_FAMILY_GEMM || c->family == QGMM_FAMILY_RECIPE) ? QGMM_CHECK_NUMERIC
-                                                                                  : QGMM_CHECK_EXACT;
+    c->check = c->family >= QGMM_FAMILY_GEMM ? QGMM_CHECK_NUMERIC : QGMM_CHECK_EXACT;
     c->flops = 0.0;
     switch (c->op) {
     case QGMM_CASE_FP8_ROWWISE: /* read x twice would be an implementation detail: once */
@@ -249,13 +257,23 @@ void qc_finish_case(qgmm_case *c)
     case QGMM_CASE_GROUP_ROW_IDS:
         c->bytes = 4.0 * (double)s->M;
         break;
+    case QGMM_CASE_MOE_BACKWARD: { /* dgrad (M x K out, contraction N) + wgrad */
+        const double rows = covered_rows(c);
+        const double Gd = G > 0 ? G : 1.0;
+        const double MN = (double)s->M * (double)s->N, MK = (double)s->M * (double)s->K;
+        const double NK = (double)s->N * (double)s->K;
+        c->flops = 4.0 * rows * (double)s->N * (double)s->K;
+        c->bytes = 2.0 * (MN + Gd * NK + MK) + outsz * (MK + Gd * NK);
+        break;
+    }
     case QGMM_CASE_GROUPED_GEMM:
+    case QGMM_CASE_MOE_FORWARD:
     case QGMM_CASE_RECIPE: {
         const double opnd = c->gemm.recipe == QGMM_RECIPE_BF16 ? 2.0 : 1.0;
         const double rows = covered_rows(c);
         const double Gd = G > 0 ? G : 1.0;
-        const int pass = c->op == QGMM_CASE_RECIPE ? (int)c->pass
-                                                    : (c->gemm.kind == QGMM_GEMM_K_GROUPED ? 2 : 0);
+        const int pass = c->op == QGMM_CASE_GROUPED_GEMM ? (c->gemm.kind == QGMM_GEMM_K_GROUPED ? 2 : 0)
+                                                          : (int)c->pass;
         /* (rows, Nout, Kc) of the GEMM a pass runs */
         double Nout = (double)s->N, Kc = (double)s->K;
         if (pass == QGMM_PASS_DGRAD) { Nout = (double)s->K; Kc = (double)s->N; }
@@ -266,7 +284,7 @@ void qc_finish_case(qgmm_case *c)
             c->flops = 2.0 * rows * Nout * Kc;
             c->bytes = opnd * ((double)s->M * Kc + Gd * Nout * Kc) + outsz * (double)s->M * Nout;
         }
-        if (c->op == QGMM_CASE_RECIPE) /* plus reading the bf16 sources once */
+        if (c->op != QGMM_CASE_GROUPED_GEMM) /* plus reading the bf16 sources once */
             c->bytes += 2.0 * (pass == QGMM_PASS_WGRAD ? (double)s->M * (double)(s->N + s->K)
                                                         : (double)s->M * Kc + Gd * Nout * Kc);
         break;
@@ -390,6 +408,20 @@ static qgmm_case recipe(qgmm_recipe r, qgmm_recipe_pass pass, qgmm_mx_mode mode,
     c.out_dtype = out;
     c.q_dtype = QGMM_F8E4M3FN;
     c.blockwise_layout = QGMM_BLOCKWISE_DEEPGEMM;
+    return c;
+}
+
+static qgmm_case moe(int backward, qgmm_recipe r, qgmm_mx_mode mode, int64_t M, int64_t N, int64_t K,
+                     int64_t E, qgmm_group_pattern gp, qgmm_dtype out)
+{
+    qgmm_case c = shape_case(backward ? QGMM_CASE_MOE_BACKWARD : QGMM_CASE_MOE_FORWARD, 0, M, N, K, E, gp, 1,
+                             QGMM_INPUT_NORMAL);
+    c.gemm.kind = QGMM_GEMM_M_GROUPED;
+    c.gemm.recipe = r;
+    c.pass = backward ? QGMM_PASS_DGRAD : QGMM_PASS_FORWARD;
+    c.mx.mode = mode;
+    c.out_dtype = out;
+    c.q_dtype = QGMM_F8E4M3FN;
     return c;
 }
 
@@ -588,6 +620,16 @@ static void build_conformance(qc_list *l)
         }
 }
 
+static void build_composite(qc_list *l)
+{
+    /* the one-call MoE layer: ragged groups (not multiples of 32/128), so the backward
+     * pass must pad the token groups before its blockwise / MX wgrad */
+    for (int r = 0; r < 4; ++r)
+        for (int b = 0; b < 2; ++b)
+            push(l, moe(b, (qgmm_recipe)r, r == QGMM_RECIPE_MXFP8 && b ? QGMM_MX_RCEIL : QGMM_MX_FLOOR, 256, 256,
+                        256, 4, b ? QGMM_GROUPS_EMPTY : QGMM_GROUPS_RAGGED, r == 1 ? QGMM_F32 : QGMM_BF16));
+}
+
 /* ------------------------------------------------------------------ benchmark suites */
 /* ops-spec §8. "nightly" is the full list; "smoke" a handful of small MoE-like shapes
  * that still run in seconds on the CPU backend (CI has no GPU). */
@@ -697,7 +739,7 @@ static qc_list *suite_list(const char *suite)
         if (strcmp(suite, k_suites[i]) != 0) continue;
         if (!g_built[i]) {
             g_built[i] = 1;
-            if (i == 0) build_conformance(&g_lists[i]);
+            if (i == 0) { build_conformance(&g_lists[i]); build_composite(&g_lists[i]); }
             else if (i == 1) build_smoke(&g_lists[i]);
             else build_nightly(&g_lists[i]);
         }
@@ -758,7 +800,7 @@ qgmm_status qgmm_case_reshape(const qgmm_case *tmpl, const qgmm_case_shape *shap
         return why(why_out, why_cap, "scale layouts: K must be a multiple of 32 (scales are (M, K/32))");
     const int bw_like = c.op == QGMM_CASE_FP8_BLOCKWISE || (c.op == QGMM_CASE_DEQUANTIZE && c.dequant_kind == QGMM_QUANT_FP8_BLOCKWISE);
     if (bw_like && c.shape.K % 128) return why(why_out, why_cap, "FP8 blockwise: K must be a multiple of 128");
-    if (c.family == QGMM_FAMILY_GEMM || c.family == QGMM_FAMILY_RECIPE) {
+    if (c.family >= QGMM_FAMILY_GEMM) {
         if (c.shape.N <= 0 || c.shape.K <= 0) return why(why_out, why_cap, "GEMM: N and K must be positive");
         const int64_t contraction = c.op == QGMM_CASE_RECIPE && c.pass == QGMM_PASS_DGRAD ? c.shape.N : c.shape.K;
         if (c.gemm.kind == QGMM_GEMM_M_GROUPED && c.gemm.recipe == QGMM_RECIPE_FP8_BLOCKWISE && contraction % 128)
@@ -776,7 +818,7 @@ qgmm_status qgmm_case_reshape(const qgmm_case *tmpl, const qgmm_case_shape *shap
 
 void qgmm_case_describe(const qgmm_case *c, char *out, size_t cap)
 {
-    static const char *fam[] = {"cast", "layout", "data", "gemm", "recipe"};
+    static const char *fam[] = {"cast", "layout", "data", "gemm", "recipe", "composite"};
     snprintf(out, cap, "%s [%s, %s check] in %s q %s out %s, E=%lld M=%lld N=%lld K=%lld G=%lld %s, "
              "input %s, seed %llu, %.3g bytes, %.3g flops",
              c->id, fam[c->family], c->check == QGMM_CHECK_EXACT ? "exact" : "numeric",

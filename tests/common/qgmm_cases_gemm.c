@@ -26,10 +26,9 @@
 /* ------------------------------------------------------------------ logical operands */
 typedef struct qc_lop {
     int64_t E, R, C;
-    int64_t rb, cb;         /* scale block (rows, cols); cb = 0: per-group columns */
+    int64_t rb;             /* rows per scale block */
     int64_t nrb, ncb;       /* scale blocks per expert */
-    const int32_t *goffs;   /* groups along C (jagged rowwise), else NULL */
-    int64_t G;
+    int64_t *cidx;          /* column j -> its scale block column (-1: in no group) */
     int fmt;                /* fp8 dtype, or 0 for bf16 operands (no scales) */
     float *hp;              /* bf16-rounded originals, (E, R, C) */
     uint8_t *q;             /* fp8 codes, (E, R, C) */
@@ -39,14 +38,11 @@ typedef struct qc_lop {
 
 static void lop_free(qc_lop *o)
 {
-    free(o->hp); free(o->q); free(o->dqs); free(o->e8m0);
+    free(o->hp); free(o->q); free(o->dqs); free(o->e8m0); free(o->cidx);
     memset(o, 0, sizeof *o);
 }
 
-static inline int64_t lop_cblock(const qc_lop *o, int64_t j)
-{
-    return o->goffs ? qgmm_group_of(o->goffs, o->G, j) : j / o->cb;
-}
+static inline int64_t lop_cblock(const qc_lop *o, int64_t j) { return o->cidx[j]; }
 
 static inline double lop_val(const qc_lop *o, int64_t e, int64_t i, int64_t j, int hp)
 {
@@ -64,7 +60,6 @@ static qgmm_status lop_quantize(qc_lop *o, qgmm_recipe recipe, int fmt, int rcei
     o->fmt = recipe == QGMM_RECIPE_BF16 ? 0 : fmt;
     if (!o->fmt) return QGMM_OK;
     o->nrb = qgmm_ceil_div_i64(o->R, o->rb);
-    o->ncb = o->goffs ? o->G : qgmm_ceil_div_i64(o->C, o->cb);
     const int64_t n = o->E * o->R * o->C, nb = o->E * o->nrb * o->ncb;
     o->q = malloc((size_t)(n > 0 ? n : 1));
     o->dqs = malloc((size_t)(nb > 0 ? nb : 1) * sizeof(float));
@@ -108,22 +103,29 @@ static qgmm_status lop_quantize(qc_lop *o, qgmm_recipe recipe, int fmt, int rcei
 }
 
 /* ------------------------------------------------------------------ state */
-enum { G_A = 0, G_B, G_SA, G_SB, G_OUT, G_SRC0, G_SRC1, G_T0, G_T1, G_T2, G_T3 };
+enum { G_A = 0, G_B, G_SA, G_SB, G_OUT, G_SRC0, G_SRC1, G_T0, G_T1, G_T2, G_T3, G_OUT2, G_SRC2,
+       G_WS, G_COUNT };
 
-typedef struct qc_gemm {
-    int kgrouped, pass;
+/* One GEMM whose output is checked: the pass it belongs to and its logical operands. */
+typedef struct qc_prod {
+    int pass, kgrouped;
     int64_t rows, nout, kc;   /* M-grouped: out (rows, nout), contraction kc */
     qc_lop A, B;
-    qgmm_tensor t[12];        /* GEMM operands, sources and intermediates (by G_* index) */
-    int slot[12];
+    int out;                  /* G_OUT or G_OUT2 */
+} qc_prod;
+
+typedef struct qc_gemm {
+    qc_prod p[2];             /* MoE backward checks two (dx, dw); everything else one */
+    int np;
+    qgmm_tensor t[G_COUNT];   /* GEMM operands, sources and intermediates (by G_* index) */
+    int slot[G_COUNT];
 } qc_gemm;
 
 void qc_release_gemm(qgmm_case_instance *in)
 {
     qc_gemm *g = in->gemm;
     if (!g) return;
-    lop_free(&g->A);
-    lop_free(&g->B);
+    for (int i = 0; i < 2; ++i) { lop_free(&g->p[i].A); lop_free(&g->p[i].B); }
     free(g);
     in->gemm = NULL;
 }
@@ -157,27 +159,33 @@ static qgmm_status transpose_hp(qc_lop *o)
     return QGMM_OK;
 }
 
-/* Scale granularity of a recipe for operand `which` (0 = A, 1 = B). */
-static void set_blocks(qc_lop *o, const qgmm_case_instance *in, qgmm_recipe r, int which, int kgrouped)
+/* Scale granularity of a recipe for operand `which` (0 = A, 1 = B). K-grouped operands
+ * are scaled along the tokens (C) per group: jagged rowwise has one block per group;
+ * blockwise / MX blocks restart at every group start, as when each group is padded to
+ * the block (the composite MoE op does that; with group sizes that are multiples of the
+ * block — what the K-grouped GEMM requires — it is the plain j / block). */
+static qgmm_status set_blocks(qc_lop *o, const qgmm_case_instance *in, qgmm_recipe r, int which,
+                              int kgrouped)
 {
-    o->rb = 1;
-    o->goffs = NULL;
-    o->G = 0;
-    switch (r) {
-    case QGMM_RECIPE_FP8_ROWWISE:
-        if (kgrouped) { o->goffs = in->offs; o->G = in->G; o->cb = 0; }
-        else o->cb = o->C > 0 ? o->C : 1;
-        break;
-    case QGMM_RECIPE_FP8_BLOCKWISE:
-        o->cb = 128;
-        if (which == 1 && !kgrouped) o->rb = 128;
-        break;
-    case QGMM_RECIPE_MXFP8:
-        o->cb = 32;
-        break;
-    default:
-        o->cb = o->C > 0 ? o->C : 1;
+    o->rb = (r == QGMM_RECIPE_FP8_BLOCKWISE && which == 1 && !kgrouped) ? 128 : 1;
+    const int64_t cb = r == QGMM_RECIPE_FP8_BLOCKWISE ? 128 : r == QGMM_RECIPE_MXFP8 ? 32 : 0;
+    o->cidx = malloc((size_t)(o->C > 0 ? o->C : 1) * sizeof(int64_t));
+    if (!o->cidx) return QGMM_ERR_OUT_OF_MEMORY;
+    if (!kgrouped) {
+        for (int64_t j = 0; j < o->C; ++j) o->cidx[j] = cb ? j / cb : 0;
+        o->ncb = cb ? qgmm_ceil_div_i64(o->C, cb) : 1;
+        return QGMM_OK;
     }
+    int64_t start = 0, base = 0;
+    for (int64_t j = 0; j < o->C; ++j) o->cidx[j] = -1;
+    for (int64_t g = 0; g < in->G; ++g) {
+        const int64_t end = in->offs[g];
+        for (int64_t j = start; j < end; ++j) o->cidx[j] = cb ? base + (j - start) / cb : g;
+        if (cb) base += qgmm_ceil_div_i64(end - start, cb);
+        start = end;
+    }
+    o->ncb = cb ? base : in->G;
+    return QGMM_OK;
 }
 
 /* ------------------------------------------------------------------ host-side helpers */
@@ -313,11 +321,11 @@ static qgmm_status prep_host_operands(qgmm_case_instance *in, qc_gemm *g)
 {
     const qgmm_case *c = &in->c;
     const qgmm_recipe r = c->gemm.recipe;
-    qc_lop *A = &g->A, *B = &g->B;
+    qc_lop *A = &g->p[0].A, *B = &g->p[0].B;
     const qgmm_dtype odt = r == QGMM_RECIPE_BF16 ? QGMM_BF16 : c->q_dtype;
     TRY(upload_codes(in, g, G_A, "a", A));
     TRY(upload_codes(in, g, G_B, "b", B));
-    if (!g->kgrouped) {
+    if (!g->p[0].kgrouped) {
         const int64_t ash[2] = {A->R, A->C}, bsh[3] = {B->E, B->R, B->C};
         g->t[G_A] = slot_view(in, g, G_A, odt, 2, ash, NULL);
         g->t[G_B] = slot_view(in, g, G_B, odt, 3, bsh, NULL);
@@ -332,7 +340,7 @@ static qgmm_status prep_host_operands(qgmm_case_instance *in, qc_gemm *g)
     case QGMM_RECIPE_BF16:
         return QGMM_OK;
     case QGMM_RECIPE_FP8_ROWWISE:
-        if (!g->kgrouped) {
+        if (!g->p[0].kgrouped) {
             const int64_t s1[1] = {A->R}, s2[2] = {B->E, B->R};
             TRY(upload_f32_scales(in, g, G_SA, "a_scales", A, SC_LOGICAL, NULL, (size_t)A->R * 4));
             TRY(upload_f32_scales(in, g, G_SB, "b_scales", B, SC_LOGICAL, NULL, (size_t)(B->E * B->R) * 4));
@@ -349,7 +357,7 @@ static qgmm_status prep_host_operands(qgmm_case_instance *in, qc_gemm *g)
     case QGMM_RECIPE_FP8_BLOCKWISE: {
         qgmm_tensor va, vb;
         size_t ba, bb;
-        if (!g->kgrouped) {
+        if (!g->p[0].kgrouped) {
             const int64_t ash[2] = {A->R, A->C}, bsh[3] = {B->E, B->R, B->C};
             TRY(qgmm_blockwise_scales_view(QGMM_BLOCK_1X128, c->blockwise_layout, 2, ash, NULL, 0, &va, &ba));
             TRY(qgmm_blockwise_scales_view(QGMM_BLOCK_128X128, c->blockwise_layout, 3, bsh, NULL, 0, &vb, &bb));
@@ -367,7 +375,7 @@ static qgmm_status prep_host_operands(qgmm_case_instance *in, qc_gemm *g)
         return QGMM_OK;
     }
     case QGMM_RECIPE_MXFP8:
-        if (!g->kgrouped) {
+        if (!g->p[0].kgrouped) {
             TRY(upload_mx_scales(in, g, G_SA, "a_scales", A, QGMM_BLOCKED_M_GROUPS));
             return upload_mx_scales(in, g, G_SB, "b_scales", B, QGMM_BLOCKED_3D);
         }
@@ -401,7 +409,7 @@ static qgmm_status prep_recipe(qgmm_case_instance *in, qc_gemm *g, const float *
     }
     const int64_t s0sh[2] = {s0r, s0c};
     g->t[G_SRC0] = slot_view(in, g, G_SRC0, QGMM_BF16, 2, s0sh, NULL);
-    if (g->pass == QGMM_PASS_WGRAD) {
+    if (g->p[0].pass == QGMM_PASS_WGRAD) {
         const int64_t sh[2] = {M, K};
         g->t[G_SRC1] = slot_view(in, g, G_SRC1, QGMM_BF16, 2, sh, NULL);
     } else {
@@ -412,27 +420,27 @@ static qgmm_status prep_recipe(qgmm_case_instance *in, qc_gemm *g, const float *
     TRY(add_tmp(in, g, G_A, "qa", (size_t)(s0r * s0c)));
     TRY(add_tmp(in, g, G_B, "qb", (size_t)s1n));
     const int64_t ash_m[2] = {s0r, s0c};
-    if (g->pass == QGMM_PASS_WGRAD) {
+    if (g->p[0].pass == QGMM_PASS_WGRAD) {
         const int64_t ash[2] = {M, N}, as[2] = {1, M}, bsh[2] = {M, K}, bs[2] = {1, M};
         g->t[G_A] = slot_view(in, g, G_A, q, 2, ash, as);
         g->t[G_B] = slot_view(in, g, G_B, q, 2, bsh, bs);
     } else {
         g->t[G_A] = slot_view(in, g, G_A, q, 2, ash_m, NULL);
-        const int64_t bsh[3] = {E, g->nout, g->kc};
+        const int64_t bsh[3] = {E, g->p[0].nout, g->p[0].kc};
         g->t[G_B] = slot_view(in, g, G_B, q, 3, bsh, NULL);
     }
     switch (r) {
     case QGMM_RECIPE_FP8_ROWWISE:
-        if (g->pass == QGMM_PASS_WGRAD) {
+        if (g->p[0].pass == QGMM_PASS_WGRAD) {
             const int64_t sa[2] = {E, N}, sb[2] = {E, K};
             TRY(add_tmp(in, g, G_SA, "sa", (size_t)(E * N) * 4));
             TRY(add_tmp(in, g, G_SB, "sb", (size_t)(E * K) * 4));
             g->t[G_SA] = slot_view(in, g, G_SA, QGMM_F32, 2, sa, NULL);
             g->t[G_SB] = slot_view(in, g, G_SB, QGMM_F32, 2, sb, NULL);
         } else {
-            const int64_t sa[1] = {M}, sb[2] = {E, g->nout};
+            const int64_t sa[1] = {M}, sb[2] = {E, g->p[0].nout};
             TRY(add_tmp(in, g, G_SA, "sa", (size_t)M * 4));
-            TRY(add_tmp(in, g, G_SB, "sb", (size_t)(E * g->nout) * 4));
+            TRY(add_tmp(in, g, G_SB, "sb", (size_t)(E * g->p[0].nout) * 4));
             g->t[G_SA] = slot_view(in, g, G_SA, QGMM_F32, 1, sa, NULL);
             g->t[G_SB] = slot_view(in, g, G_SB, QGMM_F32, 2, sb, NULL);
         }
@@ -440,12 +448,12 @@ static qgmm_status prep_recipe(qgmm_case_instance *in, qc_gemm *g, const float *
     case QGMM_RECIPE_FP8_BLOCKWISE: {
         qgmm_tensor va, vb;
         size_t ba, bb;
-        if (g->pass == QGMM_PASS_WGRAD) {
+        if (g->p[0].pass == QGMM_PASS_WGRAD) {
             const int64_t ash[2] = {N, M}, bsh[2] = {K, M};
             TRY(qgmm_blockwise_scales_view(QGMM_BLOCK_1X128, QGMM_BLOCKWISE_ROW_MAJOR, 2, ash, NULL, 0, &va, &ba));
             TRY(qgmm_blockwise_scales_view(QGMM_BLOCK_1X128, QGMM_BLOCKWISE_ROW_MAJOR, 2, bsh, NULL, 0, &vb, &bb));
         } else {
-            const int64_t bsh[3] = {E, g->nout, g->kc};
+            const int64_t bsh[3] = {E, g->p[0].nout, g->p[0].kc};
             TRY(qgmm_blockwise_scales_view(QGMM_BLOCK_1X128, c->blockwise_layout, 2, ash_m, NULL, 0, &va, &ba));
             TRY(qgmm_blockwise_scales_view(QGMM_BLOCK_128X128, c->blockwise_layout, 3, bsh, NULL, 0, &vb, &bb));
         }
@@ -458,7 +466,7 @@ static qgmm_status prep_recipe(qgmm_case_instance *in, qc_gemm *g, const float *
         return QGMM_OK;
     }
     case QGMM_RECIPE_MXFP8: {
-        if (g->pass == QGMM_PASS_WGRAD) {
+        if (g->p[0].pass == QGMM_PASS_WGRAD) {
             const int64_t pa[2] = {N, M / 32}, pb[2] = {K, M / 32};
             TRY(add_tmp(in, g, G_T0, "sa_plain", (size_t)(N * (M / 32))));
             TRY(add_tmp(in, g, G_T1, "sb_plain", (size_t)(K * (M / 32))));
@@ -471,11 +479,11 @@ static qgmm_status prep_recipe(qgmm_case_instance *in, qc_gemm *g, const float *
             g->t[G_SA] = slot_view(in, g, G_SA, QGMM_E8M0, 1, ba, NULL);
             g->t[G_SB] = slot_view(in, g, G_SB, QGMM_E8M0, 1, bb, NULL);
         } else {
-            const int64_t pa[2] = {M, g->kc / 32};
-            TRY(add_tmp(in, g, G_T0, "sa_plain", (size_t)(M * (g->kc / 32))));
+            const int64_t pa[2] = {M, g->p[0].kc / 32};
+            TRY(add_tmp(in, g, G_T0, "sa_plain", (size_t)(M * (g->p[0].kc / 32))));
             g->t[G_T0] = slot_view(in, g, G_T0, QGMM_E8M0, 2, pa, NULL);
-            const int64_t ba[1] = {(int64_t)qgmm_blocked_m_groups_bytes(M, g->kc / 32, E)};
-            const int64_t bb[1] = {E * (int64_t)qgmm_blocked_scales_bytes(g->nout, g->kc / 32)};
+            const int64_t ba[1] = {(int64_t)qgmm_blocked_m_groups_bytes(M, g->p[0].kc / 32, E)};
+            const int64_t bb[1] = {E * (int64_t)qgmm_blocked_scales_bytes(g->p[0].nout, g->p[0].kc / 32)};
             TRY(add_tmp(in, g, G_SA, "sa", (size_t)ba[0]));
             TRY(add_tmp(in, g, G_SB, "sb", (size_t)bb[0]));
             g->t[G_SA] = slot_view(in, g, G_SA, QGMM_E8M0, 1, ba, NULL);
@@ -488,81 +496,159 @@ static qgmm_status prep_recipe(qgmm_case_instance *in, qc_gemm *g, const float *
     }
 }
 
+/* bf16-rounded layer tensors: x (M, K), w (E, N, K), dy (M, N). */
+typedef struct qc_layer { float *x, *w, *dy; } qc_layer;
+
+static float *layer_tensor(const qgmm_case *c, int64_t rows, int64_t cols, uint64_t salt, qgmm_status *st)
+{
+    qc_lop t = {0};
+    t.E = 1; t.R = rows; t.C = cols;
+    *st = fill_hp(&t, c, salt);
+    return t.hp;
+}
+
+/* Builds product `pr` of pass `pass` from the layer tensors (contraction along C):
+ *   fwd:   A = x (1, M, K),      B = w (E, N, K)
+ *   dgrad: A = dy (1, M, N),     B = w^T (E, K, N)
+ *   wgrad: A = dy^T (1, N, M),   B = x^T (1, K, M)   (K-grouped) */
+static qgmm_status build_prod(qgmm_case_instance *in, qc_prod *pr, int pass, const qc_layer *L)
+{
+    const qgmm_case *c = &in->c;
+    const int64_t M = c->shape.M, N = c->shape.N, K = c->shape.K, E = in->G;
+    pr->pass = pass;
+    pr->kgrouped = pass == QGMM_PASS_WGRAD;
+    pr->rows = M;
+    pr->nout = pass == QGMM_PASS_DGRAD ? K : N;
+    pr->kc = pass == QGMM_PASS_DGRAD ? N : K;
+    qc_lop *A = &pr->A, *B = &pr->B;
+    const float *a_src = pass == QGMM_PASS_FORWARD ? L->x : L->dy;
+    const float *b_src = pass == QGMM_PASS_WGRAD ? L->x : L->w;
+    A->E = 1; A->R = M; A->C = pass == QGMM_PASS_FORWARD ? K : N;
+    if (pass == QGMM_PASS_WGRAD) { B->E = 1; B->R = M; B->C = K; }
+    else { B->E = E; B->R = N; B->C = K; }
+    const int64_t na = A->R * A->C, nb = B->E * B->R * B->C;
+    A->hp = malloc((size_t)(na > 0 ? na : 1) * sizeof(float));
+    B->hp = malloc((size_t)(nb > 0 ? nb : 1) * sizeof(float));
+    if (!A->hp || !B->hp) return QGMM_ERR_OUT_OF_MEMORY;
+    memcpy(A->hp, a_src, (size_t)na * sizeof(float));
+    memcpy(B->hp, b_src, (size_t)nb * sizeof(float));
+    if (pass == QGMM_PASS_WGRAD) { TRY(transpose_hp(A)); TRY(transpose_hp(B)); }
+    if (pass == QGMM_PASS_DGRAD) TRY(transpose_hp(B));
+    const qgmm_recipe r = c->gemm.recipe;
+    TRY(set_blocks(A, in, r, 0, pr->kgrouped));
+    TRY(set_blocks(B, in, r, 1, pr->kgrouped));
+    const int rceil = c->mx.mode == QGMM_MX_RCEIL;
+    TRY(lop_quantize(A, r, (int)c->q_dtype, rceil));
+    return lop_quantize(B, r, (int)c->q_dtype, rceil);
+}
+
+static qgmm_status upload_bf16(qgmm_case_instance *in, qc_gemm *g, int idx, const char *name, const float *f,
+                               int64_t n)
+{
+    uint16_t *h = malloc((size_t)(n > 0 ? n : 1) * 2);
+    if (!h) return QGMM_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < n; ++i) h[i] = qgmm_f32_to_bf16(f[i]);
+    const qgmm_status st = add_in(in, g, idx, name, h, (size_t)n * 2);
+    free(h);
+    return st;
+}
+
+/* The checked output of product pr; M-grouped rows past the last group must stay
+ * untouched. */
+static qgmm_status add_product_output(qgmm_case_instance *in, qc_gemm *g, qc_prod *pr, int idx,
+                                      const char *name)
+{
+    const qgmm_case *c = &in->c;
+    const size_t es = qgmm_dtype_size(c->out_dtype);
+    pr->out = idx;
+    if (!pr->kgrouped) {
+        const int64_t sh[2] = {pr->rows, pr->nout};
+        TRY(add_tmp(in, g, idx, name, (size_t)(pr->rows * pr->nout) * es));
+        in->slots[g->slot[idx]].role = QC_OUT;
+        g->t[idx] = slot_view(in, g, idx, c->out_dtype, 2, sh, NULL);
+        qc_mark_view(&in->slots[g->slot[idx]], &g->t[idx], 0, in->offs[in->G - 1]);
+    } else {
+        const int64_t sh[3] = {in->G, c->shape.N, c->shape.K};
+        TRY(add_tmp(in, g, idx, name, (size_t)(in->G * c->shape.N * c->shape.K) * es));
+        in->slots[g->slot[idx]].role = QC_OUT;
+        g->t[idx] = slot_view(in, g, idx, c->out_dtype, 3, sh, NULL);
+        qc_mark_view(&in->slots[g->slot[idx]], &g->t[idx], 0, -1);
+    }
+    return QGMM_OK;
+}
+
+/* MoE composite: x, w (and dy) uploaded in bf16, a workspace, y or (dx, dw) out. */
+static qgmm_status prep_moe(qgmm_case_instance *in, qc_gemm *g, const qc_layer *L)
+{
+    const qgmm_case *c = &in->c;
+    const int64_t M = c->shape.M, N = c->shape.N, K = c->shape.K, E = in->G;
+    const int64_t xs[2] = {M, K}, ws[3] = {E, N, K}, ds[2] = {M, N};
+    TRY(upload_bf16(in, g, G_SRC0, "x", L->x, M * K));
+    TRY(upload_bf16(in, g, G_SRC1, "w", L->w, E * N * K));
+    g->t[G_SRC0] = slot_view(in, g, G_SRC0, QGMM_BF16, 2, xs, NULL);
+    g->t[G_SRC1] = slot_view(in, g, G_SRC1, QGMM_BF16, 3, ws, NULL);
+    if (c->op == QGMM_CASE_MOE_BACKWARD) {
+        TRY(upload_bf16(in, g, G_SRC2, "dy", L->dy, M * N));
+        g->t[G_SRC2] = slot_view(in, g, G_SRC2, QGMM_BF16, 2, ds, NULL);
+    }
+    qgmm_moe_params mp = {c->gemm.recipe, c->q_dtype, c->mx.mode};
+    const size_t wsb = qgmm_moe_workspace_bytes(&mp, M, N, K, E);
+    if (wsb) TRY(add_tmp(in, g, G_WS, "workspace", wsb));
+    return QGMM_OK;
+}
+
 qgmm_status qc_prepare_gemm(qgmm_case_instance *in)
 {
     const qgmm_case *c = &in->c;
     qc_gemm *g = calloc(1, sizeof *g);
     if (!g) return QGMM_ERR_OUT_OF_MEMORY;
     in->gemm = g;
-    for (int i = 0; i < 12; ++i) g->slot[i] = -1;
-    g->kgrouped = c->gemm.kind == QGMM_GEMM_K_GROUPED;
-    g->pass = c->op == QGMM_CASE_RECIPE ? (int)c->pass : (g->kgrouped ? QGMM_PASS_WGRAD : QGMM_PASS_FORWARD);
-    const qgmm_recipe r = c->gemm.recipe;
+    for (int i = 0; i < G_COUNT; ++i) g->slot[i] = -1;
     const int64_t M = c->shape.M, N = c->shape.N, K = c->shape.K, E = in->G;
     if (E <= 0) return QGMM_ERR_INVALID_ARGUMENT;
-    g->rows = M;
-    g->nout = g->pass == QGMM_PASS_DGRAD ? K : N;
-    g->kc = g->pass == QGMM_PASS_DGRAD ? N : K;
-    qc_lop *A = &g->A, *B = &g->B;
 
-    /* the sources, in the layer's natural shapes */
-    qc_lop s0 = {0}, s1 = {0};
-    if (g->pass == QGMM_PASS_WGRAD) {
-        s0.E = 1; s0.R = M; s0.C = N;  /* dy */
-        s1.E = 1; s1.R = M; s1.C = K;  /* x */
-    } else {
-        s0.E = 1; s0.R = M; s0.C = g->kc; /* x (fwd) or dy (dgrad) */
-        s1.E = E; s1.R = N; s1.C = K;     /* w */
+    /* which passes are checked */
+    int passes[2], np = 1;
+    if (c->op == QGMM_CASE_GROUPED_GEMM)
+        passes[0] = c->gemm.kind == QGMM_GEMM_K_GROUPED ? QGMM_PASS_WGRAD : QGMM_PASS_FORWARD;
+    else if (c->op == QGMM_CASE_MOE_FORWARD) passes[0] = QGMM_PASS_FORWARD;
+    else if (c->op == QGMM_CASE_MOE_BACKWARD) { passes[0] = QGMM_PASS_DGRAD; passes[1] = QGMM_PASS_WGRAD; np = 2; }
+    else passes[0] = (int)c->pass;
+
+    /* the layer tensors each pass needs (distinct salts: x, w, dy never coincide) */
+    qc_layer L = {NULL, NULL, NULL};
+    qgmm_status st = QGMM_OK;
+    int need_x = 0, need_w = 0, need_dy = 0;
+    for (int i = 0; i < np; ++i) {
+        need_x |= passes[i] != QGMM_PASS_DGRAD || c->op == QGMM_CASE_MOE_BACKWARD;
+        need_w |= passes[i] != QGMM_PASS_WGRAD || c->op == QGMM_CASE_MOE_BACKWARD;
+        need_dy |= passes[i] != QGMM_PASS_FORWARD;
     }
-    qgmm_status st = fill_hp(&s0, c, 11);
-    if (st == QGMM_OK) st = fill_hp(&s1, c, 12);
-    if (st != QGMM_OK) { lop_free(&s0); lop_free(&s1); return st; }
-    const float *src0 = s0.hp, *src1 = s1.hp;
-    const int64_t s0r = s0.R, s0c = s0.C, s1n = s1.E * s1.R * s1.C;
-
-    /* logical operands (contraction along C) */
-    *A = s0;
-    s0.hp = NULL;
-    A->hp = malloc((size_t)(s0r * s0c > 0 ? s0r * s0c : 1) * sizeof(float));
-    B->E = s1.E; B->R = s1.R; B->C = s1.C;
-    B->hp = malloc((size_t)(s1n > 0 ? s1n : 1) * sizeof(float));
-    if (!A->hp || !B->hp) { lop_free(&s1); free((void *)src0); return QGMM_ERR_OUT_OF_MEMORY; }
-    memcpy(A->hp, src0, (size_t)(s0r * s0c) * sizeof(float));
-    memcpy(B->hp, src1, (size_t)s1n * sizeof(float));
-    if (g->pass == QGMM_PASS_WGRAD) { st = transpose_hp(A); if (st == QGMM_OK) st = transpose_hp(B); }
-    if (g->pass == QGMM_PASS_DGRAD && st == QGMM_OK) st = transpose_hp(B); /* w^T: (E, K, N) */
+    if (need_x) L.x = layer_tensor(c, M, K, 11, &st);
+    if (st == QGMM_OK && need_w) L.w = layer_tensor(c, E * N, K, 12, &st);
+    if (st == QGMM_OK && need_dy) L.dy = layer_tensor(c, M, N, 13, &st);
+    for (int i = 0; st == QGMM_OK && i < np; ++i) st = build_prod(in, &g->p[i], passes[i], &L);
+    g->np = np;
     if (st == QGMM_OK) {
-        set_blocks(A, in, r, 0, g->kgrouped);
-        set_blocks(B, in, r, 1, g->kgrouped);
-        const int rceil = c->mx.mode == QGMM_MX_RCEIL;
-        st = lop_quantize(A, r, (int)c->q_dtype, rceil);
-        if (st == QGMM_OK) st = lop_quantize(B, r, (int)c->q_dtype, rceil);
+        if (c->op == QGMM_CASE_RECIPE)
+            st = prep_recipe(in, g, g->p[0].pass == QGMM_PASS_FORWARD ? L.x : L.dy, M,
+                             g->p[0].pass == QGMM_PASS_FORWARD ? K : N,
+                             g->p[0].pass == QGMM_PASS_WGRAD ? L.x : L.w,
+                             g->p[0].pass == QGMM_PASS_WGRAD ? M * K : E * N * K);
+        else if (c->op == QGMM_CASE_GROUPED_GEMM)
+            st = prep_host_operands(in, g);
+        else
+            st = prep_moe(in, g, &L);
     }
-    if (st == QGMM_OK)
-        st = c->op == QGMM_CASE_RECIPE ? prep_recipe(in, g, src0, s0r, s0c, src1, s1n)
-                                       : prep_host_operands(in, g);
-    free((void *)src0);
-    lop_free(&s1);
+    free(L.x);
+    free(L.w);
+    free(L.dy);
     if (st != QGMM_OK) return st;
-
-    /* the output; M-grouped rows past the last group must stay untouched */
-    const size_t es = qgmm_dtype_size(c->out_dtype);
-    if (!g->kgrouped) {
-        const int64_t sh[2] = {M, g->nout};
-        st = add_tmp(in, g, G_OUT, "out", (size_t)(M * g->nout) * es);
-        if (st != QGMM_OK) return st;
-        in->slots[g->slot[G_OUT]].role = QC_OUT;
-        g->t[G_OUT] = slot_view(in, g, G_OUT, c->out_dtype, 2, sh, NULL);
-        qc_mark_view(&in->slots[g->slot[G_OUT]], &g->t[G_OUT], 0, in->offs[in->G - 1]);
-    } else {
-        const int64_t sh[3] = {E, N, K};
-        st = add_tmp(in, g, G_OUT, "out", (size_t)(E * N * K) * es);
-        if (st != QGMM_OK) return st;
-        in->slots[g->slot[G_OUT]].role = QC_OUT;
-        g->t[G_OUT] = slot_view(in, g, G_OUT, c->out_dtype, 3, sh, NULL);
-        qc_mark_view(&in->slots[g->slot[G_OUT]], &g->t[G_OUT], 0, -1);
+    if (c->op == QGMM_CASE_MOE_BACKWARD) {
+        TRY(add_product_output(in, g, &g->p[0], G_OUT, "dx"));
+        return add_product_output(in, g, &g->p[1], G_OUT2, "dw");
     }
-    return QGMM_OK;
+    return add_product_output(in, g, &g->p[0], G_OUT, c->op == QGMM_CASE_MOE_FORWARD ? "y" : "out");
 }
 
 /* ------------------------------------------------------------------ execute */
@@ -576,13 +662,13 @@ static qgmm_status run_recipe_casts(qgmm_case_instance *in, qc_gemm *g, const qg
     switch (c->gemm.recipe) {
     case QGMM_RECIPE_FP8_ROWWISE: {
         qgmm_fp8_rowwise_params p = {1, 0, QGMM_SCALE_RECIPROCAL};
-        if (g->pass == QGMM_PASS_WGRAD) {
+        if (g->p[0].pass == QGMM_PASS_WGRAD) {
             p.reduce_dim = 0; /* jagged per-group over tokens, both operands in one call */
             return qgmm_quantize_fp8_rowwise_dual(ctx, &p, &t[G_SRC0], &t[G_A], &t[G_SA], &p,
                                                   &t[G_SRC1], &t[G_B], &t[G_SB], offs);
         }
         TRY(qgmm_quantize_fp8_rowwise(ctx, &p, &t[G_SRC0], &none, &t[G_A], &t[G_SA]));
-        if (g->pass == QGMM_PASS_FORWARD) {
+        if (g->p[0].pass == QGMM_PASS_FORWARD) {
             p.reduce_dim = 2; /* per (e, n) */
             return qgmm_quantize_fp8_rowwise(ctx, &p, &t[G_SRC1], &none, &t[G_B], &t[G_SB]);
         }
@@ -595,7 +681,7 @@ static qgmm_status run_recipe_casts(qgmm_case_instance *in, qc_gemm *g, const qg
     }
     case QGMM_RECIPE_FP8_BLOCKWISE: {
         qgmm_fp8_blockwise_params p1 = {QGMM_BLOCK_1X128}, p128 = {QGMM_BLOCK_128X128};
-        if (g->pass == QGMM_PASS_WGRAD) {
+        if (g->p[0].pass == QGMM_PASS_WGRAD) {
             /* 1x128 blocks along tokens: quantize the transposed views */
             qgmm_tensor xa = t[G_SRC0], qa = t[G_A], xb = t[G_SRC1], qb = t[G_B];
             xa.shape[0] = N; xa.shape[1] = M; xa.strides[0] = 1; xa.strides[1] = N;
@@ -606,7 +692,7 @@ static qgmm_status run_recipe_casts(qgmm_case_instance *in, qc_gemm *g, const qg
             return qgmm_quantize_fp8_blockwise(ctx, &p1, &xb, &qb, &t[G_SB]);
         }
         TRY(qgmm_quantize_fp8_blockwise(ctx, &p1, &t[G_SRC0], &t[G_A], &t[G_SA]));
-        if (g->pass == QGMM_PASS_FORWARD)
+        if (g->p[0].pass == QGMM_PASS_FORWARD)
             return qgmm_quantize_fp8_blockwise(ctx, &p128, &t[G_SRC1], &t[G_B], &t[G_SB]);
         qgmm_tensor wt = t[G_SRC1]; /* the (E, K, N) view of w */
         wt.shape[1] = K; wt.shape[2] = N; wt.strides[1] = 1; wt.strides[2] = K;
@@ -614,7 +700,7 @@ static qgmm_status run_recipe_casts(qgmm_case_instance *in, qc_gemm *g, const qg
     }
     case QGMM_RECIPE_MXFP8: {
         const qgmm_mx_mode mode = c->mx.mode;
-        if (g->pass == QGMM_PASS_WGRAD) {
+        if (g->p[0].pass == QGMM_PASS_WGRAD) {
             qgmm_mxfp8_params p = {0, mode, QGMM_SCALES_PLAIN}; /* blocks along tokens */
             TRY(qgmm_quantize_mxfp8(ctx, &p, &t[G_SRC0], &t[G_A], &t[G_T0]));
             TRY(qgmm_quantize_mxfp8(ctx, &p, &t[G_SRC1], &t[G_B], &t[G_T1]));
@@ -624,7 +710,7 @@ static qgmm_status run_recipe_casts(qgmm_case_instance *in, qc_gemm *g, const qg
         qgmm_mxfp8_params pa = {1, mode, QGMM_SCALES_PLAIN};
         TRY(qgmm_quantize_mxfp8(ctx, &pa, &t[G_SRC0], &t[G_A], &t[G_T0]));
         TRY(qgmm_scales_to_blocked(ctx, QGMM_BLOCKED_M_GROUPS, &t[G_T0], offs, &t[G_SA], &none));
-        if (g->pass == QGMM_PASS_FORWARD) {
+        if (g->p[0].pass == QGMM_PASS_FORWARD) {
             qgmm_mxfp8_params pb = {2, mode, QGMM_SCALES_BLOCKED};
             return qgmm_quantize_mxfp8(ctx, &pb, &t[G_SRC1], &t[G_B], &t[G_SB]);
         }
@@ -644,11 +730,20 @@ qgmm_status qc_execute_gemm(qgmm_case_instance *in)
     qc_gemm *g = in->gemm;
     const int64_t gsh[1] = {in->G};
     const qgmm_tensor offs = qc_view(in, in->offs_slot, QGMM_I32, 1, gsh, NULL);
-    if (in->c.op == QGMM_CASE_RECIPE) TRY(run_recipe_casts(in, g, &offs));
+    const qgmm_case *c = &in->c;
+    if (c->op == QGMM_CASE_MOE_FORWARD || c->op == QGMM_CASE_MOE_BACKWARD) {
+        qgmm_moe_params mp = {c->gemm.recipe, c->q_dtype, c->mx.mode};
+        qgmm_buffer *ws = g->slot[G_WS] >= 0 ? in->slots[g->slot[G_WS]].buf : NULL;
+        if (c->op == QGMM_CASE_MOE_FORWARD)
+            return qgmm_moe_experts_forward(in->ctx, &mp, &g->t[G_SRC0], &g->t[G_SRC1], &offs, &g->t[G_OUT], ws);
+        return qgmm_moe_experts_backward(in->ctx, &mp, &g->t[G_SRC0], &g->t[G_SRC1], &g->t[G_SRC2], &offs,
+                                         &g->t[G_OUT], &g->t[G_OUT2], ws);
+    }
+    if (c->op == QGMM_CASE_RECIPE) TRY(run_recipe_casts(in, g, &offs));
     qgmm_tensor none;
     memset(&none, 0, sizeof none);
-    const int scaled = in->c.gemm.recipe != QGMM_RECIPE_BF16;
-    return qgmm_grouped_gemm(in->ctx, &in->c.gemm, &g->t[G_A], &g->t[G_B],
+    const int scaled = c->gemm.recipe != QGMM_RECIPE_BF16;
+    return qgmm_grouped_gemm(in->ctx, &c->gemm, &g->t[G_A], &g->t[G_B],
                              scaled ? &g->t[G_SA] : &none, scaled ? &g->t[G_SB] : &none, &offs,
                              &g->t[G_OUT]);
 }
@@ -663,69 +758,95 @@ static double lop_dot(const qc_lop *A, int64_t i, const qc_lop *B, int64_t e, in
     return s;
 }
 
-qgmm_status qc_check_gemm(qgmm_case_instance *in, const qgmm_check_options *opts, qgmm_case_result *r)
+/* Kernel and recipe statistics of one product's output. */
+static qgmm_status check_product(qgmm_case_instance *in, const qc_prod *pr, const qgmm_check_options *opts,
+                                 qgmm_err_stats *k, qgmm_err_stats *h)
 {
     const qgmm_case *c = &in->c;
     qc_gemm *g = in->gemm;
-    const qc_slot *os = &in->slots[g->slot[G_OUT]];
+    const qc_slot *os = &in->slots[g->slot[pr->out]];
     const uint8_t *out = os->host + os->guard;
     const int64_t G = in->G;
     /* output elements: M-grouped (m < offs[G-1], n); K-grouped (g, n, k) */
     const int64_t covered = in->offs[G - 1];
-    const int64_t total = g->kgrouped ? G * c->shape.N * c->shape.K : covered * g->nout;
+    const int64_t total = pr->kgrouped ? G * c->shape.N * c->shape.K : covered * pr->nout;
     const int64_t n = (opts->gemm_sample_elems > 0 && opts->gemm_sample_elems < total) ? opts->gemm_sample_elems
                                                                                          : total;
     double *got = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
     double *rdq = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
     double *rhp = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
     if (!got || !rdq || !rhp) { free(got); free(rdq); free(rhp); return QGMM_ERR_OUT_OF_MEMORY; }
-    qc_rng rng = {qc_mix_seed(c->seed, 0x73616d70u)};
+    qc_rng rng = {qc_mix_seed(c->seed, 0x73616d70u + (uint64_t)pr->pass)};
     for (int64_t s = 0; s < n; ++s) {
         const int64_t idx = n == total ? s : (int64_t)(qc_next(&rng) % (uint64_t)total);
-        if (!g->kgrouped) {
-            const int64_t m = idx / g->nout, col = idx % g->nout;
+        if (!pr->kgrouped) {
+            const int64_t m = idx / pr->nout, col = idx % pr->nout;
             const int64_t e = qgmm_group_of(in->offs, G, m);
-            got[s] = qc_load_as_f64(out, c->out_dtype, m * g->nout + col);
-            rdq[s] = lop_dot(&g->A, m, &g->B, e, col, 0, g->kc, 0);
-            rhp[s] = lop_dot(&g->A, m, &g->B, e, col, 0, g->kc, 1);
+            got[s] = qc_load_as_f64(out, c->out_dtype, m * pr->nout + col);
+            rdq[s] = lop_dot(&pr->A, m, &pr->B, e, col, 0, pr->kc, 0);
+            rhp[s] = lop_dot(&pr->A, m, &pr->B, e, col, 0, pr->kc, 1);
         } else {
             const int64_t NK = c->shape.N * c->shape.K;
             const int64_t e = idx / NK, nn = (idx % NK) / c->shape.K, kk = idx % c->shape.K;
             const int64_t j0 = e > 0 ? in->offs[e - 1] : 0, j1 = in->offs[e];
             got[s] = qc_load_as_f64(out, c->out_dtype, idx);
             /* out[e][n][k] = sum over the group's tokens of A^T[n][m] * B^T[k][m] */
-            rdq[s] = lop_dot(&g->A, nn, &g->B, 0, kk, j0, j1, 0);
-            rhp[s] = lop_dot(&g->A, nn, &g->B, 0, kk, j0, j1, 1);
+            rdq[s] = lop_dot(&pr->A, nn, &pr->B, 0, kk, j0, j1, 0);
+            rhp[s] = lop_dot(&pr->A, nn, &pr->B, 0, kk, j0, j1, 1);
         }
     }
-    const qgmm_err_stats k = qgmm_error_stats(got, rdq, n);
-    const qgmm_err_stats h = qgmm_error_stats(got, rhp, n);
+    *k = qgmm_error_stats(got, rdq, n);
+    *h = qgmm_error_stats(got, rhp, n);
     free(got); free(rdq); free(rhp);
-    r->compared_elems = n;
-    r->nonfinite_elems = k.nonfinite;
-    r->rel_fro_err = k.rel_fro;
-    r->sqnr_db = k.sqnr_db;
-    r->max_abs_err = k.max_abs;
-    r->recipe_sqnr_db = h.sqnr_db;
-    r->max_rel_fro_allowed = qgmm_threshold_max_rel_fro(c->gemm.recipe, c->gemm.kind, c->out_dtype);
+    return QGMM_OK;
+}
+
+qgmm_status qc_check_gemm(qgmm_case_instance *in, const qgmm_check_options *opts, qgmm_case_result *r)
+{
+    const qgmm_case *c = &in->c;
+    qc_gemm *g = in->gemm;
     /* torchao's floors are for e4m3 operands; an e5m2 GEMM case reports its recipe SQNR
      * (2 mantissa bits give ~6 dB less) without a floor. */
     const int e4m3 = c->q_dtype == QGMM_F8E4M3FN || c->q_dtype == QGMM_F8E4M3FNUZ;
-    const double floor = e4m3 ? qgmm_threshold_min_sqnr_db(c->gemm.recipe, g->pass) : -1.0;
-    r->min_recipe_sqnr_db = floor >= 0.0 ? floor : NAN;
-    char msg[256];
-    msg[0] = 0;
-    if (r->max_rel_fro_allowed < 0.0)
-        snprintf(msg, sizeof msg, "no kernel threshold for this recipe/kind/out dtype in qgmm_thresholds.h");
-    else if (k.nonfinite)
-        snprintf(msg, sizeof msg, "%lld output elements are NaN/inf where the float64 reference is finite",
-                 (long long)k.nonfinite);
-    else if (!(k.rel_fro <= r->max_rel_fro_allowed))
-        snprintf(msg, sizeof msg, "kernel error: relative Frobenius %.3g > %.3g vs float64 of the dequantized operands",
-                 k.rel_fro, r->max_rel_fro_allowed);
-    else if (floor >= 0.0 && !(h.sqnr_db >= floor))
-        snprintf(msg, sizeof msg, "recipe error: SQNR %.2f dB < %.1f dB vs float64 of the bf16 operands",
-                 h.sqnr_db, floor);
-    if (msg[0] && !r->message[0]) snprintf(r->message, sizeof r->message, "%s", msg);
+    r->max_rel_fro_allowed = -1.0;
+    for (int i = 0; i < g->np; ++i) {
+        const qc_prod *pr = &g->p[i];
+        qgmm_err_stats k, h;
+        TRY(check_product(in, pr, opts, &k, &h));
+        const double allowed = qgmm_threshold_max_rel_fro(
+            c->gemm.recipe, pr->kgrouped ? QGMM_GEMM_K_GROUPED : QGMM_GEMM_M_GROUPED, c->out_dtype);
+        const double floor = e4m3 ? qgmm_threshold_min_sqnr_db(c->gemm.recipe, pr->pass) : -1.0;
+        /* the result reports the worst product */
+        if (i == 0 || !(k.rel_fro <= r->rel_fro_err)) {
+            r->rel_fro_err = k.rel_fro;
+            r->sqnr_db = k.sqnr_db;
+            r->max_rel_fro_allowed = allowed;
+        }
+        if (i == 0 || k.max_abs > r->max_abs_err) r->max_abs_err = k.max_abs;
+        if (i == 0 || !(h.sqnr_db - (floor >= 0 ? floor : 0) >=
+                        r->recipe_sqnr_db - (isnan(r->min_recipe_sqnr_db) ? 0 : r->min_recipe_sqnr_db))) {
+            r->recipe_sqnr_db = h.sqnr_db;
+            r->min_recipe_sqnr_db = floor >= 0.0 ? floor : NAN;
+        }
+        r->compared_elems += k.n;
+        r->nonfinite_elems += k.nonfinite;
+        const char *which = g->np > 1 ? (pr->pass == QGMM_PASS_DGRAD ? "dx: " : "dw: ") : "";
+        char msg[256];
+        msg[0] = 0;
+        if (allowed < 0.0)
+            snprintf(msg, sizeof msg, "%sno kernel threshold for this recipe/kind/out dtype in qgmm_thresholds.h",
+                     which);
+        else if (k.nonfinite)
+            snprintf(msg, sizeof msg, "%s%lld output elements are NaN/inf where the float64 reference is finite",
+                     which, (long long)k.nonfinite);
+        else if (!(k.rel_fro <= allowed))
+            snprintf(msg, sizeof msg,
+                     "%skernel error: relative Frobenius %.3g > %.3g vs float64 of the dequantized operands",
+                     which, k.rel_fro, allowed);
+        else if (floor >= 0.0 && !(h.sqnr_db >= floor))
+            snprintf(msg, sizeof msg, "%srecipe error: SQNR %.2f dB < %.1f dB vs float64 of the bf16 operands",
+                     which, h.sqnr_db, floor);
+        if (msg[0] && !r->message[0]) snprintf(r->message, sizeof r->message, "%s", msg);
+    }
     return QGMM_OK;
 }

@@ -170,8 +170,7 @@ qgmm_status qgmm_case_prepare(const qgmm_case *c, qgmm_context *ctx, qgmm_case_i
         in->offs_slot = qc_add_slot(in, "offs", QC_IN, (size_t)in->G * 4, in->offs, &st);
         if (in->offs_slot < 0) goto fail;
     }
-    st = (c->family == QGMM_FAMILY_GEMM || c->family == QGMM_FAMILY_RECIPE) ? qc_prepare_gemm(in)
-                                                                            : qc_prepare_op(in);
+    st = c->check == QGMM_CHECK_NUMERIC ? qc_prepare_gemm(in) : qc_prepare_op(in);
     if (st != QGMM_OK) goto fail;
     st = poison(in, POISON_A);
     if (st != QGMM_OK) goto fail;
@@ -185,9 +184,7 @@ fail:
 qgmm_status qgmm_case_execute(qgmm_case_instance *inst)
 {
     if (!inst) return QGMM_ERR_INVALID_ARGUMENT;
-    const qgmm_case_family f = inst->c.family;
-    return (f == QGMM_FAMILY_GEMM || f == QGMM_FAMILY_RECIPE) ? qc_execute_gemm(inst)
-                                                              : qc_execute_op(inst);
+    return inst->c.check == QGMM_CHECK_NUMERIC ? qc_execute_gemm(inst) : qc_execute_op(inst);
 }
 
 /* ------------------------------------------------------------------ checking */
