@@ -81,9 +81,11 @@ static qgmm_status dequant_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_par
         const int64_t j0 = jagged ? (g == 0 ? 0 : ends[g - 1]) : 0;
         const int64_t j1 = jagged ? ends[g] : red_n;
         const float sc = load_f32_scale(scales, scale_index(scales, jagged ? g : e, i, other_n));
+        const int64_t qb = slice_index(q, rd, e, i, 0), qs = q->strides[rd];
+        const int64_t ob = slice_index(out, rd, e, i, 0), os = out->strides[rd];
         for (int64_t j = j0; j < j1; ++j) {
-            const float v = qgmm_fp8_to_f32(qd[slice_index(q, rd, e, i, j)], fmt);
-            qgmm_cpu_store_f32(out, slice_index(out, rd, e, i, j), recip ? v * sc : v / sc);
+            const float v = qgmm_fp8_to_f32(qd[qb + j * qs], fmt);
+            qgmm_cpu_store_f32(out, ob + j * os, recip ? v * sc : v / sc);
         }
     }
     free(ends);
@@ -122,11 +124,11 @@ static qgmm_status dequant_mx(qgmm_context *ctx, const qgmm_mxfp8_params *p, con
         else if (scales->rank == 1) si = ((e * O + o) * NB + b) * scales->strides[0];
         else si = idx3(scales, e, o, b);
         const float m = qgmm_e8m0_to_f32(sd[si]);
-        for (int64_t k = 0; k < 32; ++k) {
-            const int64_t l = b * 32 + k;
-            const int64_t r = along_last ? o : l, c = along_last ? l : o;
-            qgmm_cpu_store_f32(out, idx3(out, e, r, c), qgmm_fp8_to_f32(qd[idx3(q, e, r, c)], fmt) * m);
-        }
+        const int64_t r0 = along_last ? o : b * 32, c0 = along_last ? b * 32 : o;
+        const int64_t qb = idx3(q, e, r0, c0), qs = q->strides[p->block_dim];
+        const int64_t ob = idx3(out, e, r0, c0), os = out->strides[p->block_dim];
+        for (int64_t k = 0; k < 32; ++k)
+            qgmm_cpu_store_f32(out, ob + k * os, qgmm_fp8_to_f32(qd[qb + k * qs], fmt) * m);
     }
     return QGMM_OK;
 }
@@ -150,9 +152,11 @@ static qgmm_status dequant_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise
 #endif
     for (int64_t s = 0; s < n_rows; ++s) {
         const int64_t r = s % N, e = s / N;
+        const int64_t qb = idx3(q, e, r, 0), qs = q->strides[rank - 1];
+        const int64_t ob = idx3(out, e, r, 0), os = out->strides[rank - 1];
         for (int64_t c = 0; c < K; ++c) {
             const float sc = load_f32_scale(scales, idx3(scales, e, r / tile_rows, c / 128));
-            qgmm_cpu_store_f32(out, idx3(out, e, r, c), qgmm_fp8_to_f32(qd[idx3(q, e, r, c)], fmt) * sc);
+            qgmm_cpu_store_f32(out, ob + c * os, qgmm_fp8_to_f32(qd[qb + c * qs], fmt) * sc);
         }
     }
     return QGMM_OK;

@@ -51,14 +51,20 @@ qgmm_status qgmm_cpu_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_bl
         const int64_t r1 = r0 + tile_rows < N ? r0 + tile_rows : N;
         const int64_t c0 = ct * BW_TILE;
 
+        /* within a tile row, column c sits at row base + (c - c0) * stride */
+        const int64_t xs = x->strides[rank - 1], qs = q->strides[rank - 1];
         float amax = 0.0f;
-        for (int64_t r = r0; r < r1; ++r)
-            for (int64_t c = c0; c < c0 + BW_TILE; ++c)
-                amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_cpu_load_f32(x, idx3(x, e, r, c))));
+        for (int64_t r = r0; r < r1; ++r) {
+            const int64_t xb = idx3(x, e, r, c0);
+            for (int64_t c = 0; c < BW_TILE; ++c)
+                amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_cpu_load_f32(x, xb + c * xs)));
+        }
         const float scale = qgmm_blockwise_scale(amax, fmt);
-        for (int64_t r = r0; r < r1; ++r)
-            for (int64_t c = c0; c < c0 + BW_TILE; ++c)
-                qd[idx3(q, e, r, c)] = qgmm_quantize_value(qgmm_cpu_load_f32(x, idx3(x, e, r, c)), scale, fmt);
+        for (int64_t r = r0; r < r1; ++r) {
+            const int64_t xb = idx3(x, e, r, c0), qb = idx3(q, e, r, c0);
+            for (int64_t c = 0; c < BW_TILE; ++c)
+                qd[qb + c * qs] = qgmm_quantize_value(qgmm_cpu_load_f32(x, xb + c * xs), scale, fmt);
+        }
         qgmm_cpu_store_f32(scales, idx3(scales, e, rt, ct), qgmm_scale_reciprocal(scale));
     }
     return QGMM_OK;

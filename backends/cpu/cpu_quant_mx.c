@@ -71,15 +71,17 @@ qgmm_status qgmm_cpu_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *
         const int64_t e = s / (NB * O);
         const int64_t l0 = b * MX_BLOCK;
 
+        /* element k of the block sits at base + k * stride (the blocked dim's stride) */
+        const int64_t xb = mx_index(x, along_last, e, o, l0), xs = x->strides[p->block_dim];
+        const int64_t qb = mx_index(q, along_last, e, o, l0), qs = q->strides[p->block_dim];
         float v[MX_BLOCK];
         float amax = 0.0f;
         for (int k = 0; k < MX_BLOCK; ++k) {
-            v[k] = qgmm_cpu_load_f32(x, mx_index(x, along_last, e, o, l0 + k));
+            v[k] = qgmm_cpu_load_f32(x, xb + k * xs);
             amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[k]));
         }
         const uint8_t code = qgmm_mx_scale(amax, fmt, rceil);
-        for (int k = 0; k < MX_BLOCK; ++k)
-            qd[mx_index(q, along_last, e, o, l0 + k)] = qgmm_mx_quantize_value(v[k], code, fmt);
+        for (int k = 0; k < MX_BLOCK; ++k) qd[qb + k * qs] = qgmm_mx_quantize_value(v[k], code, fmt);
 
         int64_t si;
         if (blocked)

@@ -93,16 +93,17 @@ qgmm_status qgmm_cpu_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_roww
         const int64_t j0 = jagged ? (g == 0 ? 0 : ends[g - 1]) : 0;
         const int64_t j1 = jagged ? ends[g] : red_n;
 
+        /* element j of the slice sits at base + j * stride in each tensor */
+        const int64_t xb = slice_index(x, rd, e, i, 0), xs = x->strides[rd];
+        const int64_t qb = slice_index(q, rd, e, i, 0), qs = q->strides[rd];
         float amax = 0.0f;
         for (int64_t j = j0; j < j1; ++j)
-            amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_cpu_load_f32(x, slice_index(x, rd, e, i, j))));
+            amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_cpu_load_f32(x, xb + j * xs)));
         float scale = qgmm_rowwise_scale(amax, fmt);
         if (p->power_of_2) scale = qgmm_scale_pow2_floor(scale);
 
-        for (int64_t j = j0; j < j1; ++j) {
-            const float v = qgmm_cpu_load_f32(x, slice_index(x, rd, e, i, j));
-            qd[slice_index(q, rd, e, i, j)] = qgmm_quantize_value(v, scale, fmt);
-        }
+        for (int64_t j = j0; j < j1; ++j)
+            qd[qb + j * qs] = qgmm_quantize_value(qgmm_cpu_load_f32(x, xb + j * xs), scale, fmt);
         const float stored = recip ? qgmm_scale_reciprocal(scale) : scale;
         qgmm_cpu_store_f32(scales, scale_index(scales, jagged ? g : e, i, other_n), stored);
     }
