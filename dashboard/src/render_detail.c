@@ -91,8 +91,10 @@ void render_matrix(req *r, const jval *m) {
     hf(r, "<tr><th class=\"rowh\"><span class=\"op\">");
     h(r, *jget_str(row, "label", "") ? jget_str(row, "label", "") : jget_str(row, "benchmark", ""));
     hf(r, "</span><br><span class=\"dim\">");
-    h(r, jget_str(row, "benchmark", ""));
-    hf(r, " · ");
+    if (strcmp(jget_str(row, "label", ""), jget_str(row, "benchmark", ""))) {
+      h(r, jget_str(row, "benchmark", ""));
+      hf(r, " · ");
+    }
     h(r, jget_str(row, "shape", ""));
     hf(r, "</span></th>");
     const jval *cells = json_get(row, "cells");

@@ -15,11 +15,12 @@ function arg(name, def) {
   return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : def;
 }
 if (process.argv.includes('--help')) {
-  console.log('usage: browser_test.js --dash BIN --fixture make_fixture.py --out DIR [--chromium PATH]');
+  console.log('usage: browser_test.js --dash BIN --fixture make_fixture.py --out DIR [--bench QGMM_BENCH] [--chromium PATH]');
   process.exit(0);
 }
 const dash = arg('dash'), fixture = arg('fixture'), out = arg('out', 'dash-artifacts');
 const chromiumPath = arg('chromium', process.env.CHROMIUM || '/usr/bin/chromium');
+const bench = arg('bench'); /* optional: also serve a store filled by the runner's smoke suite */
 if (!dash || !fixture) {
   console.error('browser_test: --dash and --fixture are required');
   process.exit(2);
@@ -50,12 +51,12 @@ function check(cond, what) {
 }
 
 /* The store is the truth: queries go through python's sqlite3 (read-only). */
-function sql(query, params) {
+function sql(query, params, store) {
   const py = 'import json,sqlite3,sys\n' +
     'c=sqlite3.connect("file:"+sys.argv[1]+"?mode=ro",uri=True)\n' +
     'c.row_factory=sqlite3.Row\n' +
     'print(json.dumps([dict(r) for r in c.execute(sys.argv[2],json.loads(sys.argv[3]))]))';
-  const r = spawnSync('python3', ['-c', py, db, query, JSON.stringify(params || [])], { encoding: 'utf8' });
+  const r = spawnSync('python3', ['-c', py, store || db, query, JSON.stringify(params || [])], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error('sql failed: ' + r.stderr);
   return JSON.parse(r.stdout);
 }
@@ -70,9 +71,9 @@ function cFormat(v) { /* C's %.3g for the values used here, as the server prints
   return String(Number(s)) === s.replace(/\.?0+$/, '') ? String(Number(s)) : s;
 }
 
-function startServer() {
+function startServer(store) {
   return new Promise((resolve, reject) => {
-    const p = spawn(dash, ['--db', db, '--listen', '127.0.0.1:0', '--quiet'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn(dash, ['--db', store || db, '--listen', '127.0.0.1:0', '--quiet'], { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     p.stderr.on('data', (d) => {
       err += d;
@@ -200,6 +201,40 @@ async function main() {
     clean('/runs/<hostile>');
     await open('/', null);
     clean('/ with hostile run');
+
+    /* ---------------------------------------------------------------- the runner's own store */
+    if (bench) {
+      const smoke = path.join(out, 'smoke.db');
+      for (const f of [smoke, smoke + '-wal', smoke + '-shm']) if (fs.existsSync(f)) fs.unlinkSync(f);
+      const run = spawnSync(bench, ['run', '--suite', 'smoke', '--backend', 'cpu', '--db', smoke, '--budget-ms', '20'],
+                            { encoding: 'utf8' });
+      check(run.status === 0, 'qgmm-bench smoke run filled a store (rc ' + run.status + ')');
+      if (run.status === 0) {
+        const s2 = await startServer(smoke);
+        try {
+          const base = srv.base;
+          srv.base = s2.base;
+          await open('/', 'smoke-overview.png');
+          const n = sql("SELECT count(*) AS n FROM result WHERE verdict = 'pass'", [], smoke)[0].n;
+          const row = (await page.locator('#latest tbody tr').first().locator('td').allTextContents()).map(norm);
+          check(row[4] === String(n), 'smoke overview pass count ' + row[4] + ' = store ' + n);
+          clean('smoke /');
+          await open('/matrix', 'smoke-matrix.png');
+          const c = sql("SELECT s.id, x.median_us FROM result x JOIN series s ON s.id = x.series_id WHERE x.status = 'ok' " +
+                        "AND s.role = 'case' ORDER BY s.id LIMIT 1", [], smoke)[0];
+          const t = norm(await page.locator('#matrix a[href="/series/' + c.id + '"] .t').textContent());
+          check(t === fmtUs(c.median_us).replace(/^([\d.]+)/, (m) => cFormat(m)), 'smoke matrix cell ' + t + ' = store ' + c.median_us);
+          clean('smoke /matrix');
+          await open('/series/' + c.id, null);
+          await page.waitForSelector('#chart canvas', { timeout: 10000 });
+          await page.screenshot({ path: path.join(out, 'smoke-series.png'), fullPage: true });
+          clean('smoke /series');
+          srv.base = base;
+        } finally {
+          s2.proc.kill('SIGTERM');
+        }
+      }
+    }
   } finally {
     await browser.close();
     srv.proc.kill('SIGTERM');

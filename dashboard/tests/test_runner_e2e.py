@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""End to end with the real runner: `qgmm-bench run --suite smoke --backend cpu` fills a
+store, qgmm-dash serves it, and `qgmm-bench upload` feeds a second (central) dashboard.
+
+  test_runner_e2e.py --dash BIN --bench QGMM_BENCH --workdir DIR
+
+Checks: the pages and API answer over the runner's store; the uploaded run is stored (201),
+re-uploading is idempotent (200), uploading a run to the store it came from is 200 (the
+dashboard's identity digest agrees with the runner's storage), and the central store gets
+the same series fingerprints and statistics as the runner computed."""
+import argparse
+import os
+import sqlite3
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dashlib  # noqa: E402
+
+CHECKS, FAILS = 0, []
+
+
+def check(cond, what):
+    global CHECKS
+    CHECKS += 1
+    if not cond:
+        FAILS.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def rows(db, q):
+    con = sqlite3.connect(db)
+    r = con.execute(q).fetchall()
+    con.close()
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dash", required=True)
+    ap.add_argument("--bench", required=True)
+    ap.add_argument("--workdir", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.workdir, exist_ok=True)
+    local, central = os.path.join(a.workdir, "local.db"), os.path.join(a.workdir, "central.db")
+    for f in (local, central):
+        for s in ("", "-wal", "-shm"):
+            if os.path.exists(f + s):
+                os.remove(f + s)
+    env = dict(os.environ)
+    r = subprocess.run([a.bench, "run", "--suite", "smoke", "--backend", "cpu", "--db", local,
+                        "--budget-ms", "20", "--reason", "ci"], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        print("SKIP: qgmm-bench run failed here (rc %d): %s" % (r.returncode, r.stderr[-500:]))
+        sys.exit(77)
+    (uuid,) = rows(local, "SELECT uuid FROM run")[0]
+    tok_local = dashlib.add_token(a.dash, local, "self")
+    tok_central = dashlib.add_token(a.dash, central, "runner-1")
+
+    srv = dashlib.Server(a.dash, local, a.workdir, extra=("--quiet",))
+    try:
+        for p in ["/", "/matrix", "/runs", "/runs/" + uuid, "/series", "/regressions"]:
+            st, hd, body = srv.request("GET", p)
+            check(st == 200, "runner store: %s answers 200 (%s)" % (p, st))
+        st, run = srv.get_json("/api/v1/runs/" + uuid)
+        n = rows(local, "SELECT count(*) FROM result")[0][0]
+        check(st == 200 and len(run["results"]) == n, "run detail shows the runner's %d results" % n)
+        st, m = srv.get_json("/api/v1/matrix")
+        check(st == 200 and m["suite"] == "smoke" and len(m["columns"]) == 1, "matrix over the smoke run")
+        up = subprocess.run([a.bench, "upload", srv.base + "/api/v1/runs", "--token", tok_local, "--db", local,
+                             "--run", "latest"], capture_output=True, text=True)
+        check(up.returncode == 0 and "already_present" in up.stdout + up.stderr,
+              "upload to the run's own store is 200 already_present: %s" % (up.stdout + up.stderr)[-300:])
+    finally:
+        srv.stop()
+
+    srv = dashlib.Server(a.dash, central, a.workdir, extra=("--quiet",))
+    try:
+        cmd = [a.bench, "upload", srv.base + "/api/v1/runs", "--token", tok_central, "--db", local, "--run", "latest"]
+        up = subprocess.run(cmd, capture_output=True, text=True)
+        check(up.returncode == 0 and "HTTP 201" in up.stdout + up.stderr, "upload stores the run (201): %s" % (up.stdout + up.stderr)[-300:])
+        up = subprocess.run(cmd, capture_output=True, text=True)
+        check(up.returncode == 0 and "HTTP 200" in up.stdout + up.stderr, "second upload is 200")
+        bad = subprocess.run(cmd[:3] + ["--token", "wrong"] + cmd[5:], capture_output=True, text=True)
+        check(bad.returncode != 0, "upload with a wrong token fails")
+    finally:
+        srv.stop()
+    q = "SELECT s.fingerprint, x.median_us, x.q1_us, x.q3_us, x.gbps, x.tflops, x.n_samples FROM result x " \
+        "JOIN series s ON s.id = x.series_id ORDER BY s.fingerprint"
+    def close(x, y):
+        if isinstance(x, float) and isinstance(y, float):
+            return abs(x - y) <= 1e-12 * max(abs(x), abs(y))  # rates: the last ulp may differ
+        return x == y
+    ra, rb = rows(local, q), rows(central, q)
+    check(len(ra) == len(rb) and all(close(x, y) for u, v in zip(ra, rb) for x, y in zip(u, v)),
+          "central store has the runner's fingerprints and statistics")
+    check(rows(central, "SELECT source FROM run") == [("upload",)], "central run is marked source=upload")
+    print("dash runner e2e: %d checks, %d failed" % (CHECKS, len(FAILS)))
+    sys.exit(1 if FAILS else 0)
+
+
+if __name__ == "__main__":
+    main()
