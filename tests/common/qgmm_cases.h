@@ -132,6 +132,9 @@ typedef struct qgmm_case {
     qgmm_grouped_gemm_params gemm;        /* GROUPED_GEMM, RECIPE, MOE_* (recipe; kind from pass) */
     qgmm_recipe_pass pass;                /* RECIPE; GROUPED_GEMM: which floor applies */
     int transposed_out;                   /* q written transposed / column-major */
+    int padded_pitch;                     /* casts: x and q rows (columns when transposed) 32
+                                             elements apart from the next: strided input, and
+                                             gaps in the output that must stay untouched */
 
     /* ---- dtypes */
     qgmm_dtype in_dtype;    /* high-precision input (f32/bf16); layout ops: u8 */

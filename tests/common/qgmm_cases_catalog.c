@@ -88,6 +88,7 @@ static const char *rowwise_variant(const qgmm_case *c)
 
 static void make_name(qgmm_case *c)
 {
+    const char *pitch = c->padded_pitch ? ".pitch" : "";
     char *n = c->name;
     const size_t cap = sizeof c->name;
     const char *kind = c->rowwise.scale_kind == QGMM_SCALE_RECIPROCAL ? "recip" : "mult";
@@ -95,29 +96,29 @@ static void make_name(qgmm_case *c)
     const int E = c->shape.E > 0;
     switch (c->op) {
     case QGMM_CASE_FP8_ROWWISE:
-        snprintf(n, cap, "fp8_rowwise.%s.%s%s.%s.%s", rowwise_variant(c), kind, pow2,
-                 dt_short(c->q_dtype), dt_short(c->in_dtype));
+        snprintf(n, cap, "fp8_rowwise.%s.%s%s.%s.%s%s", rowwise_variant(c), kind, pow2,
+                 dt_short(c->q_dtype), dt_short(c->in_dtype), pitch);
         break;
     case QGMM_CASE_FP8_ROWWISE_DUAL:
         snprintf(n, cap, "fp8_rowwise_dual.jagged_col.%s%s.%s.%s", kind, pow2, dt_short(c->q_dtype),
                  dt_short(c->in_dtype));
         break;
     case QGMM_CASE_MXFP8:
-        snprintf(n, cap, "mxfp8.%s%s.%s.%s.%s.%s", E ? "3d_" : "",
+        snprintf(n, cap, "mxfp8.%s%s.%s.%s.%s.%s%s", E ? "3d_" : "",
                  c->mx.block_dim == (E ? 2 : 1) ? "dim0" : "dim1",
                  c->mx.scale_layout == QGMM_SCALES_BLOCKED ? "blocked" : "plain",
                  c->mx.mode == QGMM_MX_RCEIL ? "rceil" : "floor", dt_short(c->q_dtype),
-                 dt_short(c->in_dtype));
+                 dt_short(c->in_dtype), pitch);
         break;
     case QGMM_CASE_FP8_BLOCKWISE:
-        snprintf(n, cap, "fp8_blockwise.%s%s.%s.%s.%s", E ? "3d_" : "",
+        snprintf(n, cap, "fp8_blockwise.%s%s.%s.%s.%s%s", E ? "3d_" : "",
                  c->blockwise.block == QGMM_BLOCK_1X128 ? "1x128" : "128x128",
-                 bw_layout_short(c->blockwise_layout), dt_short(c->q_dtype), dt_short(c->in_dtype));
+                 bw_layout_short(c->blockwise_layout), dt_short(c->q_dtype), dt_short(c->in_dtype), pitch);
         break;
     case QGMM_CASE_DEQUANTIZE:
         if (c->dequant_kind == QGMM_QUANT_FP8_ROWWISE)
-            snprintf(n, cap, "dequant.fp8_rowwise.%s.%s.%s.%s", rowwise_variant(c), kind,
-                     dt_short(c->q_dtype), dt_short(c->out_dtype));
+            snprintf(n, cap, "dequant.fp8_rowwise.%s.%s.%s.%s%s", rowwise_variant(c), kind,
+                     dt_short(c->q_dtype), dt_short(c->out_dtype), pitch);
         else if (c->dequant_kind == QGMM_QUANT_MXFP8)
             snprintf(n, cap, "dequant.mxfp8.%s%s.%s.%s.%s", E ? "3d_" : "",
                      c->mx.block_dim == (E ? 2 : 1) ? "dim0" : "dim1",
@@ -620,6 +621,42 @@ static void build_conformance(qc_list *l)
         }
 }
 
+/* Strided operands (rows 32 elements apart, gaps that must stay untouched) and 128
+ * groups (most of them empty or tiny). */
+static void build_strided_and_many_groups(qc_list *l)
+{
+    qgmm_case c = rowwise(0, 64, 160, 1, QGMM_GROUPS_NONE, 0, QGMM_BF16, QGMM_F8E4M3FN, 0,
+                          QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE);
+    c.padded_pitch = 1; push(l, c);
+    c = rowwise(0, 96, 64, 0, QGMM_GROUPS_NONE, 0, QGMM_F32, QGMM_F8E4M3FN, 0, QGMM_SCALE_MULTIPLIER,
+                QGMM_INPUT_NORMAL);
+    c.padded_pitch = 1; push(l, c);
+    c = rowwise(2, 64, 96, 1, QGMM_GROUPS_NONE, 0, QGMM_BF16, QGMM_F8E4M3FN, 0, QGMM_SCALE_RECIPROCAL,
+                QGMM_INPUT_NORMAL);
+    c.padded_pitch = 1; push(l, c);
+    c = mx(0, 70, 224, 0, QGMM_SCALES_BLOCKED, QGMM_MX_RCEIL, QGMM_BF16, QGMM_F8E4M3FN, QGMM_INPUT_EDGE);
+    c.padded_pitch = 1; push(l, c);
+    c = mx(0, 96, 80, 1, QGMM_SCALES_PLAIN, QGMM_MX_FLOOR, QGMM_BF16, QGMM_F8E4M3FN, QGMM_INPUT_NORMAL);
+    c.padded_pitch = 1; push(l, c);
+    c = blockwise(0, 100, 256, QGMM_BLOCK_1X128, QGMM_BLOCKWISE_DEEPGEMM, QGMM_BF16, QGMM_F8E4M3FN,
+                  QGMM_INPUT_NORMAL);
+    c.padded_pitch = 1; push(l, c);
+    c = blockwise(2, 130, 128, QGMM_BLOCK_128X128, QGMM_BLOCKWISE_ROW_MAJOR, QGMM_BF16, QGMM_F8E4M3FN,
+                  QGMM_INPUT_NORMAL);
+    c.padded_pitch = 1; push(l, c);
+
+    push(l, rowwise(0, 300, 32, 0, QGMM_GROUPS_RAGGED, 128, QGMM_BF16, QGMM_F8E4M3FN, 0,
+                    QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL));
+    c = shape_case(QGMM_CASE_PAD, 0, 300, 0, 32, 128, QGMM_GROUPS_RAGGED, 1, QGMM_INPUT_NORMAL);
+    c.alignment = 16; push(l, c);
+    c = shape_case(QGMM_CASE_SCALES_TO_BLOCKED, 0, 300, 0, 2 * 32, 128, QGMM_GROUPS_RAGGED, 1, QGMM_INPUT_NORMAL);
+    c.blocked = QGMM_BLOCKED_M_GROUPS; c.in_dtype = QGMM_U8; c.row_ids_padded = 1; push(l, c);
+    push(l, gemm(QGMM_GEMM_M_GROUPED, QGMM_RECIPE_BF16, 300, 32, 64, 128, QGMM_GROUPS_RAGGED, 1, QGMM_BF16));
+    push(l, gemm(QGMM_GEMM_M_GROUPED, QGMM_RECIPE_MXFP8, 300, 32, 64, 128, QGMM_GROUPS_EMPTY, 1, QGMM_BF16));
+    push(l, gemm(QGMM_GEMM_K_GROUPED, QGMM_RECIPE_FP8_ROWWISE, 300, 32, 64, 128, QGMM_GROUPS_RAGGED, 1,
+                 QGMM_F32));
+}
+
 static void build_composite(qc_list *l)
 {
     /* the one-call MoE layer: ragged groups (not multiples of 32/128), so the backward
@@ -739,7 +776,11 @@ static qc_list *suite_list(const char *suite)
         if (strcmp(suite, k_suites[i]) != 0) continue;
         if (!g_built[i]) {
             g_built[i] = 1;
-            if (i == 0) { build_conformance(&g_lists[i]); build_composite(&g_lists[i]); }
+            if (i == 0) {
+                build_conformance(&g_lists[i]);
+                build_strided_and_many_groups(&g_lists[i]);
+                build_composite(&g_lists[i]);
+            }
             else if (i == 1) build_smoke(&g_lists[i]);
             else build_nightly(&g_lists[i]);
         }

@@ -95,18 +95,24 @@ static void data_shape(const qgmm_case *c, int64_t *sh)
     if (c->shape.E > 0) { sh[0] = c->shape.E; sh[1] = c->shape.M; sh[2] = c->shape.K; }
     else { sh[0] = c->shape.M; sh[1] = c->shape.K; sh[2] = 1; }
 }
-/* q strides: row-major, or each (R, C) matrix stored transposed (column-major). */
-static void q_strides(const qgmm_case *c, int64_t *st)
+#define QC_PITCH_PAD 32
+
+/* q strides: row-major, or each (R, C) matrix stored transposed (column-major); with
+ * padded_pitch the leading dimension is 32 elements longer. Returns the elements spanned. */
+static int64_t q_strides(const qgmm_case *c, int64_t *st)
 {
-    const int64_t R = c->shape.M, C = c->shape.K;
+    const int64_t R = c->shape.M, C = c->shape.K, pad = c->padded_pitch ? QC_PITCH_PAD : 0;
+    const int64_t ld = c->transposed_out ? R + pad : C + pad;
+    const int64_t per = ld * (c->transposed_out ? C : R);
     if (c->shape.E > 0) {
-        st[0] = R * C;
-        st[1] = c->transposed_out ? 1 : C;
-        st[2] = c->transposed_out ? R : 1;
-    } else {
-        st[0] = c->transposed_out ? 1 : C;
-        st[1] = c->transposed_out ? R : 1;
+        st[0] = per;
+        st[1] = c->transposed_out ? 1 : ld;
+        st[2] = c->transposed_out ? ld : 1;
+        return per * c->shape.E;
     }
+    st[0] = c->transposed_out ? 1 : ld;
+    st[1] = c->transposed_out ? ld : 1;
+    return per;
 }
 
 static int64_t numel3(const int64_t *sh, int rank)
@@ -183,10 +189,16 @@ static qgmm_status prep_quantize(qgmm_case_instance *in)
     data_shape(c, sh);
     const int rank = data_rank(c);
     const int64_t n = numel3(sh, rank);
-    TRY_SLOT(S_X, add_hp_input(in, "x", c->in_dtype, n / sh[rank - 1], sh[rank - 1], 1, &st));
-    in->v[S_X] = qc_view(in, in->sl[S_X], c->in_dtype, rank, sh, NULL);
-    TRY_SLOT(S_Q, add_output(in, "q", (size_t)n, &st));
-    q_strides(c, qs);
+    const int64_t pitch = sh[rank - 1] + (c->padded_pitch ? QC_PITCH_PAD : 0);
+    /* x rows `pitch` apart; the gap elements hold the same random data (never read) */
+    TRY_SLOT(S_X, add_hp_input(in, "x", c->in_dtype, n / sh[rank - 1], pitch, 1, &st));
+    int64_t xs[3];
+    xs[rank - 1] = 1;
+    xs[rank - 2] = pitch;
+    if (rank == 3) xs[0] = pitch * sh[1];
+    in->v[S_X] = qc_view(in, in->sl[S_X], c->in_dtype, rank, sh, xs);
+    const int64_t qspan = q_strides(c, qs);
+    TRY_SLOT(S_Q, add_output(in, "q", (size_t)qspan, &st));
     out_view(in, S_Q, qc_view(in, in->sl[S_Q], c->q_dtype, rank, sh, qs));
 
     if (c->op == QGMM_CASE_FP8_ROWWISE) {
@@ -238,8 +250,8 @@ static qgmm_status prep_dequant(qgmm_case_instance *in)
     data_shape(c, sh);
     const int rank = data_rank(c);
     const int64_t n = numel3(sh, rank);
-    TRY_SLOT(S_Q, add_byte_input(in, "q", (size_t)n, 2, 0, 255, &st));
-    q_strides(c, qs);
+    const int64_t qspan = q_strides(c, qs);
+    TRY_SLOT(S_Q, add_byte_input(in, "q", (size_t)qspan, 2, 0, 255, &st));
     in->v[S_Q] = qc_view(in, in->sl[S_Q], c->q_dtype, rank, sh, qs);
     if (c->dequant_kind == QGMM_QUANT_FP8_ROWWISE) {
         int64_t ssh[2];
