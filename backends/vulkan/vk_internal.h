@@ -115,7 +115,7 @@ typedef struct vk_ctx {
     vk_mem status;     /* device status word (device-local) */
     vk_mem readback;   /* host-visible: status word copy */
     vk_mem staging;    /* host-visible transfers */
-    char describe[400];
+    char describe[640];
 } vk_ctx;
 
 typedef struct vk_buf { vk_mem m; int owned; } vk_buf;
