@@ -9,6 +9,8 @@
 
 #define SPARK_REVISIONS 30
 
+/* Counts filter on run_id first: (run_id, series_id) is the result table's unique index, so
+ * each count reads one run's results rather than the whole table. */
 static const char *LATEST_SQL =
     "WITH ctx AS ("
     "  SELECT c.id AS context_id, c.backend, c.device_id, c.driver, c.run_id,"
@@ -18,15 +20,15 @@ static const char *LATEST_SQL =
     " SELECT m.hostname, d.name AS device, d.kind AS device_kind, d.id AS device_id,"
     "        ctx.backend, ctx.driver, r.uuid AS run, r.suite, r.started_at, rv.sha AS revision,"
     "        r.dirty,"
-    "        (SELECT count(*) FROM result x WHERE x.context_id = ctx.context_id"
+    "        (SELECT count(*) FROM result x WHERE x.run_id = ctx.run_id AND x.context_id = ctx.context_id"
     "           AND x.verdict = 'pass') AS pass,"
-    "        (SELECT count(*) FROM result x WHERE x.context_id = ctx.context_id"
+    "        (SELECT count(*) FROM result x WHERE x.run_id = ctx.run_id AND x.context_id = ctx.context_id"
     "           AND x.verdict = 'fail') AS fail,"
-    "        (SELECT count(*) FROM result x WHERE x.context_id = ctx.context_id"
+    "        (SELECT count(*) FROM result x WHERE x.run_id = ctx.run_id AND x.context_id = ctx.context_id"
     "           AND x.verdict = 'unchecked' AND x.status = 'ok') AS unchecked,"
-    "        (SELECT count(*) FROM result x WHERE x.context_id = ctx.context_id"
+    "        (SELECT count(*) FROM result x WHERE x.run_id = ctx.run_id AND x.context_id = ctx.context_id"
     "           AND x.status = 'error') AS error,"
-    "        (SELECT count(*) FROM result x WHERE x.context_id = ctx.context_id"
+    "        (SELECT count(*) FROM result x WHERE x.run_id = ctx.run_id AND x.context_id = ctx.context_id"
     "           AND x.status = 'unsupported') AS unsupported"
     " FROM ctx JOIN run r ON r.id = ctx.run_id JOIN machine m ON m.id = r.machine_id"
     " JOIN device d ON d.id = ctx.device_id JOIN revision rv ON rv.id = r.revision_id"

@@ -143,6 +143,8 @@ static const char *compare_verdict(const jval *r, double *delta) {
   const char *av = jget_str(r, "a_verdict", ""), *bv = jget_str(r, "b_verdict", "");
   if (strcmp(bv, "fail") == 0 && strcmp(av, "fail") != 0) return "numerics_fail";
   if (strcmp(av, "fail") == 0 && strcmp(bv, "fail") != 0) return "numerics_fixed";
+  /* not_run: neither ran (e.g. unsupported both times); not_ok: b stopped running. */
+  if (strcmp(bs, "ok") != 0 && strcmp(as, "ok") != 0) return "not_run";
   if (strcmp(bs, "ok") != 0 || strcmp(as, "ok") != 0) return strcmp(bs, "ok") ? "not_ok" : "now_ok";
   double am = jget_num(r, "a_median_us", NAN), bm = jget_num(r, "b_median_us", NAN);
   if (!(am > 0) || !(bm > 0)) return "not_ok";
@@ -177,8 +179,9 @@ int model_compare(mctx *m, const char *arg, jval **out) {
   if (!rows) return model_sql_error(m, err, out);
   jval *summary = jobj(a);
   static const char *kinds[] = {"faster", "slower", "same", "numerics_fail", "numerics_fixed",
-                                "not_ok", "now_ok", "only_a", "only_b"};
-  double count[9] = {0};
+                                "not_ok", "now_ok", "not_run", "only_a", "only_b"};
+  enum { NKINDS = sizeof kinds / sizeof *kinds };
+  double count[NKINDS] = {0};
   double logsum = 0;
   int nlog = 0;
   for (size_t i = 0; i < rows->len; i++) {
@@ -186,14 +189,14 @@ int model_compare(mctx *m, const char *arg, jval **out) {
     const char *v = compare_verdict(rows->items[i], &d);
     jset_str(a, rows->items[i], "verdict", v);
     jset(a, rows->items[i], "delta", isnan(d) ? jnull(a) : jnum(a, d));
-    for (int k = 0; k < 9; k++)
+    for (int k = 0; k < NKINDS; k++)
       if (strcmp(v, kinds[k]) == 0) count[k]++;
     if (!isnan(d) && strcmp(jget_str(rows->items[i], "role", ""), "case") == 0) {
       logsum += log1p(d);
       nlog++;
     }
   }
-  for (int k = 0; k < 9; k++) jset_num(a, summary, kinds[k], count[k]);
+  for (int k = 0; k < NKINDS; k++) jset_num(a, summary, kinds[k], count[k]);
   jset(a, summary, "geomean_time_ratio", nlog ? jnum(a, exp(logsum / nlog)) : jnull(a));
   jset_num(a, summary, "geomean_rows", nlog);
   jval *o = jobj(a);

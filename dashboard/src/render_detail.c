@@ -369,8 +369,9 @@ void render_compare(req *r, const jval *m) {
   hf(r, ", ");
   fmt_when(r, jget_num(b, "started_at", NAN));
   hf(r, ")</p></div><section class=\"card\"><div class=\"stats\">");
-  static const char *kinds[] = {"faster", "slower", "same", "numerics_fail", "numerics_fixed", "not_ok", "only_a", "only_b"};
-  for (int k = 0; k < 8; k++) {
+  static const char *kinds[] = {"faster", "slower", "same", "numerics_fail", "numerics_fixed",
+                                "not_ok", "now_ok", "not_run", "only_a", "only_b"};
+  for (int k = 0; k < 10; k++) {
     hf(r, "<div class=\"stat %s\"><b>", kinds[k]);
     buf_json_num(&r->body, jget_num(sum, kinds[k], 0));
     hf(r, "</b>%s</div>", kinds[k]);
@@ -455,7 +456,9 @@ void render_regressions(req *r, const jval *m) {
       hf(r, "</b></td><td class=\"num bad\">");
       fmt_pct(r, jget_num(g, "change", NAN));
       hf(r, "</td><td class=\"num\">");
-      fmt_pct(r, jget_num(g, "threshold", NAN));
+      double thr = jget_num(g, "threshold", NAN);
+      if (isfinite(thr)) hf(r, "%.1f&#8239;%%", thr * 100);
+      else hf(r, "<span class=\"dim\">—</span>");
       hf(r, "</td><td class=\"num\">");
       double p = jget_num(g, "p_value", NAN);
       if (isfinite(p)) hf(r, "%.1e", p);

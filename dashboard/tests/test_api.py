@@ -125,12 +125,14 @@ def test_shapes(srv, docs):
     check(srv.get_json("/api/v1/runs/" + str(uuidlib.uuid4()))[0] == 404, "unknown run is 404")
     check(srv.get_json("/api/v1/runs/ABC")[0] == 400, "malformed run uuid is 400")
 
-    same_host = [d for d in docs if d["machine"]["hostname"] == docs[4]["machine"]["hostname"]]
+    same_host = [d for d in docs if d["machine"]["hostname"] == "mi300x-1"]  # has an unsupported case
     a, b = same_host[-2]["uuid"], same_host[-1]["uuid"]
     st, c = srv.get_json("/api/v1/compare?a=%s&b=%s" % (a, b))
     check(st == 200 and set(c) >= {"a", "b", "summary", "rows"}, "compare shape")
     check(all(x["verdict"] in ("faster", "slower", "same", "numerics_fail", "numerics_fixed", "not_ok",
-                               "now_ok", "only_a", "only_b") for x in c["rows"]), "compare verdicts")
+                               "now_ok", "not_run", "only_a", "only_b") for x in c["rows"]), "compare verdicts")
+    unsup = [x for x in c["rows"] if x["a_status"] == "unsupported"]
+    check(len(unsup) == 1 and unsup[0]["verdict"] == "not_run", "unsupported in both runs is not_run, not a failure")
     check(srv.get_json("/api/v1/compare?a=%s" % a)[0] == 400, "compare needs both runs")
 
     st, g = srv.get_json("/api/v1/regressions")
