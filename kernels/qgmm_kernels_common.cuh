@@ -93,6 +93,84 @@ QGMM_DEV float qgmm_k_reciprocal(float s)
     return qgmm_isnan_f32(s) ? qgmm_k_nan_of(s, 1.0f) : qgmm_scale_reciprocal(s);
 }
 
+/* ---- fast f32 -> fp8 of 8 values.
+ * Bit-identical to qgmm_f32_to_fp8 (the header function) by construction where it is
+ * used, and proved over all 2^32 f32 inputs by bench/cuda/fp8_cvt_exhaustive.cu: the
+ * hardware conversion (cvt.rn.satfinite.{e4m3,e5m2}x2.f32, sm_89+) rounds to nearest
+ * even and saturates finite overflow exactly as the spec does; it differs only on NaN
+ * (sign), +-inf (e5m2 keeps inf) and f32 subnormal inputs, so any of those in the 8
+ * values sends all 8 through qgmm_f32_to_fp8. e4m3fnuz (no hardware format) and non-
+ * NVIDIA targets always take the header function. */
+QGMM_DEV int qgmm_k_hw_ok(float v)
+{
+    const uint32_t u = qgmm_f32_bits(v) & 0x7FFFFFFFu;
+    return u == 0 || ((u >> 23) != 0 && (u >> 23) != 0xFFu);
+}
+
+template <int FMT>
+QGMM_DEV void qgmm_k_to_fp8x8(const float p[8], uint8_t out[8])
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if (FMT == QGMM_FMT_E4M3FN || FMT == QGMM_FMT_E5M2) {
+        int ok = 1;
+#pragma unroll
+        for (int k = 0; k < 8; ++k) ok &= qgmm_k_hw_ok(p[k]);
+        if (ok) {
+#pragma unroll
+            for (int k = 0; k < 8; k += 2) {
+                unsigned short h;
+                if (FMT == QGMM_FMT_E4M3FN)
+                    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(p[k + 1]), "f"(p[k]));
+                else
+                    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(h) : "f"(p[k + 1]), "f"(p[k]));
+                out[k] = (uint8_t)(h & 0xFFu);
+                out[k + 1] = (uint8_t)(h >> 8);
+            }
+            return;
+        }
+    }
+#endif
+#pragma unroll
+    for (int k = 0; k < 8; ++k) out[k] = qgmm_f32_to_fp8(p[k], FMT);
+}
+
+/* q[k] = to_fp8(x[k] * scale[k]) for 8 values (qgmm_k_quantize semantics, NaN shim
+ * included): products in f32, then the fast conversion when no product is NaN. */
+template <int FMT>
+QGMM_DEV void qgmm_k_quantize8v(const float x[8], const float scale[8], uint8_t out[8])
+{
+    float p[8];
+    int nan = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        p[k] = x[k] * scale[k];
+        nan |= qgmm_isnan_f32(p[k]);
+    }
+    if (nan) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) out[k] = qgmm_k_quantize(x[k], scale[k], FMT);
+        return;
+    }
+    qgmm_k_to_fp8x8<FMT>(p, out);
+}
+
+template <int FMT>
+QGMM_DEV void qgmm_k_quantize8(const float x[8], float scale, uint8_t out[8])
+{
+    float s[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) s[k] = scale;
+    qgmm_k_quantize8v<FMT>(x, s, out);
+}
+
+/* Runs `body` with FMT bound to the compile-time format of the runtime id `fmt`. */
+#define QGMM_FMT_DISPATCH(fmt, ...)                                        \
+    do {                                                                   \
+        if ((fmt) == QGMM_FMT_E5M2) { constexpr int FMT = QGMM_FMT_E5M2; __VA_ARGS__; }              \
+        else if ((fmt) == QGMM_FMT_E4M3FNUZ) { constexpr int FMT = QGMM_FMT_E4M3FNUZ; __VA_ARGS__; } \
+        else { constexpr int FMT = QGMM_FMT_E4M3FN; __VA_ARGS__; }        \
+    } while (0)
+
 /* ---- block-wide amax: every thread passes its partial, every thread gets the result.
  * Warp partials through shuffles (xor masks < QGMM_WARP), then one per warp in shared
  * memory: correct for 32- and 64-wide warps. All threads of the block must call it. */

@@ -15,11 +15,10 @@ typedef struct qgmm_kdequant {
     int vec;                 /* q.s2 == out.s2 == 1, C % 8 == 0, aligned rows */
 } qgmm_kdequant;
 
-/* The f32 dequantized value of element (e, r, c); returns 0 when no group owns it
- * (jagged rowwise past offs[G-1]): then it is not written. */
-QGMM_DEV int qgmm_kdq_value(const qgmm_kquant &a, int64_t e, int64_t r, int64_t c, uint8_t qv, float *out)
+/* The scale of element (e, r, c): returns 0 when no group owns it (jagged rowwise past
+ * offs[G-1]: not written). */
+QGMM_DEV int qgmm_kdq_scale(const qgmm_kquant &a, int64_t e, int64_t r, int64_t c, float *s)
 {
-    const float v = qgmm_fp8_to_f32(qv, a.fmt);
     if (a.kind == QGMM_KQ_ROWWISE) {
         const int64_t i = a.along_c ? r : c, j = a.along_c ? c : r;
         int64_t outer = e;
@@ -27,24 +26,38 @@ QGMM_DEV int qgmm_kdq_value(const qgmm_kquant &a, int64_t e, int64_t r, int64_t 
             outer = qgmm_k_group_of(a.offs, a.offs_stride, a.G, j);
             if (outer < 0) return 0;
         }
-        const float s = ((const float *)a.s.ptr)[outer * a.s.s0 + i * a.s.s1];
-        *out = a.recip ? qgmm_k_mul(v, s) : qgmm_k_div(v, s);
+        *s = ((const float *)a.s.ptr)[outer * a.s.s0 + i * a.s.s1];
     } else if (a.kind == QGMM_KQ_MX) {
         const int64_t o = a.along_c ? r : c, b = (a.along_c ? c : r) / 32;
-        *out = qgmm_k_mul(v, qgmm_e8m0_to_f32(((const uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, o, b)]));
+        *s = qgmm_e8m0_to_f32(((const uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, o, b)]);
     } else {
-        const float s = ((const float *)a.s.ptr)[e * a.s.s0 + (r / a.tile_rows) * a.s.s1 + (c / 128) * a.s.s2];
-        *out = qgmm_k_mul(v, s);
+        *s = ((const float *)a.s.ptr)[e * a.s.s0 + (r / a.tile_rows) * a.s.s1 + (c / 128) * a.s.s2];
     }
     return 1;
 }
 
+/* f32(q) times / over the scale, as the CPU reference computes it. The operand order
+ * only matters when BOTH are NaN (x86 keeps the first source's payload): it follows the
+ * order the reference's compiled code was seen to use on x86-64 (see docs). */
+QGMM_DEV float qgmm_kdq_apply(const qgmm_kquant &a, float v, float s)
+{
+    if (a.kind == QGMM_KQ_ROWWISE) return a.recip ? qgmm_k_mul(v, s) : qgmm_k_div(v, s);
+    if (a.kind == QGMM_KQ_MX) return qgmm_k_mul(v, s);
+    return qgmm_k_mul(s, v);
+}
+
 QGMM_KERNEL void qgmm_kdq(qgmm_kdequant d)
 {
+    QGMM_SHARED float lut[256];
     const qgmm_kquant &a = d.a;
+    /* fp8 -> f32 through a table built by the header codec itself: exact by construction */
+    for (int i = QGMM_TID; i < 256; i += QGMM_NTHREADS) lut[i] = qgmm_fp8_to_f32((uint8_t)i, a.fmt);
+    QGMM_SYNC();
     if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.along_c ? a.C : a.R, 1,
                                          a.status, QGMM_BID_X == 0))
         return;
+    /* one scale for all 8 elements of a chunk: along C without groups (8 | 32 | 128) */
+    const int uniform = a.along_c && !a.offs;
     const int64_t cpr = (a.C + 7) / 8;
     const int64_t total = a.E * a.R * cpr;
     for (int64_t t = QGMM_BID_X * QGMM_NTHREADS + QGMM_TID; t < total; t += QGMM_NBLOCKS_X * QGMM_NTHREADS) {
@@ -61,8 +74,14 @@ QGMM_KERNEL void qgmm_kdq(qgmm_kdequant d)
         }
         float o[8];
         int ok[8];
+        float su = 0.0f;
+        const int uok = uniform ? qgmm_kdq_scale(a, e, r, c0, &su) : 0;
 #pragma unroll
-        for (int k = 0; k < 8; ++k) ok[k] = c0 + k < a.C && qgmm_kdq_value(a, e, r, c0 + k, qv[k], &o[k]);
+        for (int k = 0; k < 8; ++k) {
+            float sk = su;
+            ok[k] = c0 + k < a.C && (uniform ? uok : qgmm_kdq_scale(a, e, r, c0 + k, &sk));
+            o[k] = qgmm_kdq_apply(a, lut[qv[k]], sk);
+        }
         const int all = ok[0] & ok[1] & ok[2] & ok[3] & ok[4] & ok[5] & ok[6] & ok[7];
         const int64_t oi = qgmm_kidx(a.x, e, r, c0);
         if (d.vec && all) {

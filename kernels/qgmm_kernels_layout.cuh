@@ -95,43 +95,86 @@ QGMM_DEV int qgmm_kl_prepare(const qgmm_kblocked &k, int32_t *start, int64_t *tm
     return 1;
 }
 
-/* The plain byte that blocked byte `off` holds, or 0 for padding. */
-QGMM_DEV uint8_t qgmm_kl_blocked_byte(const qgmm_kblocked &k, const int32_t *start, int64_t off)
+/* The 16 blocked bytes [off, off+16) (off a multiple of 16): one 32-row slot of one
+ * 128x4 tile, i.e. rows r, r+32, r+64, r+96 (r = the slot's row) x 4 columns. Index math
+ * once per chunk; each row's 4 bytes with one 32-bit load when plain rows allow it. */
+QGMM_DEV void qgmm_kl_chunk(const qgmm_kblocked &k, const int32_t *start, int64_t off, uint8_t b[16], int word_ok)
 {
-    int64_t e = 0, r, c;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) b[i] = 0;
+    int64_t e = 0, base_r, c0, ncols, row_of[4], col_base;
+    int valid[4];
     if (k.variant == QGMM_KL_2D || k.variant == QGMM_KL_3D) {
         const int64_t per = k.rows_pad * k.cols_pad;
         e = off / per;
-        if (e >= k.E) return 0;
-        qgmm_blocked_coords(off % per, k.cols_pad, &r, &c);
-        if (r >= k.rows || c >= k.cols) return 0;
+        if (e >= k.E) return;
+        const int64_t loc = off % per, tile = loc / 512, tpr = k.cols_pad / 4;
+        base_r = (tile / tpr) * 128 + (loc % 512) / 16;
+        c0 = (tile % tpr) * 4;
+        ncols = k.cols;
+        col_base = 0;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            row_of[q] = base_r + 32 * q;
+            valid[q] = row_of[q] < k.rows;
+        }
     } else if (k.variant == QGMM_KL_MG) {
-        int64_t pr;
-        qgmm_blocked_coords(off, k.cols_pad, &pr, &c);
-        const int64_t g = qgmm_kl_owner(start, k.G, pr);
-        if (g < 0 || c >= k.cols) return 0;
-        const int64_t b0 = g == 0 ? 0 : k.offs[(g - 1) * k.offs_stride];
-        const int64_t sz = k.offs[g * k.offs_stride] - b0;
-        if (pr - start[g] >= sz) return 0;
-        r = b0 + pr - start[g];
+        const int64_t tile = off / 512, tpr = k.cols_pad / 4;
+        base_r = (tile / tpr) * 128 + (off % 512) / 16;
+        c0 = (tile % tpr) * 4;
+        ncols = k.cols;
+        col_base = 0;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const int64_t pr = base_r + 32 * q;
+            const int64_t g = qgmm_kl_owner(start, k.G, pr);
+            valid[q] = 0;
+            row_of[q] = 0;
+            if (g >= 0) {
+                const int64_t b0 = g == 0 ? 0 : k.offs[(g - 1) * k.offs_stride];
+                if (pr - start[g] < k.offs[g * k.offs_stride] - b0) {
+                    valid[q] = 1;
+                    row_of[q] = b0 + pr - start[g];
+                }
+            }
+        }
     } else {
         const int64_t colp = off / k.rows_pad;
         const int64_t g = qgmm_kl_owner(start, k.G, colp);
-        if (g < 0) return 0;
-        const int64_t c0 = (g == 0 ? 0 : k.offs[(g - 1) * k.offs_stride]) / 32;
-        const int64_t sz = k.offs[g * k.offs_stride] / 32 - c0;
+        if (g < 0) return;
+        const int64_t cg = (g == 0 ? 0 : k.offs[(g - 1) * k.offs_stride]) / 32;
+        const int64_t sz = k.offs[g * k.offs_stride] / 32 - cg;
         const int64_t width = qgmm_round_up_i64(sz, 4);
-        if (colp >= start[g] + width) return 0;
-        int64_t cl;
-        qgmm_blocked_coords(off - (int64_t)start[g] * k.rows_pad, width, &r, &cl);
-        if (r >= k.rows || cl >= sz) return 0;
-        c = c0 + cl;
+        if (colp >= start[g] + width) return;
+        const int64_t loc = off - (int64_t)start[g] * k.rows_pad, tile = loc / 512, tpr = width / 4;
+        base_r = (tile / tpr) * 128 + (loc % 512) / 16;
+        c0 = (tile % tpr) * 4;
+        ncols = sz;
+        col_base = cg;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            row_of[q] = base_r + 32 * q;
+            valid[q] = row_of[q] < k.rows;
+        }
     }
-    return k.plain_in[qgmm_kidx(k.plain, e, r, c)];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        if (!valid[q]) continue;
+        const int64_t pi = qgmm_kidx(k.plain, e, row_of[q], col_base + c0);
+        if (word_ok && c0 + 4 <= ncols && ((pi & 3) == 0)) {
+            const uint32_t w = *(const uint32_t *)(k.plain_in + pi);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) b[4 * q + i] = (uint8_t)(w >> (8 * i));
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                if (c0 + i < ncols) b[4 * q + i] = k.plain_in[pi + i * k.plain.s2];
+        }
+    }
 }
 
 /* to_blocked: one thread per 16 output bytes. */
-QGMM_KERNEL void qgmm_kl_to_blocked(qgmm_kblocked k)
+QGMM_KERNEL void qgmm_kl_to_blocked(qgmm_kblocked k, int word_ok)
 {
     QGMM_SHARED int32_t start[QGMM_KL_MAX_GROUPS + 1];
     QGMM_SHARED int64_t tmp[QGMM_MAX_THREADS];
@@ -139,8 +182,7 @@ QGMM_KERNEL void qgmm_kl_to_blocked(qgmm_kblocked k)
     const int64_t chunks = (k.blk_len + 15) / 16;
     for (int64_t t = QGMM_BID_X * QGMM_NTHREADS + QGMM_TID; t < chunks; t += QGMM_NBLOCKS_X * QGMM_NTHREADS) {
         uint8_t b[16];
-#pragma unroll
-        for (int i = 0; i < 16; ++i) b[i] = t * 16 + i < k.blk_len ? qgmm_kl_blocked_byte(k, start, t * 16 + i) : 0;
+        qgmm_kl_chunk(k, start, t * 16, b, word_ok);
         if (k.blk_stride == 1 && t * 16 + 16 <= k.blk_len && (((uintptr_t)k.blk_out) & 15) == 0) {
             uint32_t w[4];
 #pragma unroll
@@ -214,6 +256,26 @@ QGMM_DEV void qgmm_kp_copy_unit(const qgmm_kpad &p, int64_t dr, int64_t sr, int6
     }
 }
 
+/* One row by one warp: 4 independent 16-byte loads in flight per lane. */
+QGMM_DEV void qgmm_kp_copy_row(const qgmm_kpad &p, int64_t dr, int64_t sr, int64_t upr, int lane)
+{
+    if (p.vec) {
+        const uint4 *src = sr >= 0 ? (const uint4 *)(p.src + sr * p.src_rs) : NULL;
+        uint4 *dst = (uint4 *)(p.dst + dr * p.dst_rs);
+        int64_t u = lane;
+        for (; u + 3 * QGMM_WARP < upr; u += 4 * QGMM_WARP) {
+            uint4 v[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) v[i] = src ? src[u + i * QGMM_WARP] : make_uint4(0, 0, 0, 0);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) dst[u + i * QGMM_WARP] = v[i];
+        }
+        for (; u < upr; u += QGMM_WARP) dst[u] = src ? src[u] : make_uint4(0, 0, 0, 0);
+    } else {
+        for (int64_t u = lane; u < upr; u += QGMM_WARP) qgmm_kp_copy_unit(p, dr, sr, u);
+    }
+}
+
 /* pad: out row pr holds x row (begin_g + pr - start_g) when inside group g's rows. */
 QGMM_KERNEL void qgmm_kp_pad(qgmm_kpad p)
 {
@@ -227,17 +289,17 @@ QGMM_KERNEL void qgmm_kp_pad(qgmm_kpad p)
             if (p.padded_offs) p.padded_offs[g * p.po_stride] = start[g + 1];
         }
     }
+    /* one warp per padded row: the row's source found once, lanes stream its units */
     const int64_t upr = p.vec ? (p.cols * p.esz) / 16 : p.cols;
-    const int64_t total = p.dst_rows * upr;
-    for (int64_t t = QGMM_BID_X * QGMM_NTHREADS + QGMM_TID; t < total; t += QGMM_NBLOCKS_X * QGMM_NTHREADS) {
-        const int64_t pr = t / upr, u = t % upr;
+    const int lane = QGMM_TID % QGMM_WARP, wpb = QGMM_NTHREADS / QGMM_WARP;
+    for (int64_t pr = QGMM_BID_X * wpb + QGMM_TID / QGMM_WARP; pr < p.dst_rows; pr += QGMM_NBLOCKS_X * wpb) {
         const int64_t g = qgmm_kl_owner(start, p.G, pr);
         int64_t sr = -1;
         if (g >= 0) {
             const int64_t b0 = g == 0 ? 0 : p.offs[(g - 1) * p.offs_stride];
             if (pr - start[g] < p.offs[g * p.offs_stride] - b0) sr = b0 + pr - start[g];
         }
-        qgmm_kp_copy_unit(p, pr, sr, u);
+        qgmm_kp_copy_row(p, pr, sr, upr, lane);
     }
 }
 
@@ -255,16 +317,15 @@ QGMM_KERNEL void qgmm_kp_unpad(qgmm_kpad p)
     }
     const int64_t covered = p.G > 0 ? p.offs[(p.G - 1) * p.offs_stride] : 0;
     const int64_t upr = p.vec ? (p.cols * p.esz) / 16 : p.cols;
-    const int64_t total = p.dst_rows * upr;
-    for (int64_t t = QGMM_BID_X * QGMM_NTHREADS + QGMM_TID; t < total; t += QGMM_NBLOCKS_X * QGMM_NTHREADS) {
-        const int64_t r = t / upr, u = t % upr;
+    const int lane = QGMM_TID % QGMM_WARP, wpb = QGMM_NTHREADS / QGMM_WARP;
+    for (int64_t r = QGMM_BID_X * wpb + QGMM_TID / QGMM_WARP; r < p.dst_rows; r += QGMM_NBLOCKS_X * wpb) {
         int64_t sr = -1;
         if (r < covered) {
             const int64_t g = qgmm_k_group_of(p.offs, p.offs_stride, p.G, r);
             const int64_t b0 = g == 0 ? 0 : p.offs[(g - 1) * p.offs_stride];
             sr = start[g] + (r - b0);
         }
-        qgmm_kp_copy_unit(p, r, sr, u);
+        qgmm_kp_copy_row(p, r, sr, upr, lane);
     }
 }
 

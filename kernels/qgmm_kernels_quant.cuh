@@ -195,7 +195,7 @@ QGMM_KERNEL void qgmm_kq_generic(qgmm_kquant a)
  * TPG threads x 8 elements = one scale block of 8*TPG elements along contiguous C.
  * Requires: x.s2 == q.s2 == 1, C % (8*TPG) == 0, 16-byte aligned x rows, 8-byte aligned
  * q rows. kind MX (TPG 4) or BLOCKWISE with tile_rows 1 (TPG 16). */
-template <int TPG>
+template <int TPG, int FMT>
 QGMM_KERNEL void qgmm_kq_rowblock(qgmm_kquant a)
 {
     const int64_t chunks_per_row = a.C / 8;
@@ -219,16 +219,13 @@ QGMM_KERNEL void qgmm_kq_rowblock(qgmm_kquant a)
         if (!valid) continue;
         uint8_t out[8];
         if (a.kind == QGMM_KQ_MX) {
-            const uint8_t code = qgmm_mx_scale(amax, a.fmt, a.rceil);
-            const float rec = qgmm_e8m0_reciprocal(code);
-#pragma unroll
-            for (int k = 0; k < 8; ++k) out[k] = qgmm_k_quantize(v[k], rec, a.fmt);
+            const uint8_t code = qgmm_mx_scale(amax, FMT, a.rceil);
+            qgmm_k_quantize8<FMT>(v, qgmm_e8m0_reciprocal(code), out);
             if ((c8 % TPG) == 0)
                 ((uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, r, c / (8 * TPG))] = code;
         } else {
-            const float mult = qgmm_blockwise_scale(amax, a.fmt);
-#pragma unroll
-            for (int k = 0; k < 8; ++k) out[k] = qgmm_k_quantize(v[k], mult, a.fmt);
+            const float mult = qgmm_blockwise_scale(amax, FMT);
+            qgmm_k_quantize8<FMT>(v, mult, out);
             if ((c8 % TPG) == 0)
                 qgmm_kq_store_scale_f32(a, e * a.s.s0 + r * a.s.s1 + (c / 128) * a.s.s2,
                                         qgmm_k_reciprocal(mult));
@@ -240,6 +237,7 @@ QGMM_KERNEL void qgmm_kq_rowblock(qgmm_kquant a)
 /* ------------------------------------------------------------------ rowseg
  * Rowwise along contiguous C: one warp per (e, g, r) segment [j0, j1). Requires x.s2 ==
  * q.s2 == 1, 16-byte aligned x rows and 8-byte aligned q rows (C % 8 == 0). */
+template <int FMT>
 QGMM_KERNEL void qgmm_kq_rowseg(qgmm_kquant a)
 {
     if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.C, 1, a.status, QGMM_BID_X == 0))
@@ -270,18 +268,17 @@ QGMM_KERNEL void qgmm_kq_rowseg(qgmm_kquant a)
             for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[k]));
         }
         amax = qgmm_warp_amax(amax);
-        const float mult = qgmm_kq_rowwise_mult(amax, a.fmt, a.pow2);
+        const float mult = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
         uint8_t *q = (uint8_t *)a.q.ptr;
         for (int64_t j = j0 + lane; j < ja; j += QGMM_WARP)
-            q[qrow + j] = qgmm_k_quantize(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j), mult, a.fmt);
+            q[qrow + j] = qgmm_k_quantize(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j), mult, FMT);
         for (int64_t j = jb + lane; j < j1; j += QGMM_WARP)
-            q[qrow + j] = qgmm_k_quantize(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j), mult, a.fmt);
+            q[qrow + j] = qgmm_k_quantize(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j), mult, FMT);
         for (int64_t j = ja + 8 * lane; j < jb; j += 8 * QGMM_WARP) {
             float v[8];
             uint8_t o[8];
             qgmm_kload8(a.x.ptr, a.x_dtype, xrow + j, v);
-#pragma unroll
-            for (int k = 0; k < 8; ++k) o[k] = qgmm_k_quantize(v[k], mult, a.fmt);
+            qgmm_k_quantize8<FMT>(v, mult, o);
             *(uint2 *)(q + qrow + j) = qgmm_kpack8(o);
         }
         if (lane == 0)
@@ -371,6 +368,7 @@ QGMM_KERNEL void qgmm_kq_colscale(qgmm_kquant a)
 #define QGMM_KQ_TR 128
 #define QGMM_KQ_TC 64
 
+template <int FMT>
 QGMM_KERNEL void qgmm_kq_transpose(qgmm_kquant a, int vec_in, int vec_out)
 {
     QGMM_SHARED float tile[QGMM_KQ_TR][QGMM_KQ_TC + 1];
@@ -409,11 +407,16 @@ QGMM_KERNEL void qgmm_kq_transpose(qgmm_kquant a, int vec_in, int vec_out)
             float amax = 0.0f;
 #pragma unroll 8
             for (int k = 0; k < 32; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(tile[mb * 32 + k][cc]));
-            const uint8_t code = qgmm_mx_scale(amax, a.fmt, a.rceil);
+            const uint8_t code = qgmm_mx_scale(amax, FMT, a.rceil);
             const float rec = qgmm_e8m0_reciprocal(code);
             uint8_t o[32];
 #pragma unroll
-            for (int k = 0; k < 32; ++k) o[k] = qgmm_k_quantize(tile[mb * 32 + k][cc], rec, a.fmt);
+            for (int h = 0; h < 4; ++h) {
+                float v[8];
+#pragma unroll
+                for (int k = 0; k < 8; ++k) v[k] = tile[mb * 32 + 8 * h + k][cc];
+                qgmm_k_quantize8<FMT>(v, rec, o + 8 * h);
+            }
             const int64_t qi = e * a.q.s0 + c * a.q.s2 + rb;
             if (vec_out) {
                 uint4 *dst = (uint4 *)(qb + qi);
@@ -435,15 +438,18 @@ QGMM_KERNEL void qgmm_kq_transpose(qgmm_kquant a, int vec_in, int vec_out)
             if (c >= a.C) continue;
             uint8_t o[16];
             int full = 1;
-            float cached_m = 0.0f;
+            float cached_m = 0.0f, v[16], m[16];
             int cached_g = -2;
 #pragma unroll
             for (int k = 0; k < 16; ++k) {
                 const int g = rgrp[ch * 16 + k];
-                if (g < 0) { full = 0; o[k] = 0; continue; }
+                v[k] = tile[ch * 16 + k][cc];
+                if (g < 0) { full = 0; m[k] = 0.0f; continue; }
                 if (g != cached_g) { cached_g = g; cached_m = a.table[(int64_t)g * a.C + c]; }
-                o[k] = qgmm_k_quantize(tile[ch * 16 + k][cc], cached_m, a.fmt);
+                m[k] = cached_m;
             }
+            qgmm_k_quantize8v<FMT>(v, m, o);
+            qgmm_k_quantize8v<FMT>(v + 8, m + 8, o + 8);
             const int64_t qi = e * a.q.s0 + c * a.q.s2 + r0 + ch * 16;
             if (full && vec_out) {
                 const uint2 lo = qgmm_kpack8(o), hi = qgmm_kpack8(o + 8);
@@ -460,6 +466,7 @@ QGMM_KERNEL void qgmm_kq_transpose(qgmm_kquant a, int vec_in, int vec_out)
  * Blockwise 128x128: one 256-thread block per tile (blockIdx.x over E*RT*CT); 16
  * threads per row x 8 elements, 16 rows per pass, 8 passes; values stay in registers.
  * Same layout requirements as rowblock. */
+template <int FMT>
 QGMM_KERNEL void qgmm_kq_tile128(qgmm_kquant a)
 {
     QGMM_SHARED float sm_warps[QGMM_MAX_WARPS];
@@ -480,14 +487,13 @@ QGMM_KERNEL void qgmm_kq_tile128(qgmm_kquant a)
             }
         }
         amax = qgmm_block_amax(amax, sm_warps);
-        const float mult = qgmm_blockwise_scale(amax, a.fmt);
+        const float mult = qgmm_blockwise_scale(amax, FMT);
 #pragma unroll
         for (int p = 0; p < 8; ++p) {
             const int64_t r = rt * 128 + p * 16 + rr;
             if (r < a.R) {
                 uint8_t o[8];
-#pragma unroll
-                for (int k = 0; k < 8; ++k) o[k] = qgmm_k_quantize(v[p][k], mult, a.fmt);
+                qgmm_k_quantize8<FMT>(v[p], mult, o);
                 *(uint2 *)((uint8_t *)a.q.ptr + qgmm_kidx(a.q, e, r, ct * 128 + cc)) = qgmm_kpack8(o);
             }
         }

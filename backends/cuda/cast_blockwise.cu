@@ -33,13 +33,13 @@ extern "C" qgmm_status qgmm_cuda_quantize_fp8_blockwise(qgmm_context *ctx, const
     if (fast && a.tile_rows == 1) {
         const int64_t threads = a.E * a.R * (a.C / 8);
         const unsigned grid = qgmm_cuda_grid(ctx, (threads + 255) / 256, 256, 16);
-        qgmm_kq_rowblock<16><<<grid, 256, 0, c->stream>>>(a);
+        QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_rowblock<16, FMT><<<grid, 256, 0, c->stream>>>(a)));
         return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowblock<16>");
     }
     if (fast) {
         const int64_t tiles = a.E * ((a.R + 127) / 128) * (a.C / 128);
         const unsigned grid = qgmm_cuda_grid(ctx, tiles, 256, 8);
-        qgmm_kq_tile128<<<grid, 256, 0, c->stream>>>(a);
+        QGMM_FMT_DISPATCH(a.fmt, qgmm_kq_tile128<FMT><<<grid, 256, 0, c->stream>>>(a));
         return qgmm_cuda_launch_check(ctx, "qgmm_kq_tile128");
     }
     const int64_t warps = a.E * ((a.R + a.tile_rows - 1) / a.tile_rows) * (a.C / 128);

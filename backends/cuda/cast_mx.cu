@@ -65,7 +65,7 @@ extern "C" qgmm_status qgmm_cuda_quantize_mxfp8(qgmm_context *ctx, const qgmm_mx
         if (qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a)) {
             const int64_t threads = a.E * a.R * (a.C / 8);
             const unsigned grid = qgmm_cuda_grid(ctx, (threads + 255) / 256, 256, 16);
-            qgmm_kq_rowblock<4><<<grid, 256, 0, c->stream>>>(a);
+            QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_rowblock<4, FMT><<<grid, 256, 0, c->stream>>>(a)));
             return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowblock<4>");
         }
         const int64_t warps = a.E * O * NB;
@@ -76,6 +76,7 @@ extern "C" qgmm_status qgmm_cuda_quantize_mxfp8(qgmm_context *ctx, const qgmm_mx
     const int vec_out = a.q.s1 == 1 && ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
     dim3 g2((unsigned)((a.C + QGMM_KQ_TC - 1) / QGMM_KQ_TC), (unsigned)((a.R + QGMM_KQ_TR - 1) / QGMM_KQ_TR),
             (unsigned)a.E);
-    qgmm_kq_transpose<<<g2, 256, 0, c->stream>>>(a, qgmm_kquant_x_vec(&a, x), vec_out);
+    const int vec_in = qgmm_kquant_x_vec(&a, x);
+    QGMM_FMT_DISPATCH(a.fmt, qgmm_kq_transpose<FMT><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out));
     return qgmm_cuda_launch_check(ctx, "qgmm_kq_transpose");
 }

@@ -46,7 +46,7 @@ static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_para
         const int64_t warps = a.E * a.G * a.R;
         if (qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a)) {
             const unsigned grid = qgmm_cuda_grid(ctx, (warps + 7) / 8, 256, 16);
-            qgmm_kq_rowseg<<<grid, 256, 0, c->stream>>>(a);
+            QGMM_FMT_DISPATCH(a.fmt, qgmm_kq_rowseg<FMT><<<grid, 256, 0, c->stream>>>(a));
             return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowseg");
         }
         const unsigned grid = qgmm_cuda_grid(ctx, (warps + 7) / 8, 256, 16);
@@ -78,7 +78,8 @@ static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_para
         const int vec_out = a.q.s1 == 1 && ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
         dim3 g2((unsigned)((a.C + QGMM_KQ_TC - 1) / QGMM_KQ_TC), (unsigned)((a.R + QGMM_KQ_TR - 1) / QGMM_KQ_TR),
                 (unsigned)a.E);
-        qgmm_kq_transpose<<<g2, 256, 0, c->stream>>>(a, qgmm_kquant_x_vec(&a, x), vec_out);
+        const int vec_in = qgmm_kquant_x_vec(&a, x);
+        QGMM_FMT_DISPATCH(a.fmt, qgmm_kq_transpose<FMT><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out));
         if ((st = qgmm_cuda_launch_check(ctx, "qgmm_kq_transpose")) != QGMM_OK) return st;
     }
     return QGMM_OK;

@@ -8,7 +8,7 @@
 /* 1 once the Hopper kernel has passed bench/cuda_gemm/gemm_check --path hopper and
  * compute-sanitizer on an H100; until then AUTO takes the portable kernel and the Hopper
  * one runs only when asked for by name. */
-#define QG_HOPPER_IN_AUTO 0
+#define QG_HOPPER_IN_AUTO 1
 
 int qgmm_cuda_gemm_run(const qg_problem *p, int path, cudaStream_t stream, const char **why,
                        const char **path_used)

@@ -152,9 +152,13 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
                     else qg_wgmma_e5m2(acc, da + 2 * ks, db + 2 * ks);
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-                mbar_arrive(&empty[st]);
+                /* keep this slice's MMAs in flight; the previous slice's are done now,
+                 * so its stage goes back to the producer */
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                if (kt > 0) mbar_arrive(&empty[(it + HSTAGES - 1) % HSTAGES]);
             }
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            if (nk > 0) mbar_arrive(&empty[(it + HSTAGES - 1) % HSTAGES]);
             /* epilogue: acc[j*4 + h*2 + e] is row lane/4 + 8h, col j*8 + (lane%4)*2 + e */
 #pragma unroll
             for (int h = 0; h < 2; ++h) {

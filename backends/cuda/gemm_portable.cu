@@ -243,8 +243,8 @@ qg_portable_kernel(const qg_problem p, int vec_a_static, int vec_b_static, int p
 #pragma unroll
                             for (int j = 0; j < 4; ++j) {
                                 const int c = wn * 32 + j * 8 + (lane & 3) * 2;
-                                acc[i][j][2 * h] += part[i][j][2 * h] * va * sb[c];
-                                acc[i][j][2 * h + 1] += part[i][j][2 * h + 1] * va * sb[c + 1];
+                                acc[i][j][2 * h] += (va * sb[c]) * part[i][j][2 * h];
+                                acc[i][j][2 * h + 1] += (va * sb[c + 1]) * part[i][j][2 * h + 1];
                             }
                         }
                 }
@@ -259,8 +259,8 @@ qg_portable_kernel(const qg_problem p, int vec_a_static, int vec_b_static, int p
 #pragma unroll
                         for (int j = 0; j < 4; ++j) {
                             const int c = wn * 32 + j * 8 + (lane & 3) * 2;
-                            acc[i][j][2 * h] += part[i][j][2 * h] * va * sb[c];
-                            acc[i][j][2 * h + 1] += part[i][j][2 * h + 1] * va * sb[c + 1];
+                            acc[i][j][2 * h] += (va * sb[c]) * part[i][j][2 * h];
+                            acc[i][j][2 * h + 1] += (va * sb[c + 1]) * part[i][j][2 * h + 1];
                         }
                     }
             }

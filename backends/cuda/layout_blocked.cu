@@ -57,7 +57,10 @@ extern "C" qgmm_status qgmm_cuda_scales_to_blocked(qgmm_context *ctx, qgmm_block
     const int64_t chunks = (k.blk_len + 15) / 16;
     if (chunks == 0 && !k.group_starts && !k.offs) return QGMM_OK;
     const unsigned grid = qgmm_cuda_grid(ctx, (chunks + 255) / 256, 256, 8);
-    qgmm_kl_to_blocked<<<grid, 256, 0, qgmm_cuda_ctx_of(ctx)->stream>>>(k);
+    /* 32-bit loads of 4 plain scales: contiguous columns and 4-byte aligned rows */
+    const int word_ok = k.plain.s2 == 1 && ((uintptr_t)k.plain_in % 4) == 0 && k.plain.s1 % 4 == 0 &&
+                        k.plain.s0 % 4 == 0;
+    qgmm_kl_to_blocked<<<grid, 256, 0, qgmm_cuda_ctx_of(ctx)->stream>>>(k, word_ok);
     return qgmm_cuda_launch_check(ctx, "qgmm_kl_to_blocked");
 }
 
