@@ -20,9 +20,10 @@ uint64_t qc_mix_seed(uint64_t seed, uint64_t salt);
 
 /* ------------------------------------------------------------------ host data */
 /* Fills `n` logical (rows x cols) values, row-major, per the input pattern of c, in f32;
- * `fp8_dtype` picks the special values (fp8max) planted by QGMM_INPUT_EDGE. */
+ * `fp8_dtype` picks the special values (fp8max) planted by QGMM_INPUT_EDGE; NORMAL rows
+ * are scaled by 2^k, k uniform in [-row_exp, row_exp]. */
 void qc_fill_f32(float *dst, int64_t rows, int64_t cols, qgmm_input_pattern pat,
-                 qgmm_dtype fp8_dtype, int allow_subnormal, uint64_t seed);
+                 qgmm_dtype fp8_dtype, int allow_subnormal, int row_exp, uint64_t seed);
 /* Stores f32 values as dtype (f32 or bf16, round to nearest even) into bytes. */
 void qc_store_as(uint8_t *dst, qgmm_dtype dt, const float *src, int64_t n);
 /* Reads element i of a host array of dtype dt as double (f32, bf16, fp8 kinds). */

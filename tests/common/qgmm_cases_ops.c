@@ -20,7 +20,7 @@ static int add_hp_input(qgmm_case_instance *in, const char *name, qgmm_dtype dt,
     float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
     uint8_t *b = malloc((size_t)(n > 0 ? n : 1) * qgmm_dtype_size(dt));
     if (!f || !b) { free(f); free(b); *st = QGMM_ERR_OUT_OF_MEMORY; return -1; }
-    qc_fill_f32(f, rows, cols, in->c.input, in->c.q_dtype, 1, qc_mix_seed(in->c.seed, salt));
+    qc_fill_f32(f, rows, cols, in->c.input, in->c.q_dtype, 1, 4, qc_mix_seed(in->c.seed, salt));
     qc_store_as(b, dt, f, n);
     const int s = qc_add_slot(in, name, QC_IN, (size_t)n * qgmm_dtype_size(dt), b, st);
     free(f);

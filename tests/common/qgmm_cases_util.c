@@ -47,13 +47,13 @@ enum { EDGE_NORMAL = 0, EDGE_EQUAL, EDGE_ZERO, EDGE_TIES, EDGE_SPECIALS, EDGE_TI
        EDGE_KINDS };
 
 void qc_fill_f32(float *dst, int64_t rows, int64_t cols, qgmm_input_pattern pat,
-                 qgmm_dtype fp8_dtype, int allow_subnormal, uint64_t seed)
+                 qgmm_dtype fp8_dtype, int allow_subnormal, int row_exp, uint64_t seed)
 {
     qc_rng r = {seed};
     const float fmax = qgmm_fp8_max(fp8_dtype == QGMM_DTYPE_INVALID ? QGMM_F8E4M3FN : (int)fp8_dtype);
     for (int64_t i = 0; i < rows; ++i) {
         float *row = dst + i * cols;
-        const int rk = pat == QGMM_INPUT_WIDE ? (int)qc_range(&r, -30, 30) : (int)qc_range(&r, -4, 4);
+        const int rk = pat == QGMM_INPUT_WIDE ? (int)qc_range(&r, -30, 30) : (int)qc_range(&r, -row_exp, row_exp);
         const float rscale = pow2f(rk);
         for (int64_t j = 0; j < cols; ++j) {
             float v = qc_normalish(&r);
