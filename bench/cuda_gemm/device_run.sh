@@ -1,0 +1,34 @@
+#!/bin/bash
+# device_run.sh [all|check|bench|sanitize] — what one call on the lent H100 runs, from
+# the repository root, with the prebuilt build-cudagemm/ carried along (see
+# docs/backends-cuda-gemm.md): the GPU line, the SASS instruction mix of the plugin,
+# gemm_check on both kernel paths, the benchmark against PyTorch, compute-sanitizer
+# memcheck (bad offsets included). Logs go to $OUT. --help: this text.
+case "${1:-all}" in -h|--help) sed -n 2,6p "$0"; exit 0;; esac
+WHAT=${1:-all}
+OUT=${OUT:-/tmp/qgmm-out}
+mkdir -p "$OUT"
+B=build-cudagemm
+export QGMM_PLUGIN_PATH=$PWD/$B/lib PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee "$OUT/gpu.txt"
+date -u | tee -a "$OUT/gpu.txt"
+if [ "$WHAT" = all ] || [ "$WHAT" = check ]; then
+  cuobjdump -sass $B/lib/libqgmm-cuda.so 2>&1 | grep -oE "(HGMMA|QGMMA|HMMA|QMMA|UTMALDG|LDSM|LDGSTS)[.A-Z0-9x]*" \
+    | sort | uniq -c > "$OUT/sass.txt"; cat "$OUT/sass.txt" | head -20
+  timeout 40 $B/bin/gemm_check --path auto --quick > "$OUT/check_auto.log" 2>&1; echo "auto quick rc=$?"
+  tail -4 "$OUT/check_auto.log"
+  timeout 120 $B/bin/gemm_check --path auto --big >> "$OUT/check_auto.log" 2>&1; echo "auto big rc=$?"
+  grep -E "FAIL|cases|worst|FATAL" "$OUT/check_auto.log" | tail -14
+  timeout 120 $B/bin/gemm_check --path portable --big > "$OUT/check_portable.log" 2>&1; echo "portable big rc=$?"
+  grep -E "FAIL|cases|worst|FATAL" "$OUT/check_portable.log" | tail -14
+fi
+if [ "$WHAT" = all ] || [ "$WHAT" = sanitize ]; then
+  for p in portable auto; do
+    timeout 150 compute-sanitizer --tool memcheck --print-limit 10 $B/bin/gemm_check --path $p --quick \
+      > "$OUT/san_$p.log" 2>&1; echo "sanitizer $p rc=$?"; tail -3 "$OUT/san_$p.log"
+  done
+fi
+if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
+  timeout 300 python3 bench/cuda_gemm/bench_grouped.py --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
+  echo "bench rc=$?"; sed -n '/^20[0-9][0-9]-/,$p' "$OUT/bench.log"; grep -E "Error|error|failed" "$OUT/bench.log" | head -5
+fi
