@@ -84,7 +84,11 @@
       bands: [{ series: [1, 2], fill: 'rgba(37,99,235,0.13)' }],
       cursor: { drag: { x: true, y: false }, points: { size: 8 } },
       hooks: {
-        setCursor: [function (u) { show(u.cursor.idx); }]
+        setCursor: [function (u) { show(u.cursor.idx); }],
+        /* The visible x range, readable by people's devtools and the browser test. */
+        setScale: [function (u, key) {
+          if (key === 'x') el.setAttribute('data-xrange', u.scales.x.min + ':' + u.scales.x.max);
+        }]
       }
     };
     var plot = new uPlot(opts, [xs, q3, q1, med, mn, bad], el);
@@ -105,14 +109,19 @@
     }
     show(pts.length - 1);
 
-    /* A click (not a drag-zoom) on a point opens its run. */
-    var down = null;
+    /* A click (not a drag-zoom, not half of the double-click that resets the zoom) on a
+     * point opens its run. */
+    var down = null, pending = null;
     plot.over.addEventListener('mousedown', function (e) { down = [e.clientX, e.clientY]; });
     plot.over.addEventListener('click', function (e) {
       var i = plot.cursor.idx;
       if (!down || Math.abs(e.clientX - down[0]) + Math.abs(e.clientY - down[1]) > 4) return;
-      if (i != null && pts[i]) window.location.href = '/runs/' + encodeURIComponent(pts[i].run);
+      if (e.detail > 1 || i == null || !pts[i]) return;
+      var url = '/runs/' + encodeURIComponent(pts[i].run);
+      clearTimeout(pending);
+      pending = setTimeout(function () { window.location.href = url; }, 300);
     });
+    plot.over.addEventListener('dblclick', function () { clearTimeout(pending); });
     window.addEventListener('resize', function () {
       plot.setSize({ width: Math.max(320, el.clientWidth), height: 360 });
     });

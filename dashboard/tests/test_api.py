@@ -423,6 +423,53 @@ def test_missing_and_empty(dash, workdir):
         srv.stop()
 
 
+def raw_exchange(port, data, wait=5):
+    import socket
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(wait)
+    s.sendall(data)
+    out = b""
+    try:
+        while True:
+            c = s.recv(4096)
+            if not c:
+                break
+            out += c
+    except OSError:
+        pass
+    s.close()
+    return out
+
+
+def test_slow_and_malformed_clients(dash, workdir, db):
+    """Thread cap + request timeout: stalled clients cannot starve the server for long, and
+    civetweb's own error answers carry the CSP and nosniff headers too."""
+    import socket
+    srv = dashlib.Server(dash, db, workdir, extra=("--quiet", "--threads", "2", "--timeout-ms", "500"))
+    try:
+        stalled = []
+        for _ in range(4):  # twice the thread count, each sending half a request
+            s = socket.create_connection(("127.0.0.1", srv.port))
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+            stalled.append(s)
+        t = time.time()
+        st, _, _ = srv.request("GET", "/api/v1/health", timeout=20)
+        dt = time.time() - t
+        check(st == 200 and dt < 5, "server answers within %.1fs while 4 clients stall 2 threads" % dt)
+        for s in stalled:
+            s.close()
+        for name, data in [("garbage request line", b"GARBAGE\r\n\r\n"),
+                           ("oversized headers", b"GET / HTTP/1.1\r\nX: " + b"a" * 40000 + b"\r\n\r\n"),
+                           ("stalled request", b"GET / HTTP/1.1\r\nHost: x\r\n")]:
+            out = raw_exchange(srv.port, data)
+            head = out.split(b"\r\n\r\n")[0].lower()
+            check((out.startswith(b"HTTP/1.") and b" 4" in out[:13] and b"content-security-policy" in head
+                   and b"x-content-type-options: nosniff" in head) or out == b"",
+                  "%s: refused with hardening headers (%r)" % (name, out[:60]))
+    finally:
+        srv.stop()
+
+
 def test_listen_default(dash, workdir, db):
     srv = dashlib.Server(dash, db, workdir, extra=("--quiet",))
     try:
@@ -460,6 +507,7 @@ def main():
     finally:
         srv.stop()
     test_body_cap(a.dash, db, a.workdir, tok)
+    test_slow_and_malformed_clients(a.dash, a.workdir, db)
     test_missing_and_empty(a.dash, a.workdir)
     test_listen_default(a.dash, a.workdir, db)
     print("dash api: %d checks, %d failed" % (CHECKS, len(FAILS)))
