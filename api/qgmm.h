@@ -201,6 +201,7 @@ QGMM_API size_t qgmm_tensor_span_bytes(const qgmm_tensor *t);
  *   scales[g * other + i]. Empty groups give scale fp8max/1e-12 (amax clamps).
  *   rank 2, reduce_dim 1 + offs over C: jagged per-group rowwise (wgrad dOut^T)
  *   rank 2, reduce_dim 0 + offs over R: jagged per-group colwise (wgrad activations)
+ *   Elements past offs[G-1] belong to no group and are not written.
  * q: same shape as x, dtype f8e4m3fn / f8e4m3fnuz / f8e5m2 (chooses fp8max), any strides.
  * scales: f32, contiguous, shape as above. What is stored is chosen by
  *   scale_kind: the quantization multiplier `scale` (torchao's stored scale) or its
@@ -291,8 +292,10 @@ QGMM_API qgmm_status qgmm_blockwise_scales_view(qgmm_block_shape block, qgmm_blo
                                                 qgmm_tensor *out_view, size_t *bytes);
 
 /* ---------------------------------------------------------- dequantize
- * The inverse of any quantize above: out = f32(q) * (dequant multiplier) written as
- * f32 or bf16 (round to nearest even). `format` names which quantize produced q and
+ * The inverse of any quantize above, written as f32 or bf16 (round to nearest even):
+ * out = f32(q) * s for reciprocal / blockwise / E8M0 scales, out = f32(q) / s for
+ * QGMM_SCALE_MULTIPLIER rowwise scales (a division, not a multiply by 1/s: the two can
+ * differ in the last bit). Jagged: elements past offs[G-1] are not written. `format` names which quantize produced q and
  * with which params; offs only for jagged rowwise. */
 typedef enum qgmm_quant_kind {
     QGMM_QUANT_FP8_ROWWISE = 0,

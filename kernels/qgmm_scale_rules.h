@@ -9,6 +9,31 @@
 
 #define QGMM_AMAX_EPS 1e-12
 
+/* The NaN that an f32 multiply or divide returns. IEEE 754 leaves its sign and payload
+ * open and hardware differs (x86 SSE: the first NaN operand, quieted, else the negative
+ * default NaN 0xFFC00000; NVIDIA GPUs: always 0x7FFFFFFF; Arm: positive default NaN), and
+ * compilers may swap the operands of a commutative multiply. NaN bits reach the outputs
+ * (an fp8 NaN keeps the sign, f32/bf16 outputs keep the payload), so every backend applies
+ * this one rule explicitly — the x86 one, on which the reference was first run. */
+QGMM_HD float qgmm_nan_result(float a, float b)
+{
+    if (qgmm_isnan_f32(a)) return qgmm_bits_f32(qgmm_f32_bits(a) | 0x00400000u);
+    if (qgmm_isnan_f32(b)) return qgmm_bits_f32(qgmm_f32_bits(b) | 0x00400000u);
+    return qgmm_bits_f32(0xFFC00000u); /* inf * 0, 0 / 0, inf / inf */
+}
+
+/* a * b and a / b, each one IEEE f32 operation, with the NaN rule above. */
+QGMM_HD float qgmm_mul_f32(float a, float b)
+{
+    const float p = a * b;
+    return qgmm_isnan_f32(p) ? qgmm_nan_result(a, b) : p;
+}
+QGMM_HD float qgmm_div_f32(float a, float b)
+{
+    const float p = a / b;
+    return qgmm_isnan_f32(p) ? qgmm_nan_result(a, b) : p;
+}
+
 /* NaN-propagating max of two magnitudes. Exact, so any reduction order gives the same
  * bits on every backend (fmaxf would drop NaN). */
 QGMM_HD float qgmm_amax_combine(float a, float b)
@@ -37,12 +62,12 @@ QGMM_HD float qgmm_scale_pow2_floor(float s)
 }
 
 /* The stored reciprocal: 1/s in f32, correctly rounded (IEEE division, no fast-math). */
-QGMM_HD float qgmm_scale_reciprocal(float s) { return 1.0f / s; }
+QGMM_HD float qgmm_scale_reciprocal(float s) { return qgmm_div_f32(1.0f, s); }
 
 /* q = to_fp8(f32(x) * scale): the product in f32, then the saturating cast. */
 QGMM_HD uint8_t qgmm_quantize_value(float x, float scale, int fmt)
 {
-    return qgmm_f32_to_fp8(x * scale, fmt);
+    return qgmm_f32_to_fp8(qgmm_mul_f32(x, scale), fmt);
 }
 
 /* §2 MX: the largest power of two exponent <= fp8max. */
@@ -91,11 +116,16 @@ QGMM_HD uint8_t qgmm_mx_scale(float amax, int fmt, int rceil)
 /* MX data: q = to_fp8(f32(x) * e8m0_reciprocal(b)). */
 QGMM_HD uint8_t qgmm_mx_quantize_value(float x, uint8_t b, int fmt)
 {
-    return qgmm_f32_to_fp8(x * qgmm_e8m0_reciprocal(b), fmt);
+    return qgmm_f32_to_fp8(qgmm_mul_f32(x, qgmm_e8m0_reciprocal(b)), fmt);
 }
 
 /* §3 blockwise: the same scale as §1 (the clamp makes an all-zero block give q = 0 and a
  * tiny reciprocal, never NaN); the stored value is the f32 reciprocal. */
 QGMM_HD float qgmm_blockwise_scale(float amax, int fmt) { return qgmm_rowwise_scale(amax, fmt); }
+
+/* Dequantize one value: f32(q) * s (reciprocal / E8M0 scales) or f32(q) / s (multiplier
+ * scales), with the NaN rule. */
+QGMM_HD float qgmm_dequant_mul(float q, float s) { return qgmm_mul_f32(q, s); }
+QGMM_HD float qgmm_dequant_div(float q, float s) { return qgmm_div_f32(q, s); }
 
 #endif /* QGMM_SCALE_RULES_H */

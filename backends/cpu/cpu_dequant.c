@@ -85,7 +85,7 @@ static qgmm_status dequant_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_par
         const int64_t ob = slice_index(out, rd, e, i, 0), os = out->strides[rd];
         for (int64_t j = j0; j < j1; ++j) {
             const float v = qgmm_fp8_to_f32(qd[qb + j * qs], fmt);
-            qgmm_cpu_store_f32(out, ob + j * os, recip ? v * sc : v / sc);
+            qgmm_cpu_store_f32(out, ob + j * os, recip ? qgmm_dequant_mul(v, sc) : qgmm_dequant_div(v, sc));
         }
     }
     free(ends);
@@ -156,7 +156,7 @@ static qgmm_status dequant_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise
         const int64_t ob = idx3(out, e, r, 0), os = out->strides[rank - 1];
         for (int64_t c = 0; c < K; ++c) {
             const float sc = load_f32_scale(scales, idx3(scales, e, r / tile_rows, c / 128));
-            qgmm_cpu_store_f32(out, ob + c * os, qgmm_fp8_to_f32(qd[qb + c * qs], fmt) * sc);
+            qgmm_cpu_store_f32(out, ob + c * os, qgmm_dequant_mul(qgmm_fp8_to_f32(qd[qb + c * qs], fmt), sc));
         }
     }
     return QGMM_OK;
