@@ -251,9 +251,19 @@ static int handler(struct mg_connection *conn, void *cbdata) {
   route(&r);
   send_response(&r);
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  if (!cfg->quiet)
-    fprintf(stderr, "%s %s %d %zu %.1fms\n", r.method, r.path, r.status, r.body.len,
+  if (!cfg->quiet) {
+    /* The path is client-chosen and URL-decoded: escape control bytes so a request cannot
+     * forge log lines or terminal escapes. */
+    char safe[512];
+    size_t k = 0;
+    for (const unsigned char *p = (const unsigned char *)r.path; *p && k + 5 < sizeof safe; p++) {
+      if (*p < 0x20 || *p == 0x7f || *p == '\\') k += (size_t)snprintf(safe + k, sizeof safe - k, "\\x%02x", *p);
+      else safe[k++] = (char)*p;
+    }
+    safe[k] = 0;
+    fprintf(stderr, "%s %s %d %zu %.1fms\n", r.method, safe, r.status, r.body.len,
             (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+  }
   int status = r.status;
   buf_free(&r.body);
   arena_free(&r.a);

@@ -71,6 +71,12 @@ static int usage(void) {
 }
 
 static int token_add(sqlite3 *db, const char *name, const char *scope) {
+  size_t nlen = strlen(name);
+  if (nlen == 0 || nlen > 64 ||
+      strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != nlen) {
+    fprintf(stderr, "qgmm-dash: token names are 1..64 of [A-Za-z0-9._-]\n");
+    return 2;
+  }
   if (strcmp(scope, "ingest") && strcmp(scope, "triage") && strcmp(scope, "all")) {
     fprintf(stderr, "qgmm-dash: --scope must be ingest, triage or all\n");
     return 2;

@@ -54,6 +54,10 @@ def main():
         print("SKIP: qgmm-bench run failed here (rc %d): %s" % (r.returncode, r.stderr[-500:]))
         sys.exit(77)
     (uuid,) = rows(local, "SELECT uuid FROM run")[0]
+    # The gate writes its flags (numerics failures at least) into the regression table.
+    gate = subprocess.run([a.bench, "gate", "--db", local], capture_output=True, text=True)
+    check(gate.returncode in (0, 1), "qgmm-bench gate ran (rc %d)" % gate.returncode)
+    n_reg = rows(local, "SELECT count(*) FROM regression")[0][0]
     tok_local = dashlib.add_token(a.dash, local, "self")
     tok_central = dashlib.add_token(a.dash, central, "runner-1")
 
@@ -67,6 +71,17 @@ def main():
         check(st == 200 and len(run["results"]) == n, "run detail shows the runner's %d results" % n)
         st, m = srv.get_json("/api/v1/matrix")
         check(st == 200 and m["suite"] == "smoke" and len(m["columns"]) == 1, "matrix over the smoke run")
+        st, g = srv.get_json("/api/v1/regressions")
+        check(st == 200 and len(g["regressions"]) == n_reg, "the gate's %d regression rows are listed" % n_reg)
+        if n_reg:
+            ttok = dashlib.add_token(a.dash, local, "triage", "triage")
+            rid = g["regressions"][0]["id"]
+            st, _, _ = srv.request("POST", "/api/v1/regressions/%d" % rid, '{"status": "confirmed"}',
+                                   {"Content-Type": "application/json", "Authorization": "Bearer " + ttok})
+            check(st == 200 and rows(local, "SELECT status FROM regression WHERE id = %d" % rid) == [("confirmed",)],
+                  "triage of a gate-written regression")
+            st, hd, body = srv.request("GET", "/regressions")
+            check(st == 200 and b"confirmed" in body, "regressions page shows the triage state")
         up = subprocess.run([a.bench, "upload", srv.base + "/api/v1/runs", "--token", tok_local, "--db", local,
                              "--run", "latest"], capture_output=True, text=True)
         check(up.returncode == 0 and "already_present" in up.stdout + up.stderr,
