@@ -62,7 +62,9 @@ typedef struct suite {
  * case library. Returns 0 or -1 with err (line number and reason). */
 int suite_load(const char *spec, suite *s, char *err, size_t err_cap);
 void suite_free(suite *s);
-/* The bench settings for `backend` (defaults, then the suite's lines, then overrides). */
-void suite_config(const suite *s, const char *backend, bench_cfg *cfg);
+/* The bench settings for a context: defaults, then the suite's plain `@key` lines, then
+ * `@key.cpu` lines when the device is a CPU (the cpu backend, or a software Vulkan such as
+ * lavapipe: same budgets, same small ceilings), then `@key.BACKEND` lines. */
+void suite_config(const suite *s, const char *backend, int cpu_device, bench_cfg *cfg);
 
 #endif

@@ -483,7 +483,7 @@ static int do_run(const run_opts *o)
         rr_set(&c->code_hash, hash);
 
         bench_cfg cfg;
-        suite_config(&s, names[b], &cfg);
+        suite_config(&s, names[b], strcmp(c->device_kind, "cpu") == 0, &cfg);
         if (o->budget_ms > 0) cfg.budget_ms = o->budget_ms;
         if (!o->no_ceilings) {
             progress("[ceiling] %-8s ceiling.copy %lld MiB", names[b], cfg.copy_bytes >> 20);

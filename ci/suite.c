@@ -226,7 +226,7 @@ static void apply(bench_cfg *c, const char *key, const char *val)
     else fprintf(stderr, "qgmm-bench: warning: unknown suite setting @%s ignored\n", key);
 }
 
-void suite_config(const suite *s, const char *backend, bench_cfg *c)
+void suite_config(const suite *s, const char *backend, int cpu_device, bench_cfg *c)
 {
     c->budget_ms = 200;
     c->min_samples = 5;
@@ -239,18 +239,19 @@ void suite_config(const suite *s, const char *backend, bench_cfg *c)
     snprintf(c->ceiling_recipes, sizeof c->ceiling_recipes, "bf16 fp8_rowwise fp8_blockwise mxfp8");
     c->canary_m = 4096;
     c->canary_k = 2048;
-    if (strcmp(backend, "cpu") == 0) {  /* the CPU reference is a scalar oracle, not a fast path */
+    if (cpu_device) {  /* a scalar oracle or a software GPU: small ceilings, few samples */
         c->copy_bytes = 16ll << 20;
         c->gemm_ceiling = 256;
         c->canary_m = 256;
         c->min_samples = 3;
     }
-    for (int pass = 0; pass < 2; ++pass)
+    for (int pass = 0; pass < 3; ++pass)
         for (int i = 0; i < s->n_settings; ++i) {
             const char *k = s->settings[i][0];
             const char *dot = strchr(k, '.');
             if (pass == 0 && !dot) apply(c, k, s->settings[i][1]);
-            if (pass == 1 && dot && strcmp(dot + 1, backend) == 0) {
+            const char *want = pass == 1 ? (cpu_device ? "cpu" : NULL) : backend;
+            if (pass >= 1 && dot && want && strcmp(dot + 1, want) == 0 && !(pass == 2 && strcmp(backend, "cpu") == 0)) {
                 char kk[128];
                 snprintf(kk, sizeof kk, "%.*s", (int)(dot - k), k);
                 apply(c, kk, s->settings[i][1]);

@@ -148,8 +148,9 @@ void sysinfo_parse_describe(const char *backend, const char *d, rr_context *c)
     rr_set(&c->device_kind, "gpu");
     if (strcmp(backend, "vulkan") == 0) {
         /* "vulkan: NAME (driver X.Y.Z, Vulkan A.B, ...)" */
-        if (after(d, "vulkan: ", "(", buf, sizeof buf) == 0) {
-            chomp(buf);
+        const char *p = strstr(d, "vulkan: "), *q = strstr(d, " (driver ");
+        if (p && q && q > p + 8) {  /* the name itself may hold parentheses: "llvmpipe (LLVM 15, 256 bits)" */
+            snprintf(buf, sizeof buf, "%.*s", (int)(q - (p + 8)), p + 8);
             rr_set(&c->device_name, buf);
         }
         if (strstr(d, "llvmpipe") || strstr(d, "lavapipe") || strstr(d, "SwiftShader")) rr_set(&c->device_kind, "cpu");
