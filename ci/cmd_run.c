@@ -511,9 +511,11 @@ static int do_run(const run_opts *o)
     if (g_tty) fprintf(stderr, "\n");
     r.finished_at = (int64_t)time(NULL);
     rr_derive(&r);
-    printf("qgmm-bench run %s: suite %s, %zu results, revision %.12s%s, %lld s\n", r.uuid, r.suite, r.n_results, r.sha,
-           r.dirty ? " (dirty)" : "", (long long)(r.finished_at - r.started_at));
-    report_run_table(&r, stdout);
+    /* with --json -, stdout carries the document alone; the people's table goes to stderr */
+    FILE *human = o->json && strcmp(o->json, "-") == 0 ? stderr : stdout;
+    fprintf(human, "qgmm-bench run %s: suite %s, %zu results, revision %.12s%s, %lld s\n", r.uuid, r.suite, r.n_results,
+            r.sha, r.dirty ? " (dirty)" : "", (long long)(r.finished_at - r.started_at));
+    report_run_table(&r, human);
     int rc = 0;
     if (o->json) {
         json_buf jb;
@@ -534,7 +536,7 @@ static int do_run(const run_opts *o)
             fprintf(stderr, "qgmm-bench run: storing the run in %s failed: %s\n", o->db, err);
             rc = 2;
         } else {
-            printf("stored as run %lld (%s) in %s\n", (long long)id, r.uuid, o->db);
+            fprintf(human, "stored as run %lld (%s) in %s\n", (long long)id, r.uuid, o->db);
         }
         store_close(db);
     }

@@ -48,6 +48,21 @@ int main(void)
     rc = sh(cmd, out, sizeof out);
     CHECK((rc == 0 || rc == 1) && strstr(out, "gate: "), "gate verdict (exit %d): %s", rc, out);
     printf("%s", out);
+    /* a second `run` killed (SIGKILL) in the middle of writing its run: the database stays
+     * intact and holds only the first run */
+    snprintf(cmd, sizeof cmd,
+             "QGMM_BENCH_TEST_KILL_AFTER_RESULTS=4 %s run --suite smoke --backend cpu --db %s --filter gemm.m --budget-ms 1 "
+             ">/dev/null 2>&1; echo $?", QGMM_BENCH_EXE, db);
+    sh(cmd, out, sizeof out);
+    CHECK(atoi(out) == 137, "the second run was killed (exit %s)", out);
+    sqlite3_open(db, &h);
+    sqlite3_stmt *st;
+    sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, NULL);
+    CHECK(sqlite3_step(st) == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), "ok") == 0, "integrity");
+    sqlite3_finalize(st);
+    CHECK(t_count(h, "SELECT count(*) FROM run") == 1 && t_count(h, "SELECT count(*) FROM result") == ncases + 6,
+          "the killed run left nothing");
+    sqlite3_close(h);
     snprintf(cmd, sizeof cmd, "%s export --db %s | %s import --db %s - 2>&1", QGMM_BENCH_EXE, db, QGMM_BENCH_EXE, db2);
     CHECK(sh(cmd, out, sizeof out) == 0 && strstr(out, "imported"), "export | import: %s", out);
     return t_report("test_smoke_e2e");
