@@ -46,6 +46,7 @@ void page_begin(req *r, const char *title, const char *nav, const char *api_href
   h(r, title);
   hf(r,
      " · qgmm</title><link rel=\"icon\" href=\"/static/favicon.svg\" type=\"image/svg+xml\">"
+     "<link rel=\"stylesheet\" href=\"/static/uplot.min.css\">"
      "<link rel=\"stylesheet\" href=\"/static/app.css\"></head><body>"
      "<header class=\"top\"><a class=\"brand\" href=\"/\">qgmm<span>perf</span></a><nav>");
   for (size_t i = 0; i < sizeof NAV / sizeof *NAV; i++)

@@ -223,7 +223,6 @@ void render_series(req *r, const jval *m) {
     hf(r, "</td></tr>");
   }
   hf(r, "</tbody></table></section><script src=\"/static/uplot.min.js\"></script>"
-        "<link rel=\"stylesheet\" href=\"/static/uplot.min.css\">"
         "<script src=\"/static/app.js\"></script>");
   page_end(r);
 }
