@@ -22,7 +22,8 @@ static int failed(bench_samples *out, qgmm_context *ctx, qgmm_status st, const c
     return -1;
 }
 
-int bench_time(qgmm_context *ctx, bench_enqueue_fn fn, void *user, const bench_cfg *cfg, bench_samples *out)
+int bench_time(qgmm_context *ctx, bench_enqueue_fn fn, void *user, const bench_cfg *cfg, qgmm_buffer *flush,
+               bench_samples *out)
 {
     memset(out, 0, sizeof *out);
     qgmm_status st;
@@ -55,6 +56,10 @@ int bench_time(qgmm_context *ctx, bench_enqueue_fn fn, void *user, const bench_c
     for (long done = 0; done < n && rc == 0;) {
         long b = n - done < BATCH ? n - done : BATCH;
         for (long i = 0; i < b; ++i) {
+            if (flush && (st = qgmm_buffer_fill(flush, 0, qgmm_buffer_size(flush), (uint8_t)i)) != QGMM_OK) {
+                rc = failed(out, ctx, st, "cache flush");
+                break;
+            }
             if ((st = qgmm_event_record(ev[2 * i])) != QGMM_OK) { rc = failed(out, ctx, st, "event record"); break; }
             if ((st = fn(user)) != QGMM_OK) { rc = failed(out, ctx, st, "execute"); break; }
             if ((st = qgmm_event_record(ev[2 * i + 1])) != QGMM_OK) { rc = failed(out, ctx, st, "event record"); break; }

@@ -25,6 +25,8 @@ typedef struct bench_cfg {
     long long gemm_ceiling;       /* square size of the dense GEMM ceilings */
     char ceiling_recipes[128];    /* space-separated: bf16 fp8_rowwise fp8_blockwise mxfp8 */
     long long canary_m, canary_k; /* the canary's shape (fixed per backend, part of its series) */
+    long long flush_bytes;        /* > 0: fill a buffer this big before every sample (outside the
+                                     events) so memory-bound ops are not served from L2 */
 } bench_cfg;
 
 typedef qgmm_status (*bench_enqueue_fn)(void *user);
@@ -37,7 +39,9 @@ typedef struct bench_samples {
     char message[512];
 } bench_samples;
 
-int bench_time(qgmm_context *ctx, bench_enqueue_fn fn, void *user, const bench_cfg *cfg, bench_samples *out);
+/* flush: a buffer of cfg->flush_bytes on ctx, or NULL for no cache flushing. */
+int bench_time(qgmm_context *ctx, bench_enqueue_fn fn, void *user, const bench_cfg *cfg, qgmm_buffer *flush,
+               bench_samples *out);
 void bench_samples_free(bench_samples *s);
 
 /* ---- suites */

@@ -163,7 +163,7 @@ static void ceiling_copy(qgmm_context *ctx, const bench_cfg *cfg, run_record *r,
         record_failure(x, st, m);
     } else {
         bench_samples s;
-        if (bench_time(ctx, exec_copy, &j, cfg, &s)) record_failure(x, s.status, s.message);
+        if (bench_time(ctx, exec_copy, &j, cfg, NULL, &s)) record_failure(x, s.status, s.message);
         else set_samples(x, &s);
         bench_samples_free(&s);
     }
@@ -182,6 +182,8 @@ static const qgmm_case *template_by_name(const char *name)
 }
 
 /* Times an already-built case (no numerics check): ceilings and the canary. */
+static qgmm_buffer *g_flush;  /* the current context's L2-flush buffer (NULL: none) */
+
 static void time_plain_case(qgmm_context *ctx, const qgmm_case *c, const bench_cfg *cfg, rr_result *x)
 {
     qgmm_case_instance *inst = NULL;
@@ -193,7 +195,7 @@ static void time_plain_case(qgmm_context *ctx, const qgmm_case *c, const bench_c
         return;
     }
     bench_samples s;
-    if (bench_time(ctx, exec_case, inst, cfg, &s)) record_failure(x, s.status, s.message);
+    if (bench_time(ctx, exec_case, inst, cfg, g_flush, &s)) record_failure(x, s.status, s.message);
     else set_samples(x, &s);
     bench_samples_free(&s);
     qgmm_case_release(inst);
@@ -343,7 +345,7 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
     }
     }
     bench_samples s;
-    if (bench_time(ctx, exec_case, inst, cfg, &s)) {
+    if (bench_time(ctx, exec_case, inst, cfg, g_flush, &s)) {
         char m[800];
         snprintf(m, sizeof m, "timing: %s", s.message);
         rr_set(&x->status, s.status == QGMM_ERR_UNSUPPORTED ? "unsupported" : "error");
@@ -485,6 +487,12 @@ static int do_run(const run_opts *o)
         bench_cfg cfg;
         suite_config(&s, names[b], strcmp(c->device_kind, "cpu") == 0, &cfg);
         if (o->budget_ms > 0) cfg.budget_ms = o->budget_ms;
+        g_flush = NULL;
+        if (cfg.flush_bytes > 0 && qgmm_buffer_alloc(ctx, (size_t)cfg.flush_bytes, &g_flush) != QGMM_OK) {
+            fprintf(stderr, "qgmm-bench: %s: no %lld MiB cache-flush buffer (%s): timing without flushing\n", names[b],
+                    cfg.flush_bytes >> 20, qgmm_last_error(ctx));
+            g_flush = NULL;
+        }
         if (!o->no_ceilings) {
             progress("[ceiling] %-8s ceiling.copy %lld MiB", names[b], cfg.copy_bytes >> 20);
             ceiling_copy(ctx, &cfg, &r, ci);
@@ -505,6 +513,8 @@ static int do_run(const run_opts *o)
             progress("[%3zu/%zu] %-8s %s  %s  %s n=%zu", done, todo, names[b], cs->id,
                      strcmp(x->status, "ok") ? x->status : x->verdict, med, x->n_samples);
         }
+        qgmm_buffer_free(g_flush);
+        g_flush = NULL;
         qgmm_context_destroy(ctx);
     }
     qgmm_context_destroy(ref);

@@ -27,7 +27,8 @@ int main(void)
     sh(cmd, out, sizeof out);
     long ncases = atol(out);
     CHECK(ncases >= 20, "smoke has %ld cases", ncases);
-    snprintf(cmd, sizeof cmd, "%s run --suite smoke --backend cpu --db %s --reason test --budget-ms 5 2>/dev/null",
+    /* --backend all: cpu, plus Vulkan on lavapipe where the plugin was built (CI) */
+    snprintf(cmd, sizeof cmd, "%s run --suite smoke --backend all --db %s --reason test --budget-ms 5 2>/dev/null",
              QGMM_BENCH_EXE, db);
     int rc = sh(cmd, out, sizeof out);
     CHECK(rc == 0, "run exit %d", rc);
@@ -35,14 +36,21 @@ int main(void)
     sqlite3 *h;
     sqlite3_open(db, &h);
     CHECK(t_count(h, "SELECT count(*) FROM run") == 1, "one run");
-    /* every case + copy + 4 gemm ceilings + canary */
-    CHECK(t_count(h, "SELECT count(*) FROM result") == ncases + 6, "results %lld", t_count(h, "SELECT count(*) FROM result"));
-    CHECK(t_count(h, "SELECT count(*) FROM result WHERE status = 'ok' AND n_samples >= 3") >= ncases, "timed");
+    long long nctx = t_count(h, "SELECT count(*) FROM context");
+    printf("contexts: %lld (cpu%s)\n", nctx, nctx > 1 ? " + others" : " only");
+    CHECK(nctx >= 1 && t_count(h, "SELECT count(*) FROM context WHERE backend = 'cpu'") == 1, "cpu context");
+    /* per context: every case + copy + 4 gemm ceilings + canary */
+    CHECK(t_count(h, "SELECT count(*) FROM result") == nctx * (ncases + 6), "results %lld", t_count(h, "SELECT count(*) FROM result"));
+    CHECK(t_count(h, "SELECT count(*) FROM result WHERE status = 'ok' AND n_samples >= 3") >= nctx * ncases, "timed");
     CHECK(t_count(h, "SELECT count(*) FROM result r JOIN series s ON s.id = r.series_id WHERE s.role = 'case' AND r.verdict = 'unchecked'") == 0,
           "every case checked");
-    CHECK(t_count(h, "SELECT count(*) FROM result WHERE output_hash LIKE 'fnv1a64:%'") == ncases, "output hashes");
-    CHECK(t_count(h, "SELECT count(*) FROM context WHERE code_hash LIKE 'fnv1a64:%'") == 1, "code hash");
-    CHECK(t_count(h, "SELECT count(*) FROM result WHERE pct_of_ceiling > 0") >= ncases, "%% of ceiling");
+    CHECK(t_count(h, "SELECT count(*) FROM result WHERE output_hash LIKE 'fnv1a64:%'") == nctx * ncases, "output hashes");
+    CHECK(t_count(h, "SELECT count(*) FROM context WHERE code_hash LIKE 'fnv1a64:%'") == nctx, "code hash");
+    CHECK(t_count(h, "SELECT count(*) FROM result WHERE pct_of_ceiling > 0") >= nctx * ncases, "%% of ceiling");
+    /* the same case on every backend gives the same output bytes (casts are bit-exact) */
+    CHECK(t_count(h, "SELECT count(*) FROM (SELECT s.benchmark, s.params FROM result r JOIN series s ON s.id = r.series_id "
+                     "WHERE s.role = 'case' AND r.mismatched_bytes = 0 GROUP BY 1, 2 HAVING count(DISTINCT r.output_hash) > 1)") == 0,
+          "exact cases hash the same on every backend");
     sqlite3_close(h);
     snprintf(cmd, sizeof cmd, "%s gate --db %s 2>&1", QGMM_BENCH_EXE, db);
     rc = sh(cmd, out, sizeof out);
@@ -60,8 +68,19 @@ int main(void)
     sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, NULL);
     CHECK(sqlite3_step(st) == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), "ok") == 0, "integrity");
     sqlite3_finalize(st);
-    CHECK(t_count(h, "SELECT count(*) FROM run") == 1 && t_count(h, "SELECT count(*) FROM result") == ncases + 6,
+    CHECK(t_count(h, "SELECT count(*) FROM run") == 1 && t_count(h, "SELECT count(*) FROM result") == nctx * (ncases + 6),
           "the killed run left nothing");
+    sqlite3_close(h);
+    /* two runners writing to the same database at once: both runs stored */
+    snprintf(cmd, sizeof cmd,
+             "(%s run --suite smoke --backend cpu --db %s --filter pad --no-ceilings --budget-ms 1 >/dev/null 2>&1 & "
+             " %s run --suite smoke --backend cpu --db %s --filter pad --no-ceilings --budget-ms 1 >/dev/null 2>&1 & wait)",
+             QGMM_BENCH_EXE, db, QGMM_BENCH_EXE, db);
+    sh(cmd, out, sizeof out);
+    sqlite3_open(db, &h);
+    CHECK(t_count(h, "SELECT count(*) FROM run") == 3, "concurrent runners: %lld runs", t_count(h, "SELECT count(*) FROM run"));
+    CHECK(t_count(h, "SELECT count(*) FROM result WHERE run_id IN (SELECT id FROM run ORDER BY id DESC LIMIT 2)") == 4,
+          "concurrent runners: every result");
     sqlite3_close(h);
     snprintf(cmd, sizeof cmd, "%s export --db %s | %s import --db %s - 2>&1", QGMM_BENCH_EXE, db, QGMM_BENCH_EXE, db2);
     CHECK(sh(cmd, out, sizeof out) == 0 && strstr(out, "imported"), "export | import: %s", out);
