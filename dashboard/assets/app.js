@@ -56,7 +56,8 @@
     var opts = {
       width: Math.max(320, el.clientWidth),
       height: 360,
-      scales: { x: { time: false } },
+      /* One run: centre the lone point instead of uPlot's default 0..10 span. */
+      scales: { x: pts.length === 1 ? { time: false, range: [-1, 1] } : { time: false } },
       axes: [
         { label: 'revision (one point per run, oldest left)', stroke: '#56606b',
           grid: { stroke: '#eef1f4' }, ticks: { stroke: '#e2e8f0' }, space: 70,
