@@ -151,7 +151,7 @@ qgmm_status vk_mem_create(vk_ctx *c, size_t bytes, int host_visible, vk_mem *m)
     int t = host_visible
                 ? mem_type(c, req.memoryTypeBits,
                            VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                           VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+                           host_visible == 2 ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT : VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
                 : mem_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
     if (t < 0) {
         g_vk.vkDestroyBuffer(c->dev, m->buf, NULL);
@@ -295,7 +295,9 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
                                       .pPushConstantRanges = &pcr};
     if (st == QGMM_OK && g_vk.vkCreatePipelineLayout(c->dev, &lci, NULL, &c->layout) != VK_SUCCESS)
         st = qgmm_set_error(api, QGMM_ERR_DEVICE, "vkCreatePipelineLayout failed");
-    if (st == QGMM_OK) st = vk_mem_create(c, VK_PARAM_RING, 1, &c->params);
+    /* parameters: host-written, read by every workgroup: device-local host-visible (BAR)
+     * memory where the device has it, so shaders do not read them across PCIe */
+    if (st == QGMM_OK) st = vk_mem_create(c, VK_PARAM_RING, 2, &c->params);
     if (st == QGMM_OK) st = vk_mem_create(c, VK_SCRATCH_BYTES, 0, &c->scratch);
     if (st == QGMM_OK) st = vk_mem_create(c, 256, 0, &c->status);
     if (st == QGMM_OK) st = vk_mem_create(c, 256, 1, &c->readback);

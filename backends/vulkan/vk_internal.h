@@ -129,6 +129,8 @@ uint64_t vk_tensor_addr(const qgmm_tensor *t);
 qgmm_status vk_loader_init(char *reason, size_t cap);
 qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out);
 void vk_ctx_destroy(vk_ctx *c);
+/* host_visible: 0 device-local, 1 host-visible (cached preferred), 2 host-visible
+ * (device-local preferred) */
 qgmm_status vk_mem_create(vk_ctx *c, size_t bytes, int host_visible, vk_mem *m);
 void vk_mem_destroy(vk_ctx *c, vk_mem *m);
 

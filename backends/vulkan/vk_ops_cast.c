@@ -54,6 +54,23 @@ static void choose_lanes(int64_t *p, int64_t xo, int64_t xr, int64_t seglen, int
     p[CP_NOTILES] = (O + p[CP_OT] - 1) / p[CP_OT];
 }
 
+/* The 8-wide path of cast.comp: reduce dim contiguous in x and q, every segment a
+ * multiple of 8 elements, x rows 16-byte aligned and q rows 8-byte aligned. */
+static int can_vec(const int64_t *p, const qgmm_tensor *x, int64_t seglen)
+{
+    const int64_t es = (int64_t)qgmm_dtype_size(x->dtype);
+    if (p[CP_XR] != 1 || p[CP_QR] != 1 || (es != 2 && es != 4) || seglen <= 0 || seglen % 8) return 0;
+    if (p[CP_X] % 16 || (p[CP_XO] * es) % 16 || (p[CP_XE] * es) % 16) return 0;
+    if (p[CP_Q] % 8 || p[CP_QO] % 8 || p[CP_QE] % 8) return 0;
+    return 1;
+}
+
+static void lanes_auto(int64_t *p, const qgmm_tensor *x, int64_t seglen, int combine)
+{
+    p[CP_VEC] = can_vec(p, x, seglen) ? 8 : 1;
+    choose_lanes(p, p[CP_XO], p[CP_XR], seglen > 0 ? seglen / p[CP_VEC] : 0, combine, p[CP_O]);
+}
+
 static qgmm_status run_cast(vk_ctx *c, int64_t *p)
 {
     const int64_t groups = p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
@@ -99,7 +116,7 @@ qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
     p[CP_SO] = scales->rank == 1 ? scales->strides[0] : scales->strides[1];
     p[CP_NSEG] = jagged ? offs->shape[0] : 1;
     fmt_consts(q->dtype, p, CP_C_MAX, CP_C_CLAMP, CP_C_EPS, CP_C_INV);
-    choose_lanes(p, p[CP_XO], p[CP_XR], jagged ? 0 : p[CP_R], 0, p[CP_O]);
+    lanes_auto(p, x, jagged ? 0 : p[CP_R], 0);
     if (jagged) {
         if (p[CP_NSEG] == 0) return QGMM_OK;
         qgmm_status st = vk_offs_prep(c, offs, p[CP_R], 1, 1, 0, 1, 0, 0, 0);
@@ -157,7 +174,7 @@ qgmm_status vk_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *prm, c
         else if (scales->rank == 2) { p[CP_SO] = s[0]; p[CP_SG] = s[1]; }
         else { p[CP_SE] = s[0]; p[CP_SO] = s[1]; p[CP_SG] = s[2]; }
     }
-    choose_lanes(p, p[CP_XO], p[CP_XR], 32, 0, O);
+    lanes_auto(p, x, 32, 0);
     return run_cast(c, p);
 }
 
@@ -197,7 +214,7 @@ qgmm_status vk_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwis
     if (scales->rank == 3) { p[CP_SE] = s[0]; p[CP_SO] = s[1]; p[CP_SG] = s[2]; }
     else { p[CP_SO] = s[0]; p[CP_SG] = s[1]; }
     fmt_consts(q->dtype, p, CP_C_MAX, CP_C_CLAMP, CP_C_EPS, CP_C_INV);
-    choose_lanes(p, p[CP_XO], p[CP_XR], 128, combine, p[CP_O]);
+    lanes_auto(p, x, 128, combine);
     return run_cast(c, p);
 }
 
@@ -259,7 +276,7 @@ qgmm_status vk_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const q
             return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "blockwise block %d rank %d", (int)f->blockwise.block, rank);
         rdim = rank - 1;
         odim = rank - 2;
-        p[DQ_MODE] = 3;
+        p[DQ_MODE] = 1;
         p[DQ_L] = 128;
         p[DQ_ODIV] = f->blockwise.block == QGMM_BLOCK_128X128 ? 128 : 1;
         if (scales->rank == 3) { p[DQ_SE] = s[0]; p[DQ_SO] = s[1]; p[DQ_SG] = s[2]; }

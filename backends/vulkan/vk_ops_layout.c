@@ -79,7 +79,13 @@ static void pad_params(int64_t *p, int mode, const qgmm_tensor *x, const qgmm_te
     p[PD_ESIZE] = esize;
     p[PD_G] = G;
     p[PD_TABLE] = (int64_t)table;
+    /* 16-byte units when rows are contiguous and every row start is 16-byte aligned */
+    if (x && mode != 2 && p[PD_XS1] == 1 && p[PD_OS1] == 1 && (d * esize) % 16 == 0 && (p[PD_XS0] * esize) % 16 == 0 &&
+        (p[PD_OS0] * esize) % 16 == 0 && p[PD_X] % 16 == 0 && p[PD_OUT] % 16 == 0)
+        p[PD_VEC] = d * esize / 16;
 }
+
+static int64_t pad_groups(const int64_t *p) { return (p[PD_ROWS] * (p[PD_VEC] > 0 ? p[PD_VEC] : p[PD_D]) + 255) / 256; }
 
 qgmm_status vk_pad_token_groups(qgmm_context *ctx, int alignment, const qgmm_tensor *x, const qgmm_tensor *offs,
                                 const qgmm_tensor *out, const qgmm_tensor *padded_start,
@@ -94,7 +100,7 @@ qgmm_status vk_pad_token_groups(qgmm_context *ctx, int alignment, const qgmm_ten
     int64_t p[QP_MAX];
     pad_params(p, 0, x, out, out->shape[0], x->shape[1], (int64_t)qgmm_dtype_size(x->dtype), offs->shape[0],
                c->scratch.addr);
-    return vk_dispatch(c, VKP_PAD, p, QP_MAX, (out->shape[0] * x->shape[1] + 255) / 256);
+    return vk_dispatch(c, VKP_PAD, p, QP_MAX, pad_groups(p));
 }
 
 qgmm_status vk_unpad_token_groups(qgmm_context *ctx, int alignment, const qgmm_tensor *x_padded,
@@ -119,7 +125,7 @@ qgmm_status vk_unpad_token_groups(qgmm_context *ctx, int alignment, const qgmm_t
     if (st != QGMM_OK) return st;
     pad_params(p, 1, x_padded, out, out->shape[0], out->shape[1], (int64_t)qgmm_dtype_size(out->dtype),
                offs->shape[0], c->scratch.addr);
-    return vk_dispatch(c, VKP_PAD, p, QP_MAX, (out->shape[0] * out->shape[1] + 255) / 256);
+    return vk_dispatch(c, VKP_PAD, p, QP_MAX, pad_groups(p));
 }
 
 qgmm_status vk_group_row_ids(qgmm_context *ctx, const qgmm_tensor *offs, const qgmm_tensor *padded_offs,

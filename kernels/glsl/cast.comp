@@ -7,6 +7,9 @@
 // -> quantize. Lanes are laid out TO (slices) x TR (reduce positions) with the lane
 // order chosen by the host so that consecutive lanes touch consecutive addresses.
 // COMBINE folds the whole tile into one amax (128x128 blockwise).
+// VEC = 8 (host-checked: reduce dim contiguous in x and q, 16/8-byte aligned rows,
+// segments multiples of 8): each lane moves 8 elements per step with one or two 16-byte
+// loads and one 8-byte store, which is what makes the cast memory-bound on a GPU.
 #include "params.h"
 #include "common.glsl"
 #include "codec.glsl"
@@ -16,11 +19,27 @@ layout(local_size_x = 256) in;
 shared uint sh[256];
 shared uint sh_mult[256];
 
+uint cvt_in(uint h, int dt) { return dt == DT_BF16 ? bf16_to_f32(h) : f16_to_f32(h); }
+
 uint load_x_bits(uint64_t base, int64_t i, int dt)
 {
     if (dt == DT_F32) return ld_u32(base, i);
-    if (dt == DT_BF16) return bf16_to_f32(ld_u16(base, i));
-    return f16_to_f32(ld_u16(base, i));
+    return cvt_in(ld_u16(base, i), dt);
+}
+
+// 8 consecutive elements starting at element i (16-byte aligned) as f32 bits.
+void load8(uint64_t base, int64_t i, int dt, out uint v[8])
+{
+    if (dt == DT_F32) {
+        const uvec4 a = QV16(base + uint64_t(i) * 4ul).v, b = QV16(base + uint64_t(i) * 4ul + 16ul).v;
+        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+    } else {
+        const uvec4 a = QV16(base + uint64_t(i) * 2ul).v;
+        for (int k = 0; k < 4; ++k) {
+            v[2 * k] = cvt_in(a[k] & 0xFFFFu, dt);
+            v[2 * k + 1] = cvt_in(a[k] >> 16, dt);
+        }
+    }
 }
 
 void main()
@@ -49,17 +68,29 @@ void main()
     } else {
         rs = 0; re = P(CP_R);
     }
-    const int64_t o0 = ot * P(CP_OT);
-    const int64_t o1 = min(o0 + P(CP_OT), O);
+    const int64_t OT = P(CP_OT);
+    const int64_t o0 = ot * OT;
+    const int64_t o1 = min(o0 + OT, O);
     const uint64_t X = PA(CP_X);
     const int xdt = PI(CP_XDT);
     const int64_t xe = P(CP_XE), xo = P(CP_XO), xr = P(CP_XR);
+    const bool vec = PI(CP_VEC) == 8;
+    const int64_t rstep = vec ? int64_t(TR) * 8 : int64_t(TR);
+    const int64_t rfirst = rs + (vec ? int64_t(lr) * 8 : int64_t(lr));
 
     uint m = 0u;
     for (int64_t o = o0 + lo; o < o1; o += TO) {
         const int64_t b = e * xe + o * xo;
-        for (int64_t r = rs + lr; r < re; r += TR)
-            m = amax_combine(m, load_x_bits(X, b + r * xr, xdt) & 0x7FFFFFFFu);
+        if (vec) {
+            for (int64_t r = rfirst; r < re; r += rstep) {
+                uint v[8];
+                load8(X, b + r, xdt, v);
+                for (int k = 0; k < 8; ++k) m = amax_combine(m, v[k] & 0x7FFFFFFFu);
+            }
+        } else {
+            for (int64_t r = rfirst; r < re; r += rstep)
+                m = amax_combine(m, load_x_bits(X, b + r * xr, xdt) & 0x7FFFFFFFu);
+        }
     }
     const int slot = lo + TO * lr;
     sh[slot] = m;
@@ -77,10 +108,10 @@ void main()
         }
     }
 
-    const FmtConsts c = FmtConsts(PU(CP_C_MAX), PU(CP_C_CLAMP), PU(CP_C_EPS), PU(CP_C_INV));
     const int fmt = PI(CP_FMT);
     const int64_t so_idx = combine ? ot : o0 + lo;
     if (lr == 0 && (!combine || lo == 0) && (combine || o0 + lo < o1)) {
+        const FmtConsts c = FmtConsts(PU(CP_C_MAX), PU(CP_C_CLAMP), PU(CP_C_EPS), PU(CP_C_INV));
         const uint amax = sh[lo];
         const int rule = PI(CP_RULE);
         const uint64_t S = PA(CP_S);
@@ -107,7 +138,20 @@ void main()
     const int64_t qe = P(CP_QE), qo = P(CP_QO), qr = P(CP_QR);
     for (int64_t o = o0 + lo; o < o1; o += TO) {
         const int64_t b = e * xe + o * xo, bq = e * qe + o * qo;
-        for (int64_t r = rs + lr; r < re; r += TR)
-            st_u8(Q, bq + r * qr, f32_to_fp8(f32_mul_rn(load_x_bits(X, b + r * xr, xdt), mult), fmt));
+        if (vec) {
+            for (int64_t r = rfirst; r < re; r += rstep) {
+                uint v[8];
+                load8(X, b + r, xdt, v);
+                uvec2 w = uvec2(0u);
+                for (int k = 0; k < 4; ++k) {
+                    w.x |= f32_to_fp8(f32_mul_fast(v[k], mult), fmt) << (8 * k);
+                    w.y |= f32_to_fp8(f32_mul_fast(v[k + 4], mult), fmt) << (8 * k);
+                }
+                QV8(Q + uint64_t(bq + r)).v = w;
+            }
+        } else {
+            for (int64_t r = rfirst; r < re; r += rstep)
+                st_u8(Q, bq + r * qr, f32_to_fp8(f32_mul_fast(load_x_bits(X, b + r * xr, xdt), mult), fmt));
+        }
     }
 }

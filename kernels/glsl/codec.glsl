@@ -6,10 +6,10 @@
 // Everything is integer arithmetic on f32 bit patterns — including the products x*scale,
 // the rowwise scale division and the reciprocal — because Vulkan lets a driver flush
 // denormals, contract, and implement division to 2.5 ulp. With integers the driver's float
-// behaviour cannot change a byte. The arithmetic helpers (f32_mul_rn, f32_div_rn) give the
-// IEEE-754 round-to-nearest-even result, and for NaN operands the x86 SSE result the CPU
-// reference produces (first NaN operand quieted; invalid operations give the default NaN
-// 0xFFC00000), so NaN signs match too.
+// behaviour cannot change a byte. The arithmetic helpers f32_mul_rn / f32_div_rn mirror
+// qgmm_mul_f32 / qgmm_div_f32 of qgmm_scale_rules.h: the IEEE-754 round-to-nearest-even
+// result, and for a NaN result the rule of qgmm_nan_result (a's NaN quieted, else b's,
+// else the default NaN 0xFFC00000), so NaN signs and payloads match too.
 
 #define FMT_E4M3FN 4
 #define FMT_E4M3FNUZ 5
@@ -206,6 +206,23 @@ uint f32_mul_rn(uint a, uint b)
     return round_pack(sign, uint64_t(ma) * uint64_t(mb), ea + eb);
 }
 
+// a * b through the float unit where Vulkan guarantees the IEEE result: OpFMul is
+// correctly rounded for 32-bit floats, and `precise` forbids contraction; denormal
+// flushing only touches subnormal operands or results, so the hardware product is used
+// only when both operands are normal and finite and the result's exponent field is in
+// [2, 254] (normal, away from the underflow and overflow edges). Everything else takes
+// the integer path, so the bits always equal f32_mul_rn.
+uint f32_mul_fast(uint a, uint b)
+{
+    const uint ea = (a >> 23) & 0xFFu, eb = (b >> 23) & 0xFFu;
+    if (ea - 1u < 254u && eb - 1u < 254u) {
+        precise float r = uintBitsToFloat(a) * uintBitsToFloat(b);
+        const uint u = floatBitsToUint(r);
+        if (((u >> 23) & 0xFFu) - 2u < 253u) return u;
+    }
+    return f32_mul_rn(a, b);
+}
+
 // a / b, one rounding.
 uint f32_div_rn(uint a, uint b)
 {
@@ -269,7 +286,7 @@ uint scale_pow2_floor(uint u)
 uint scale_reciprocal(uint s) { return f32_div_rn(0x3F800000u, s); }
 
 // qgmm_quantize_value
-uint quantize_value(uint x, uint scale, int fmt) { return f32_to_fp8(f32_mul_rn(x, scale), fmt); }
+uint quantize_value(uint x, uint scale, int fmt) { return f32_to_fp8(f32_mul_fast(x, scale), fmt); }
 
 // qgmm_mx_emax
 int mx_emax(int fmt)
@@ -306,4 +323,4 @@ uint mx_scale_rceil(uint amax, FmtConsts c)
 }
 
 // qgmm_mx_quantize_value
-uint mx_quantize_value(uint x, uint b, int fmt) { return f32_to_fp8(f32_mul_rn(x, e8m0_reciprocal(b)), fmt); }
+uint mx_quantize_value(uint x, uint b, int fmt) { return f32_to_fp8(f32_mul_fast(x, e8m0_reciprocal(b)), fmt); }

@@ -19,6 +19,10 @@ layout(buffer_reference, std430, buffer_reference_align = 2) buffer QU16 { uint1
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer QU32 { uint v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer QI32 { int v; };
 
+// 16-byte / 8-byte views for the vectorized paths (the host checks the alignment).
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer QV16 { uvec4 v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer QV8 { uvec2 v; };
+
 layout(push_constant) uniform QPush { uint64_t params; } qpush;
 
 #define P(i) (QParams(qpush.params).v[i])

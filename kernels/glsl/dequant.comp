@@ -2,7 +2,7 @@
 // dequant.comp — the inverse of every quantize, one lane per element, the scale found by
 // the same (E, O, R) slice/segment map cast.comp uses:
 //   mode 0: f32(q) / s (rowwise, multiplier stored)   mode 1: f32(q) * s (reciprocal)
-//   mode 2: f32(q) * 2^(b-127) (MX, e8m0 byte)   mode 3: s * f32(q) (blockwise)
+//   mode 2: f32(q) * 2^(b-127) (MX, e8m0 byte)
 // Integer-exact (codec.glsl), written as f32 or bf16 (round to nearest even).
 #include "params.h"
 #include "common.glsl"
@@ -39,10 +39,9 @@ void main()
         v = f32_mul_rn(qv, e8m0_to_f32(ld_u8(S, si)));
     } else {
         const uint s = ld_u32(S, e * P(DQ_SE) + so * P(DQ_SO) + g * P(DQ_SG));
-        // mode 3 = mode 1 with the operands swapped: they differ only in which NaN wins
-        // when q and s are both NaN, and the reference's x86 code returns the scale's
-        // NaN for blockwise and q's for rowwise (the operand order gcc emitted there)
-        v = mode == 0 ? f32_div_rn(qv, s) : mode == 3 ? f32_mul_rn(s, qv) : f32_mul_rn(qv, s);
+        // q first, as the reference's source reads (q * s): when both are NaN, x86 returns
+        // the first operand's NaN — if the compiler keeps that order (see docs)
+        v = mode == 0 ? f32_div_rn(qv, s) : f32_mul_rn(qv, s);
     }
     const int64_t oi = e * P(DQ_OE) + o * P(DQ_OO) + r * P(DQ_OR);
     if (PI(DQ_OUTDT) == DT_BF16) st_u16(PA(DQ_OUT), oi, f32_to_bf16(v));

@@ -96,6 +96,14 @@ void main()
         }
     }
 
+    // every parameter the loops need, read once (the block lives in host-visible memory)
+    const uint64_t SA = PA(GM_SA), SB = PA(GM_SB);
+    const int64_t sSAg = P(GM_SAG), sSAi = P(GM_SAI), sSAc = P(GM_SAC);
+    const int64_t sSBg = P(GM_SBG), sSBj = P(GM_SBJ), sSBc = P(GM_SBC), sbjdiv = max(P(GM_SBJDIV), 1l);
+    const int64_t sastride = P(GM_SASTRIDE), sbstride = P(GM_SBSTRIDE);
+    const int odt = PI(GM_ODT);
+    const int64_t sOi = P(GM_OI), sOj = P(GM_OJ);
+
     float acc[4][4];
     for (int a = 0; a < 4; ++a) for (int b = 0; b < 4; ++b) acc[a][b] = 0.0;
     const int ty = tid / 16, tx = tid % 16;
@@ -114,10 +122,9 @@ void main()
 #if QG_FP8
                 va = lutA[ld_u8(A, idx)];
                 if (recipe == R_BLOCKWISE)
-                    va *= uintBitsToFloat(ld_u32(PA(GM_SA), gi * P(GM_SAI) + (gc / 128) * P(GM_SAC)));
+                    va *= uintBitsToFloat(ld_u32(SA, gi * sSAi + (gc / 128) * sSAc));
                 else if (recipe == R_MX)
-                    va *= e8m0f(PA(GM_SA), mxa_base + blocked_offset(gi - mxa_row0, (gc - mxa_c0) / 32, mxa_cp),
-                                P(GM_SASTRIDE));
+                    va *= e8m0f(SA, mxa_base + blocked_offset(gi - mxa_row0, (gc - mxa_c0) / 32, mxa_cp), sastride);
 #else
                 va = uintBitsToFloat(bf16_to_f32(ld_u16(A, idx)));
 #endif
@@ -133,11 +140,9 @@ void main()
 #if QG_FP8
                 vb = lutB[ld_u8(B, idx)];
                 if (recipe == R_BLOCKWISE)
-                    vb *= uintBitsToFloat(ld_u32(PA(GM_SB), g * P(GM_SBG) + (gj / P(GM_SBJDIV)) * P(GM_SBJ) +
-                                                                (gd / 128) * P(GM_SBC)));
+                    vb *= uintBitsToFloat(ld_u32(SB, g * sSBg + (gj / sbjdiv) * sSBj + (gd / 128) * sSBc));
                 else if (recipe == R_MX)
-                    vb *= e8m0f(PA(GM_SB), mxb_base + blocked_offset(gj, (gd - mxb_c0) / 32, mxb_cp),
-                                P(GM_SBSTRIDE));
+                    vb *= e8m0f(SB, mxb_base + blocked_offset(gj, (gd - mxb_c0) / 32, mxb_cp), sbstride);
 #else
                 vb = uintBitsToFloat(bf16_to_f32(ld_u16(B, idx)));
 #endif
@@ -156,20 +161,20 @@ void main()
     }
 
     // ---- epilogue
-    const uint64_t OUT = PA(GM_OUT) + uint64_t(g * P(GM_OG) * (PI(GM_ODT) == DT_BF16 ? 2 : 4));
+    const uint64_t OUT = PA(GM_OUT) + uint64_t(g * P(GM_OG) * (odt == DT_BF16 ? 2 : 4));
     for (int a = 0; a < 4; ++a) {
         const int64_t gi = i0 + ty * 4 + a;
         if (gi >= i1) continue;
         float ra = 1.0;
-        if (recipe == R_ROWWISE) ra = uintBitsToFloat(ld_u32(PA(GM_SA), g * P(GM_SAG) + gi * P(GM_SAI)));
+        if (recipe == R_ROWWISE) ra = uintBitsToFloat(ld_u32(SA, g * sSAg + gi * sSAi));
         for (int b = 0; b < 4; ++b) {
             const int64_t gj = j0 + tx * 4 + b;
             if (gj >= j1) continue;
             float v = acc[a][b];
             if (recipe == R_ROWWISE)
-                v = v * ra * uintBitsToFloat(ld_u32(PA(GM_SB), g * P(GM_SBG) + gj * P(GM_SBJ)));
-            const int64_t oi = gi * P(GM_OI) + gj * P(GM_OJ);
-            if (PI(GM_ODT) == DT_BF16) st_u16(OUT, oi, f32_to_bf16(floatBitsToUint(v)));
+                v = v * ra * uintBitsToFloat(ld_u32(SB, g * sSBg + gj * sSBj));
+            const int64_t oi = gi * sOi + gj * sOj;
+            if (odt == DT_BF16) st_u16(OUT, oi, f32_to_bf16(floatBitsToUint(v)));
             else st_u32(OUT, oi, floatBitsToUint(v));
         }
     }

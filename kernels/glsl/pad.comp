@@ -9,7 +9,8 @@ layout(local_size_x = 256) in;
 void main()
 {
     const int64_t n = wg_linear() * 256 + int64_t(gl_LocalInvocationID.x);
-    const int64_t D = P(PD_D);
+    const int64_t U = P(PD_VEC); // 16-byte units per row on the vector path, else 0
+    const int64_t D = U > 0 ? U : P(PD_D);
     if (n >= P(PD_ROWS) * D) return;
     const uint64_t table = PA(PD_TABLE);
     if (tab_bad(table)) return;
@@ -40,6 +41,11 @@ void main()
         if (g >= 0) src = tab_get(table, g, 2) + (row - tab_get(table, g, 0));
     }
     const int es = PI(PD_ESIZE);
+    if (U > 0) { // row strides are multiples of 16 bytes, elements contiguous
+        const uvec4 v = src >= 0 ? QV16(PA(PD_X) + uint64_t(src * P(PD_XS0) * es + d * 16)).v : uvec4(0u);
+        QV16(PA(PD_OUT) + uint64_t(row * P(PD_OS0) * es + d * 16)).v = v;
+        return;
+    }
     const uint v = src >= 0 ? ld_raw(PA(PD_X), src * P(PD_XS0) + d * P(PD_XS1), es) : 0u;
     st_raw(PA(PD_OUT), row * P(PD_OS0) + d * P(PD_OS1), es, v);
 }

@@ -69,7 +69,7 @@
 #define CP_C_EPS 33
 #define CP_C_INV 34
 #define CP_NOTILES 35
-#define CP_BLKROW0 36  /* blocked: row offset added (unused: 0) */
+#define CP_VEC 36      /* 8: each lane takes 8 consecutive reduce elements per step (16-byte loads) */
 
 /* ---- dequant.comp: elementwise inverse of the casts */
 #define DQ_Q 0
@@ -134,6 +134,7 @@
 #define PD_G 10
 #define PD_TABLE 11
 #define PD_PADDED 12   /* row ids: table fields 2/3 come from padded_offs */
+#define PD_VEC 13      /* >0: rows move as this many 16-byte units (host-checked alignment) */
 
 /* ---- gemm.comp */
 #define GM_KIND 0      /* 0 M-grouped, 1 K-grouped */
