@@ -67,14 +67,22 @@ static qgmm_status lop_quantize(qc_lop *o, qgmm_recipe recipe, int fmt, int rcei
     float *amax = malloc((size_t)(nb > 0 ? nb : 1) * sizeof(float));
     if (!o->q || !o->dqs || !o->e8m0 || !amax) { free(amax); return QGMM_ERR_OUT_OF_MEMORY; }
     for (int64_t b = 0; b < nb; ++b) amax[b] = 0.0f;
-    for (int64_t e = 0; e < o->E; ++e)
-        for (int64_t i = 0; i < o->R; ++i)
+    /* one (expert, row block) per iteration: its scale blocks belong to it alone */
+    const int64_t rows_of_blocks = o->E * o->nrb;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (o->E * o->R * o->C > (1 << 16))
+#endif
+    for (int64_t eb = 0; eb < rows_of_blocks; ++eb) {
+        const int64_t e = eb / o->nrb, rbi = eb % o->nrb;
+        const int64_t i1 = (rbi + 1) * o->rb < o->R ? (rbi + 1) * o->rb : o->R;
+        for (int64_t i = rbi * o->rb; i < i1; ++i)
             for (int64_t j = 0; j < o->C; ++j) {
                 const int64_t cbi = lop_cblock(o, j);
                 if (cbi < 0) continue;
-                float *a = &amax[(e * o->nrb + i / o->rb) * o->ncb + cbi];
+                float *a = &amax[(e * o->nrb + rbi) * o->ncb + cbi];
                 *a = qgmm_amax_combine(*a, qgmm_fabs_f32(o->hp[(e * o->R + i) * o->C + j]));
             }
+    }
     /* per block: the multiplier used to quantize (qmul) and the dequant one (dqs) */
     float *qmul = amax; /* reuse: amax is read once per block below */
     for (int64_t b = 0; b < nb; ++b) {
@@ -91,13 +99,17 @@ static qgmm_status lop_quantize(qc_lop *o, qgmm_recipe recipe, int fmt, int rcei
             qmul[b] = s;
         }
     }
-    for (int64_t e = 0; e < o->E; ++e)
-        for (int64_t i = 0; i < o->R; ++i)
-            for (int64_t j = 0; j < o->C; ++j) {
-                const int64_t idx = (e * o->R + i) * o->C + j;
-                const int64_t cbi = lop_cblock(o, j);
-                o->q[idx] = cbi < 0 ? 0 : qgmm_f32_to_fp8(o->hp[idx] * qmul[(e * o->nrb + i / o->rb) * o->ncb + cbi], fmt);
-            }
+    const int64_t all_rows = o->E * o->R;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (all_rows * o->C > (1 << 16))
+#endif
+    for (int64_t er = 0; er < all_rows; ++er)
+        for (int64_t j = 0; j < o->C; ++j) {
+            const int64_t e = er / o->R, i = er % o->R;
+            const int64_t idx = er * o->C + j;
+            const int64_t cbi = lop_cblock(o, j);
+            o->q[idx] = cbi < 0 ? 0 : qgmm_f32_to_fp8(o->hp[idx] * qmul[(e * o->nrb + i / o->rb) * o->ncb + cbi], fmt);
+        }
     free(amax);
     return QGMM_OK;
 }
@@ -149,10 +161,14 @@ static qgmm_status transpose_hp(qc_lop *o)
     const int64_t n = o->E * o->R * o->C;
     float *t = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
     if (!t) return QGMM_ERR_OUT_OF_MEMORY;
-    for (int64_t e = 0; e < o->E; ++e)
-        for (int64_t i = 0; i < o->R; ++i)
-            for (int64_t j = 0; j < o->C; ++j)
-                t[(e * o->C + j) * o->R + i] = o->hp[(e * o->R + i) * o->C + j];
+    const int64_t all_rows = o->E * o->R;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#endif
+    for (int64_t er = 0; er < all_rows; ++er) {
+        const int64_t e = er / o->R, i = er % o->R;
+        for (int64_t j = 0; j < o->C; ++j) t[(e * o->C + j) * o->R + i] = o->hp[er * o->C + j];
+    }
     free(o->hp);
     o->hp = t;
     const int64_t r = o->R;
@@ -778,9 +794,12 @@ static qgmm_status check_product(qgmm_case_instance *in, const qc_prod *pr, cons
     double *rdq = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
     double *rhp = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
     if (!got || !rdq || !rhp) { free(got); free(rdq); free(rhp); return QGMM_ERR_OUT_OF_MEMORY; }
-    qc_rng rng = {qc_mix_seed(c->seed, 0x73616d70u + (uint64_t)pr->pass)};
+    const uint64_t sseed = qc_mix_seed(c->seed, 0x73616d70u + (uint64_t)pr->pass);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 64) if (n * pr->kc > (1 << 16))
+#endif
     for (int64_t s = 0; s < n; ++s) {
-        const int64_t idx = n == total ? s : (int64_t)(qc_next(&rng) % (uint64_t)total);
+        const int64_t idx = n == total ? s : (int64_t)(qc_mix_seed(sseed, (uint64_t)s) % (uint64_t)total);
         if (!pr->kgrouped) {
             const int64_t m = idx / pr->nout, col = idx % pr->nout;
             const int64_t e = qgmm_group_of(in->offs, G, m);

@@ -49,9 +49,14 @@ enum { EDGE_NORMAL = 0, EDGE_EQUAL, EDGE_ZERO, EDGE_TIES, EDGE_SPECIALS, EDGE_TI
 void qc_fill_f32(float *dst, int64_t rows, int64_t cols, qgmm_input_pattern pat,
                  qgmm_dtype fp8_dtype, int allow_subnormal, int row_exp, uint64_t seed)
 {
-    qc_rng r = {seed};
     const float fmax = qgmm_fp8_max(fp8_dtype == QGMM_DTYPE_INVALID ? QGMM_F8E4M3FN : (int)fp8_dtype);
+    /* one generator per row (seeded by the row index): the same bytes whatever the
+     * thread count, and the nightly shapes fill in parallel */
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
+#endif
     for (int64_t i = 0; i < rows; ++i) {
+        qc_rng r = {qc_mix_seed(seed, (uint64_t)i)};
         float *row = dst + i * cols;
         const int rk = pat == QGMM_INPUT_WIDE ? (int)qc_range(&r, -30, 30) : (int)qc_range(&r, -row_exp, row_exp);
         const float rscale = pow2f(rk);
@@ -117,6 +122,9 @@ void qc_fill_f32(float *dst, int64_t rows, int64_t cols, qgmm_input_pattern pat,
 void qc_store_as(uint8_t *dst, qgmm_dtype dt, const float *src, int64_t n)
 {
     if (dt == QGMM_BF16) {
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#endif
         for (int64_t i = 0; i < n; ++i) {
             const uint16_t h = qgmm_f32_to_bf16(src[i]);
             memcpy(dst + 2 * i, &h, 2);
