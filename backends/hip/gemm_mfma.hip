@@ -43,9 +43,10 @@
 typedef float hg_f32x16 __attribute__((ext_vector_type(16)));
 typedef short hg_i16x4 __attribute__((ext_vector_type(4)));
 
-/* LDS row pitch: bf16 tiles 32+4 elements (72 B), fp8 tiles 32+8 bytes (40 B): 8-byte
- * aligned operand reads, rows spread over banks. */
-#define HG_PITCH16 (HG_KC + 4)
+/* LDS row pitch: bf16 tiles 32+8 elements (80 B: the 16-byte staging stores stay aligned),
+ * fp8 tiles 32+8 bytes (40 B: 8-byte stores and operand reads aligned); the padding spreads
+ * rows over banks. */
+#define HG_PITCH16 (HG_KC + 8)
 #define HG_PITCH8 (HG_KC + 8)
 
 struct hg_lds {
