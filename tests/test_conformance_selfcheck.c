@@ -5,6 +5,7 @@
  * cases untouched give PASS. Also checks the suites themselves (unique ids, every op
  * family present, the threshold table complete) and the error-statistics helpers.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

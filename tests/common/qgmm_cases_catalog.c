@@ -261,10 +261,10 @@ void qc_finish_case(qgmm_case *c)
     case QGMM_CASE_MOE_BACKWARD: { /* dgrad (M x K out, contraction N) + wgrad */
         const double rows = covered_rows(c);
         const double Gd = G > 0 ? G : 1.0;
-        const double MN = (double)s->M * (double)s->N, MK = (double)s->M * (double)s->K;
+        const double MN = (double)s->M * (double)s->N, MKb = (double)s->M * (double)s->K;
         const double NK = (double)s->N * (double)s->K;
         c->flops = 4.0 * rows * (double)s->N * (double)s->K;
-        c->bytes = 2.0 * (MN + Gd * NK + MK) + outsz * (MK + Gd * NK);
+        c->bytes = 2.0 * (MN + Gd * NK + MKb) + outsz * (MKb + Gd * NK);
         break;
     }
     case QGMM_CASE_GROUPED_GEMM:

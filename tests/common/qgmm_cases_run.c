@@ -8,6 +8,7 @@
  * poison of each run. That finds unwritten elements and stray writes on any backend,
  * without trusting the reference — which is why cpu-vs-cpu still checks something.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
