@@ -25,6 +25,9 @@ typedef struct bench_cfg {
     long long gemm_ceiling;       /* square size of the dense GEMM ceilings */
     char ceiling_recipes[128];    /* space-separated: bf16 fp8_rowwise fp8_blockwise mxfp8 */
     long long canary_m, canary_k; /* the canary's shape (fixed per backend, part of its series) */
+    long long exact_check_max_bytes; /* > 0: EXACT cases bigger than this are timed but not
+                                        checked ("unchecked", with why): the CPU reference of a
+                                        128-expert weight cast takes minutes */
     long long flush_bytes;        /* > 0: fill a buffer this big before every sample (outside the
                                      events) so memory-bound ops are not served from L2 */
 } bench_cfg;
