@@ -90,6 +90,8 @@ typedef struct gres {
     char benchmark[128], params[512], shape[96], label[128], role[16], backend[32], device[160], driver[160];
     char status[16], verdict[16], message[512];
     int64_t started_at, run_id;
+    char output_hash[48], code_hash[48];
+    int exact, dirty;
     gate_decision d;
     int kind_fail_numerics;
 } gres;
@@ -192,6 +194,33 @@ static void record(sqlite3 *db, const gres *g, const char *kind, const char *sev
     sqlite3_finalize(st);
 }
 
+/* The previous output hash of the same series from a clean run of the same revision with
+ * the same backend code: the same inputs (the case seeds), the same code -> the same
+ * bytes. Returns 1 and the hash when there is one to compare with. */
+static int previous_output(sqlite3 *db, const gres *g, char *hash, size_t cap, int64_t *prev_run)
+{
+    if (g->dirty || !g->output_hash[0] || !g->code_hash[0]) return 0;
+    sqlite3_stmt *st;
+    const char *sql =
+        "SELECT r.output_hash, run.id FROM result r JOIN run ON run.id = r.run_id WHERE r.series_id = ?1 AND "
+        "r.run_id <> ?2 AND run.revision_id = ?3 AND run.dirty = 0 AND r.code_hash = ?4 AND r.output_hash <> '' "
+        "AND r.status = 'ok' AND (run.started_at < ?5 OR (run.started_at = ?5 AND run.id < ?2)) "
+        "ORDER BY run.started_at DESC, run.id DESC LIMIT 1";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return 0;
+    sqlite3_bind_int64(st, 1, g->series_id);
+    sqlite3_bind_int64(st, 2, g->run_id);
+    sqlite3_bind_int64(st, 3, g->revision_id);
+    sqlite3_bind_text(st, 4, g->code_hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 5, g->started_at);
+    int found = sqlite3_step(st) == SQLITE_ROW;
+    if (found) {
+        snprintf(hash, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+        *prev_run = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
 static void line(FILE *out, const char *tag, const gres *g, const char *why)
 {
     fprintf(out, "%-8s %-8s %-28s %-34s %s\n", tag, g->backend, g->benchmark,
@@ -204,7 +233,8 @@ int gate_run(sqlite3 *db, int64_t run_id, const gate_config *cfg, FILE *out, cha
     sqlite3_stmt *st;
     const char *sql =
         "SELECT r.id, r.series_id, r.context_id, s.benchmark, s.params, s.shape, s.label, s.role, s.backend, d.name, "
-        "c.driver, r.status, r.verdict, r.message, run.started_at, run.revision_id, run.uuid "
+        "c.driver, r.status, r.verdict, r.message, run.started_at, run.revision_id, run.uuid, r.output_hash, r.code_hash, "
+        "r.mismatched_bytes IS NOT NULL, run.dirty "
         "FROM result r JOIN series s ON s.id = r.series_id JOIN context c ON c.id = r.context_id "
         "JOIN device d ON d.id = s.device_id JOIN run ON run.id = r.run_id WHERE r.run_id = ?1 ORDER BY r.id";
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
@@ -241,6 +271,10 @@ int gate_run(sqlite3 *db, int64_t run_id, const gate_config *cfg, FILE *out, cha
         g->started_at = sqlite3_column_int64(st, 14);
         g->revision_id = sqlite3_column_int64(st, 15);
         dupcol(st, 16, uuid, sizeof uuid);
+        dupcol(st, 17, g->output_hash, sizeof g->output_hash);
+        dupcol(st, 18, g->code_hash, sizeof g->code_hash);
+        g->exact = sqlite3_column_int(st, 19);
+        g->dirty = sqlite3_column_int(st, 20);
         g->run_id = run_id;
     }
     sqlite3_finalize(st);
@@ -258,7 +292,7 @@ int gate_run(sqlite3 *db, int64_t run_id, const gate_config *cfg, FILE *out, cha
         return -1;
     }
     int64_t *last_good = calloc(n, sizeof *last_good);
-    size_t fails = 0, warns = 0, numerics_fail = 0, errors = 0, unsupported = 0, no_hist = 0, faster = 0, checked = 0;
+    size_t fails = 0, warns = 0, numerics_fail = 0, errors = 0, nondet = 0, unsupported = 0, no_hist = 0, faster = 0, checked = 0;
     /* pass 1: per-series perf decisions */
     for (size_t i = 0; i < n; ++i) {
         gres *g = &rs[i];
@@ -293,6 +327,29 @@ int gate_run(sqlite3 *db, int64_t run_id, const gate_config *cfg, FILE *out, cha
             continue;
         }
         if (strcmp(g->status, "unsupported") == 0) { ++unsupported; continue; }
+        {
+            char prev[64];
+            int64_t prev_run = 0;
+            if (strcmp(g->role, "case") == 0 && previous_output(db, g, prev, sizeof prev, &prev_run) &&
+                strcmp(prev, g->output_hash) != 0) {
+                char why[600];
+                snprintf(why, sizeof why,
+                         "output changed with identical code and inputs: %s here, %s in run %lld (same revision, same "
+                         "code hash %s)%s",
+                         g->output_hash, prev, (long long)prev_run, g->code_hash,
+                         g->exact ? ": an exact op is nondeterministic" : " [numeric op: accumulation order may vary -> warning]");
+                snprintf(g->message, sizeof g->message, "%s", why);
+                if (g->exact) {
+                    ++nondet;
+                    line(out, "FAIL", g, why);
+                    if (cfg->record) record(db, g, "numerics", "fail", last_good[i]);
+                    continue;
+                }
+                ++warns;
+                line(out, "warn", g, why);
+                if (cfg->record) record(db, g, "numerics", "warn", last_good[i]);
+            }
+        }
         ++checked;
         if (g->d.verdict == GATE_NO_HISTORY) { ++no_hist; continue; }
         if (g->d.verdict == GATE_FASTER) { ++faster; continue; }
@@ -321,11 +378,11 @@ int gate_run(sqlite3 *db, int64_t run_id, const gate_config *cfg, FILE *out, cha
         fprintf(out, "gate: warning: could not record regressions: %s\n", sqlite3_errmsg(db));
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     }
-    int failed = fails + numerics_fail + errors > 0;
+    int failed = fails + numerics_fail + errors + nondet > 0;
     fprintf(out,
-            "gate: %s — %zu numerics failures, %zu errors, %zu perf regressions, %zu warnings; %zu timed results checked "
-            "(%zu without enough history, %zu faster), %zu unsupported\n",
-            failed ? "FAIL" : "PASS", numerics_fail, errors, fails, warns, checked, no_hist, faster, unsupported);
+            "gate: %s — %zu numerics failures, %zu nondeterministic outputs, %zu errors, %zu perf regressions, "
+            "%zu warnings; %zu timed results checked (%zu without enough history, %zu faster), %zu unsupported\n",
+            failed ? "FAIL" : "PASS", numerics_fail, nondet, errors, fails, warns, checked, no_hist, faster, unsupported);
     free(rs);
     free(last_good);
     return failed ? 1 : 0;

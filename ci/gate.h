@@ -2,6 +2,11 @@
  * gate.h — the CI gate: fail on any numerics failure, or on a confirmed performance
  * regression of a series against its own recent history.
  *
+ * Determinism: a case whose output hash differs from the previous clean run of the same
+ * revision with the same backend code hash (same inputs: the case seeds; same code) is a
+ * failure for exact ops (casts, layout, padding must be bit-reproducible) and a warning
+ * for numeric ones (a GEMM may legally vary its accumulation order).
+ *
  * A regression is confirmed when the run's median is slower than the baseline median by
  * at least max(min_change, noise_mult x noise) AND the Mann-Whitney U test of the run's
  * raw samples against the pooled samples of the baseline runs gives p < p_max. The

@@ -126,5 +126,32 @@ int main(void)
         CHECK(t_count(db, "SELECT count(*) FROM regression WHERE severity = 'warn'") >= 1, "warned");
     }
     store_close(db);
+    /* determinism: same revision, same code hash, same case -> the same output bytes */
+    db = history("gate_determinism", 0, 0.01);
+    {
+        char err[512];
+        int64_t ids[3];
+        const char *h0[3] = {"fnv1a64:0000000000000001", "fnv1a64:0000000000000001", "fnv1a64:0000000000000002"};
+        const char *h1[3] = {"fnv1a64:00000000000000a1", "fnv1a64:00000000000000a1", "fnv1a64:00000000000000a2"};
+        for (int k = 0; k < 3; ++k) {
+            run_record r;
+            int al;
+            t_make_run(&r, 2, 10, 100.0, 0.01, (unsigned)k + 50, 300000 + k);
+            rr_set(&r.contexts[0].code_hash, "fnv1a64:00000000000c0de0");
+            rr_set(&r.results[0].output_hash, h0[k]);   /* an exact case */
+            r.results[0].mismatched_bytes = 0;
+            rr_set(&r.results[1].output_hash, h1[k]);   /* a numeric case */
+            r.results[1].rel_err = 1e-3;
+            store_write_run(db, &r, "local", &al, &ids[k], err, sizeof err);
+            rr_free(&r);
+        }
+        CHECK(gate(db, ids[1], "same output twice") == 0, "identical outputs pass");
+        CHECK(gate(db, ids[2], "exact output changed, same code") == 1, "a changed exact output with identical code fails");
+        CHECK(t_count(db, "SELECT count(*) FROM regression WHERE kind = 'numerics' AND severity = 'warn'") == 1,
+              "a changed numeric output is a warning");
+        sqlite3_exec(db, "UPDATE run SET dirty = 1 WHERE id = 3", NULL, NULL, NULL);
+        CHECK(gate(db, ids[2], "dirty tree") == 0, "a dirty tree is not compared");
+    }
+    store_close(db);
     return t_report("test_gate");
 }
