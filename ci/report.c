@@ -28,7 +28,7 @@ static const char *short_shape(const char *shape, const char *params)
 
 void report_run_table(const run_record *r, FILE *out)
 {
-    fprintf(out, "%-30s %-26s %-8s %12s %16s %8s  %s\n", "op", "shape", "backend", "median", "rate", "%ceil",
+    fprintf(out, "%-46s %-24s %-8s %12s %16s %8s  %s\n", "op", "shape", "backend", "median", "rate", "%ceil",
             "numerics");
     for (size_t i = 0; i < r->n_results; ++i) {
         const rr_result *x = &r->results[i];
@@ -40,7 +40,7 @@ void report_run_table(const run_record *r, FILE *out)
         else snprintf(pct, sizeof pct, "-");
         snprintf(op, sizeof op, "%s", x->label[0] ? x->label : x->benchmark);
         const char *verdict = strcmp(x->status, "ok") != 0 ? x->status : x->verdict;
-        fprintf(out, "%-30.30s %-26.26s %-8s %12s %16s %8s  %s%s%s\n", op, short_shape(x->shape, x->params_json),
+        fprintf(out, "%-46.46s %-24.24s %-8s %12s %16s %8s  %s%s%s\n", op, short_shape(x->shape, x->params_json),
                 c->backend, med, rate, pct, verdict, x->message[0] && strcmp(x->verdict, "pass") ? ": " : "",
                 x->message[0] && strcmp(x->verdict, "pass") ? x->message : "");
     }
@@ -119,7 +119,7 @@ int report_compare(sqlite3 *db, int64_t a, int64_t b, FILE *out, char *err, size
     sqlite3_bind_int64(st, 2, b);
     run_header(db, a, "A", out);
     run_header(db, b, "B", out);
-    fprintf(out, "%-30s %-26s %-8s %12s %12s %8s %9s  %s\n", "op", "shape", "backend", "A median", "B median", "B/A",
+    fprintf(out, "%-46s %-24s %-8s %12s %12s %8s %9s  %s\n", "op", "shape", "backend", "A median", "B median", "B/A",
             "p", "numerics A -> B");
     int rows = 0;
     double logsum = 0;
@@ -146,7 +146,7 @@ int report_compare(sqlite3 *db, int64_t a, int64_t b, FILE *out, char *err, size
         }
         const char *va = strcmp(cs(st, 11), "ok") ? cs(st, 11) : cs(st, 9);
         const char *vb = strcmp(cs(st, 12), "ok") ? cs(st, 12) : cs(st, 10);
-        fprintf(out, "%-30.30s %-26.26s %-8s %12s %12s %8s %9s  %s -> %s\n",
+        fprintf(out, "%-46.46s %-24.24s %-8s %12s %12s %8s %9s  %s -> %s\n",
                 cs(st, 1)[0] ? cs(st, 1) : cs(st, 0), short_shape(cs(st, 2), cs(st, 3)), cs(st, 4), sa, sb, ratio, pv,
                 va, vb);
     }
