@@ -189,6 +189,27 @@ static void test_numeric_cases(qgmm_context *ctx)
     }
 }
 
+/* Invalid offsets: PASS needs BAD_OFFSETS and untouched outputs; one written byte fails. */
+static void test_bad_offsets(qgmm_context *ctx, qgmm_context *ref)
+{
+    static const struct { const char *prefix, *output; } cases[] = {
+        {"pad_token_groups.a32.bf16/M300.K64.G6.badoffs_past_end", "out"},
+        {"gemm.m.bf16.bf16.out_bf16/M200.N96.K128.G5.badoffs_decreasing", "out"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        const qgmm_case *c = first_with_prefix(cases[i].prefix);
+        EXPECT(c != NULL, "no conformance case starts with %s", cases[i].prefix);
+        if (!c) continue;
+        qgmm_case_result r = check_with(c, ctx, ref, PLANT_NONE, cases[i].output, NULL);
+        EXPECT(r.verdict == QGMM_VERDICT_PASS && r.status == QGMM_ERR_BAD_OFFSETS,
+               "%s: verdict %s status %s (%s)", c->id, qgmm_verdict_name(r.verdict),
+               qgmm_status_string(r.status), r.message);
+        r = check_with(c, ctx, ref, PLANT_FLIP_BIT, cases[i].output, NULL);
+        EXPECT(r.verdict == QGMM_VERDICT_FAIL && r.poison_violations >= 1,
+               "%s with a written output byte: verdict %s", c->id, qgmm_verdict_name(r.verdict));
+    }
+}
+
 /* A backend that lacks an op: the test plugin implements only group_row_ids. */
 static void test_unsupported(qgmm_context *ref)
 {
@@ -299,6 +320,7 @@ int main(void)
     test_thresholds_and_stats();
     test_exact_cases(ctx, ref);
     test_numeric_cases(ctx);
+    test_bad_offsets(ctx, ref);
     test_unsupported(ref);
     qgmm_context_destroy(ctx);
     qgmm_context_destroy(ref);

@@ -74,7 +74,10 @@ typedef enum qgmm_group_pattern {
     QGMM_GROUPS_RAGGED,      /* random sizes, every group non-empty where the extent allows */
     QGMM_GROUPS_EMPTY,       /* ragged, with the first, one middle and the last group empty */
     QGMM_GROUPS_SINGLE,      /* G = 1, one group over the whole extent */
-    QGMM_GROUPS_SHORT        /* ragged, offs[G-1] < extent: a tail no group covers */
+    QGMM_GROUPS_SHORT,       /* ragged, offs[G-1] < extent: a tail no group covers */
+    QGMM_GROUPS_BAD          /* INVALID offsets (a decreasing pair, or offs[G-1] past the
+                                extent, by seed): the op must write nothing and the next
+                                qgmm_synchronize must return QGMM_ERR_BAD_OFFSETS */
 } qgmm_group_pattern;
 
 /* How the high-precision inputs are drawn. Never all zeros. */

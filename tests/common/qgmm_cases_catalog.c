@@ -64,6 +64,7 @@ static const char *groups_short(qgmm_group_pattern g)
     case QGMM_GROUPS_EMPTY: return "empty";
     case QGMM_GROUPS_SINGLE: return "single";
     case QGMM_GROUPS_SHORT: return "short";
+    case QGMM_GROUPS_BAD: return "badoffs";
     }
     return "?";
 }
@@ -185,6 +186,9 @@ static void make_id(qgmm_case *c)
     if (c->groups != QGMM_GROUPS_NONE) {
         ADD(".G%lld", c->groups == QGMM_GROUPS_SINGLE ? 1 : s->G);
         k += snprintf(shape + k, sizeof shape - (size_t)k, ".%s", groups_short(c->groups));
+        if (c->groups == QGMM_GROUPS_BAD)
+            k += snprintf(shape + k, sizeof shape - (size_t)k, "_%s",
+                          (c->seed & 1) && s->G >= 2 ? "decreasing" : "past_end");
         if (c->group_multiple > 1) ADD("%lld", c->group_multiple);
     }
 #undef ADD
@@ -657,6 +661,44 @@ static void build_strided_and_many_groups(qc_list *l)
                  QGMM_F32));
 }
 
+/* Invalid device offsets: every grouped op must detect them on the device, write
+ * nothing and report QGMM_ERR_BAD_OFFSETS at synchronize. */
+static void build_bad_offsets(qc_list *l)
+{
+    for (int v = 0; v < 2; ++v) { /* two seeds: usually one of each kind of breakage */
+        const uint64_t seed = 0x0ffbad00ull + (uint64_t)v;
+        qgmm_case c = rowwise(0, 64, 200, 1, QGMM_GROUPS_BAD, 5, QGMM_BF16, QGMM_F8E4M3FN, 0,
+                              QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL);
+        c.seed = seed; push(l, c);
+        c = rowwise(0, 200, 48, 0, QGMM_GROUPS_BAD, 5, QGMM_BF16, QGMM_F8E4M3FN, 0, QGMM_SCALE_RECIPROCAL,
+                    QGMM_INPUT_NORMAL);
+        c.seed = seed + 10; push(l, c);
+        c = shape_case(QGMM_CASE_FP8_ROWWISE_DUAL, 0, 160, 48, 80, 4, QGMM_GROUPS_BAD, 1, QGMM_INPUT_NORMAL);
+        c.rowwise.reduce_dim = 0; c.rowwise.scale_kind = QGMM_SCALE_RECIPROCAL; c.transposed_out = 1;
+        c.seed = seed + 20; push(l, c);
+        c = shape_case(QGMM_CASE_SCALES_TO_BLOCKED, 0, 300, 0, 6 * 32, 5, QGMM_GROUPS_BAD, 1, QGMM_INPUT_NORMAL);
+        c.blocked = QGMM_BLOCKED_M_GROUPS; c.in_dtype = QGMM_U8; c.row_ids_padded = 1;
+        c.seed = seed + 30; push(l, c);
+        c = shape_case(QGMM_CASE_SCALES_TO_BLOCKED, 0, 150, 0, 20 * 32, 4, QGMM_GROUPS_BAD, 32, QGMM_INPUT_NORMAL);
+        c.blocked = QGMM_BLOCKED_K_GROUPS; c.in_dtype = QGMM_U8;
+        c.seed = seed + 40; push(l, c);
+        c = shape_case(QGMM_CASE_SCALES_FROM_BLOCKED, 0, 300, 0, 6 * 32, 5, QGMM_GROUPS_BAD, 1, QGMM_INPUT_NORMAL);
+        c.blocked = QGMM_BLOCKED_M_GROUPS; c.in_dtype = QGMM_U8;
+        c.seed = seed + 50; push(l, c);
+        c = shape_case(QGMM_CASE_PAD, 0, 300, 0, 64, 6, QGMM_GROUPS_BAD, 1, QGMM_INPUT_NORMAL);
+        c.alignment = 32; c.seed = seed + 60; push(l, c);
+        c.op = QGMM_CASE_UNPAD; c.seed = seed + 70; push(l, c);
+        c = shape_case(QGMM_CASE_GROUP_ROW_IDS, 0, 300, 0, 0, 6, QGMM_GROUPS_BAD, 1, QGMM_INPUT_NORMAL);
+        c.in_dtype = QGMM_I32; c.seed = seed + 80; push(l, c);
+        c = gemm(QGMM_GEMM_M_GROUPED, QGMM_RECIPE_BF16, 200, 96, 128, 5, QGMM_GROUPS_BAD, 1, QGMM_BF16);
+        c.seed = seed + 90; push(l, c);
+        c = gemm(QGMM_GEMM_K_GROUPED, QGMM_RECIPE_FP8_ROWWISE, 512, 96, 128, 4, QGMM_GROUPS_BAD, 1, QGMM_F32);
+        c.seed = seed + 100; push(l, c);
+        c = moe(0, QGMM_RECIPE_FP8_ROWWISE, QGMM_MX_FLOOR, 256, 256, 256, 4, QGMM_GROUPS_BAD, QGMM_BF16);
+        c.seed = seed + 110; push(l, c);
+    }
+}
+
 static void build_composite(qc_list *l)
 {
     /* the one-call MoE layer: ragged groups (not multiples of 32/128), so the backward
@@ -780,6 +822,7 @@ static qc_list *suite_list(const char *suite)
                 build_conformance(&g_lists[i]);
                 build_strided_and_many_groups(&g_lists[i]);
                 build_composite(&g_lists[i]);
+                build_bad_offsets(&g_lists[i]);
             }
             else if (i == 1) build_smoke(&g_lists[i]);
             else build_nightly(&g_lists[i]);

@@ -197,7 +197,8 @@ static qgmm_status set_blocks(qc_lop *o, const qgmm_case_instance *in, qgmm_reci
     int64_t start = 0, base = 0;
     for (int64_t j = 0; j < o->C; ++j) o->cidx[j] = -1;
     for (int64_t g = 0; g < in->G; ++g) {
-        const int64_t end = in->offs[g];
+        /* clamped: bad-offsets cases carry decreasing or out-of-range offsets */
+        const int64_t end = in->offs[g] < start ? start : in->offs[g] > o->C ? o->C : in->offs[g];
         for (int64_t j = start; j < end; ++j) o->cidx[j] = cb ? base + (j - start) / cb : g;
         if (cb) base += qgmm_ceil_div_i64(end - start, cb);
         start = end;

@@ -173,6 +173,9 @@ qgmm_status qgmm_case_prepare(const qgmm_case *c, qgmm_context *ctx, qgmm_case_i
     }
     st = c->check == QGMM_CHECK_NUMERIC ? qc_prepare_gemm(in) : qc_prepare_op(in);
     if (st != QGMM_OK) goto fail;
+    if (c->groups == QGMM_GROUPS_BAD) /* invalid offsets: no output byte may change */
+        for (int i = 0; i < in->nslots; ++i)
+            if (in->slots[i].role == QC_OUT) memset(in->slots[i].mask, 0, in->slots[i].total);
     st = poison(in, POISON_A);
     if (st != QGMM_OK) goto fail;
     *out = in;
@@ -210,7 +213,9 @@ static qgmm_status run_once(qgmm_case_instance *in, uint8_t byte, uint8_t **dst,
     const qgmm_status sy = qgmm_synchronize(in->ctx);
     if (ms) *ms = now_ms() - t0;
     if (st != QGMM_OK) return st;
-    if (sy != QGMM_OK) return sy;
+    /* a bad-offsets case expects BAD_OFFSETS here, and still checks every output byte */
+    const int expected_bad = in->c.groups == QGMM_GROUPS_BAD && sy == QGMM_ERR_BAD_OFFSETS;
+    if (sy != QGMM_OK && !expected_bad) return sy;
     for (int i = 0; i < in->nslots; ++i) {
         qc_slot *s = &in->slots[i];
         if (s->role == QC_IN) continue;
@@ -221,7 +226,7 @@ static qgmm_status run_once(qgmm_case_instance *in, uint8_t byte, uint8_t **dst,
         }
         if (apply_hook && g_hook && s->role == QC_OUT) g_hook(&in->c, s->name, d, s->total, s->guard, g_hook_user);
     }
-    return QGMM_OK;
+    return sy;
 }
 
 static void set_msg(qgmm_case_result *r, const char *fmt, const char *a, const char *b)
@@ -337,9 +342,19 @@ qgmm_status qgmm_case_check(qgmm_case_instance *in, qgmm_context *ref_ctx,
         r->reference_is_same_backend =
             strcmp(qgmm_context_backend_name(ref_ctx), qgmm_context_backend_name(in->ctx)) == 0;
 
+    const int bad = in->c.groups == QGMM_GROUPS_BAD;
     /* run A (the one compared and timed), run B (coverage) */
     qgmm_status st = run_once(in, POISON_A, NULL, &r->ms, 1);
-    if (st != QGMM_OK) { fail_status(r, st, "the op", in->ctx); return QGMM_OK; }
+    if (bad && st == QGMM_OK) {
+        r->verdict = QGMM_VERDICT_FAIL;
+        snprintf(r->message, sizeof r->message,
+                 "invalid offsets were not detected: synchronize returned QGMM_OK, want QGMM_ERR_BAD_OFFSETS");
+        return QGMM_OK;
+    }
+    if (st != QGMM_OK && !(bad && st == QGMM_ERR_BAD_OFFSETS)) {
+        fail_status(r, st, "the op", in->ctx);
+        return QGMM_OK;
+    }
     uint8_t *b[QC_MAX_SLOTS] = {0};
     qgmm_status hst = QGMM_OK;
     for (int i = 0; i < in->nslots; ++i) {
@@ -350,6 +365,8 @@ qgmm_status qgmm_case_check(qgmm_case_instance *in, qgmm_context *ref_ctx,
     if (hst == QGMM_OK) {
         /* keep A: run B downloads into b[] */
         st = run_once(in, POISON_B, b, NULL, 0);
+        if (bad && st == QGMM_ERR_BAD_OFFSETS) st = QGMM_OK;
+        else if (bad && st == QGMM_OK) st = QGMM_ERR_INTERNAL; /* detected once, not twice */
         if (st != QGMM_OK) fail_status(r, st, "the second run of the op", in->ctx);
         else check_coverage(in, b, r);
     }
@@ -357,7 +374,13 @@ qgmm_status qgmm_case_check(qgmm_case_instance *in, qgmm_context *ref_ctx,
     if (hst != QGMM_OK) return hst;
     r->output_hash = hash_outputs(in);
 
-    if (in->c.check == QGMM_CHECK_EXACT) {
+    if (bad) {
+        /* nothing to compare: the outputs must still hold the poison (checked above) */
+        r->status = QGMM_ERR_BAD_OFFSETS;
+        if (r->verdict == QGMM_VERDICT_PASS && (r->poison_violations || r->message[0]))
+            r->verdict = QGMM_VERDICT_FAIL;
+        return QGMM_OK;
+    } else if (in->c.check == QGMM_CHECK_EXACT) {
         qgmm_case_instance *ref = NULL;
         st = qgmm_case_prepare(&in->c, ref_ctx, &ref);
         if (st != QGMM_OK) {

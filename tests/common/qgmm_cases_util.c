@@ -204,6 +204,15 @@ int64_t qgmm_case_offsets(const qgmm_case *c, int32_t *offs, int64_t cap)
     }
     int64_t acc = 0;
     for (int64_t g = 0; g < G; ++g) { acc += size[g] * mult; offs[g] = (int32_t)acc; }
+    if (c->groups == QGMM_GROUPS_BAD) {
+        /* break the rule one way or the other: the seed's parity chooses */
+        if ((c->seed & 1) && G >= 2) {
+            const int64_t g = G / 2;
+            offs[g] = offs[g - 1] > 0 ? offs[g - 1] - 1 : -1; /* decreasing */
+        } else {
+            offs[G - 1] = (int32_t)(group_extent(c) + mult); /* past the end */
+        }
+    }
     free(size);
     free(empty);
     return G;

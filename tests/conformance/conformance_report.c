@@ -56,6 +56,10 @@ void report_backend_begin(report *r, const char *backend, const char *describe, 
 
 static void detail(const qgmm_case_result *res, char *out, size_t cap)
 {
+    if (res->verdict == QGMM_VERDICT_PASS && res->status == QGMM_ERR_BAD_OFFSETS) {
+        snprintf(out, cap, "BAD_OFFSETS reported, outputs untouched");
+        return;
+    }
     if (res->verdict == QGMM_VERDICT_UNSUPPORTED || res->verdict == QGMM_VERDICT_SKIPPED ||
         (res->status != QGMM_OK)) {
         snprintf(out, cap, "-");
