@@ -7,6 +7,10 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 "$ROOT/scripts/install-deps.sh"
 JOBS="$(nproc)"
 
+if [[ -f "$ROOT/dashboard/tests/browser/package-lock.json" ]] && command -v npm >/dev/null; then
+  echo "[qgmm] === npm ci (playwright-core for the dashboard's browser test) ==="
+  npm ci --silent --no-audit --no-fund --prefix "$ROOT/dashboard/tests/browser" || echo "[qgmm] npm ci failed: the browser test will report SKIP"
+fi
 echo "[qgmm] === build (-Werror) ==="
 BUILD_DIR="$ROOT/build" "$ROOT/scripts/build.sh" -DQGMM_WERROR=ON
 echo "[qgmm] === ctest ==="
