@@ -43,8 +43,22 @@ static qgmm_status vk_synchronize(qgmm_context *ctx, uint32_t *device_status)
     cb = vk_begin(c);
     g_vk.vkCmdFillBuffer(cb, c->status.buf, 0, 4, 0);
     vk_barrier(c, cb);
+    /* QGMM_VK_DUMP_TABLE=1: also print the head of the last group table (debug aid) */
+    const int dump = getenv("QGMM_VK_DUMP_TABLE") != NULL;
+    if (dump) {
+        cb = vk_begin(c);
+        VkBufferCopy t = {.srcOffset = 0, .dstOffset = 64, .size = 192};
+        g_vk.vkCmdCopyBuffer(cb, c->scratch.buf, c->readback.buf, 1, &t);
+        vk_barrier(c, cb);
+    }
     qgmm_status st = vk_wait_all(c);
     *device_status = *(volatile uint32_t *)c->readback.map;
+    if (dump) {
+        const int32_t *w = (const int32_t *)((const char *)c->readback.map + 64);
+        fprintf(stderr, "qgmm-vulkan group table:");
+        for (int i = 0; i < 48; ++i) fprintf(stderr, " %d", w[i]);
+        fprintf(stderr, "\n");
+    }
     return st;
 }
 

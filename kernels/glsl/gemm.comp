@@ -49,19 +49,23 @@ void main()
     // ---- which group and which rows
     int64_t g, i0, i1, c0, c1;
     if (kind == 0) {
-        // first g whose tiles end after ti_all
-        int64_t lo = 0, hi = G;
+        // first g whose tiles end after ti_all: one table field per probe (field 5, the
+        // running tile count), 32-bit arithmetic
+        const int t = int(ti_all);
+        int lo = 0, hi = int(G);
         while (lo < hi) {
-            const int64_t mid = (lo + hi) / 2;
-            const int64_t s = tab_get(table, mid, 0), e = tab_get(table, mid, 1);
-            const int64_t tend = tab_get(table, mid, 4) + (e - s + BM - 1) / BM;
-            if (tend <= ti_all) lo = mid + 1; else hi = mid;
+            const int mid = (lo + hi) / 2;
+            if (tab_get(table, mid, 5) <= t) lo = mid + 1; else hi = mid;
         }
-        if (lo >= G) return;
+        if (lo >= int(G)) return;
         g = lo;
-        const int64_t s = tab_get(table, g, 0);
-        i0 = s + (ti_all - tab_get(table, g, 4)) * BM;
-        i1 = min(i0 + BM, int64_t(tab_get(table, g, 1)));
+        const int gs = tab_get(table, g, 0), ge = tab_get(table, g, 1);
+        const int r0 = gs + (t - tab_get(table, g, 4)) * BM;
+        // defensive: a tile must start inside its group (the table was checked on the
+        // device, so this only guards against a corrupt table)
+        if (r0 < gs || r0 >= ge) return;
+        i0 = r0;
+        i1 = min(r0 + BM, ge);
         c0 = 0;
         c1 = P(GM_DEPTH);
     } else {

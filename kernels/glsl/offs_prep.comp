@@ -2,7 +2,7 @@
 // offs_prep.comp — reads device group offsets once per op, checks them (the rules of
 // qgmm_offsets_valid and of the CPU reference's per-op checks), and writes the group
 // table the op's main kernel reads: a "bad" flag word, then per group start, end,
-// padded start, padded end, tiles before. Bad offsets raise the context status word and
+// padded start, padded end, tiles before, tiles through the group. Bad offsets raise the context status word and
 // set the flag, so the main kernel writes nothing. One lane walks the groups: G is small
 // (experts, <= a few hundred) and a serial walk keeps the prefix sums trivially exact.
 #include "params.h"
@@ -57,6 +57,7 @@ void main()
         if (PA(OP_OUT0) != 0ul) st_i32(PA(OP_OUT0), g, int(ps));
         if (PA(OP_OUT1) != 0ul) st_i32(PA(OP_OUT1), g, int(pe));
         if (tile > 0) tiles += (size + tile - 1) / tile;
+        st_i32(table, t + 5, int(tiles));
         pstart = pe;
         prev = o;
     }

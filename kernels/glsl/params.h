@@ -7,8 +7,8 @@
 
 /* shared by every op that takes group offsets: the group table written by offs_prep.comp
  * lives in the context's scratch buffer: word 0 = "offsets bad" flag, then G records of
- * TAB_STRIDE int32: start, end (clamped), padded start, padded end, tiles before. */
-#define TAB_STRIDE 5
+ * TAB_STRIDE int32: start, end, padded start, padded end, tiles before, tiles through g. */
+#define TAB_STRIDE 6
 #define TAB_HEADER 4
 
 /* ---- fill.comp */
