@@ -1,7 +1,7 @@
 /*
  * qgmm_kernels_common.cuh — device helpers shared by the single-source cast and layout
- * kernels (CUDA and HIP): tensor views, element loads, the NaN shim, block-wide
- * NaN-propagating amax, and the in-kernel check of group offsets.
+ * kernels (CUDA and HIP): tensor views, element loads, the fast 8-wide fp8 conversion,
+ * block-wide NaN-propagating amax, and the in-kernel check of group offsets.
  */
 #ifndef QGMM_KERNELS_COMMON_CUH
 #define QGMM_KERNELS_COMMON_CUH
@@ -53,46 +53,6 @@ QGMM_DEV void qgmm_kstore(void *p, int dtype, int64_t i, float v)
     else ((float *)p)[i] = v;
 }
 
-/* ---- NaN shim.
- * The CPU reference runs on x86-64, where an SSE multiply/divide with a NaN operand
- * returns that operand quieted (first operand first) and an invalid operation (inf*0,
- * 0/0) returns the "default NaN" 0xFFC00000 — sign bit SET. GPUs return 0x7FFFFFFF for
- * all of these. Sign and payload reach the bytes (fp8 NaN keeps the sign; bf16 keeps the
- * payload; rowwise NaN scales are stored as is), so products that can meet NaN or
- * inf*0 go through these. Non-NaN results are the plain IEEE product/quotient. */
-QGMM_DEV float qgmm_k_nan_of(float a, float b)
-{
-    if (qgmm_isnan_f32(a)) return qgmm_bits_f32(qgmm_f32_bits(a) | 0x00400000u);
-    if (qgmm_isnan_f32(b)) return qgmm_bits_f32(qgmm_f32_bits(b) | 0x00400000u);
-    return qgmm_bits_f32(0xFFC00000u);
-}
-QGMM_DEV float qgmm_k_mul(float a, float b)
-{
-    const float p = a * b;
-    return qgmm_isnan_f32(p) ? qgmm_k_nan_of(a, b) : p;
-}
-QGMM_DEV float qgmm_k_div(float a, float b)
-{
-    const float p = a / b;
-    return qgmm_isnan_f32(p) ? qgmm_k_nan_of(a, b) : p;
-}
-/* qgmm_quantize_value / qgmm_mx_quantize_value with x86 NaN products. */
-QGMM_DEV uint8_t qgmm_k_quantize(float x, float scale, int fmt)
-{
-    const float p = x * scale;
-    if (qgmm_isnan_f32(p)) return qgmm_f32_to_fp8(qgmm_k_nan_of(x, scale), fmt);
-    return qgmm_quantize_value(x, scale, fmt);
-}
-QGMM_DEV uint8_t qgmm_k_mx_quantize(float x, uint8_t b, int fmt)
-{
-    return qgmm_k_quantize(x, qgmm_e8m0_reciprocal(b), fmt);
-}
-/* qgmm_scale_reciprocal with the x86 NaN result. */
-QGMM_DEV float qgmm_k_reciprocal(float s)
-{
-    return qgmm_isnan_f32(s) ? qgmm_k_nan_of(s, 1.0f) : qgmm_scale_reciprocal(s);
-}
-
 /* ---- fast f32 -> fp8 of 8 values.
  * Bit-identical to qgmm_f32_to_fp8 (the header function) by construction where it is
  * used, and proved over all 2^32 f32 inputs by bench/cuda/fp8_cvt_exhaustive.cu: the
@@ -134,8 +94,9 @@ QGMM_DEV void qgmm_k_to_fp8x8(const float p[8], uint8_t out[8])
     for (int k = 0; k < 8; ++k) out[k] = qgmm_f32_to_fp8(p[k], FMT);
 }
 
-/* q[k] = to_fp8(x[k] * scale[k]) for 8 values (qgmm_k_quantize semantics, NaN shim
- * included): products in f32, then the fast conversion when no product is NaN. */
+/* q[k] = qgmm_quantize_value(x[k], scale[k]) for 8 values: the plain f32 products, and
+ * when none is NaN (then qgmm_mul_f32 is that product) the fast conversion; otherwise
+ * all 8 through the header function with its NaN rule. */
 template <int FMT>
 QGMM_DEV void qgmm_k_quantize8v(const float x[8], const float scale[8], uint8_t out[8])
 {
@@ -148,7 +109,7 @@ QGMM_DEV void qgmm_k_quantize8v(const float x[8], const float scale[8], uint8_t 
     }
     if (nan) {
 #pragma unroll
-        for (int k = 0; k < 8; ++k) out[k] = qgmm_k_quantize(x[k], scale[k], FMT);
+        for (int k = 0; k < 8; ++k) out[k] = qgmm_quantize_value(x[k], scale[k], FMT);
         return;
     }
     qgmm_k_to_fp8x8<FMT>(p, out);

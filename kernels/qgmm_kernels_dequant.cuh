@@ -1,8 +1,9 @@
 /*
  * qgmm_kernels_dequant.cuh — single-source dequantize of every format (the inverse of
- * qgmm_kernels_quant.cuh): out = f32(q) * m (or / s for rowwise MULTIPLIER scales), the
- * scale found exactly as the quantize found it. One thread per 8 consecutive elements
- * along C; 8-byte q loads and 16/32-byte stores when the layout allows (vec flag).
+ * qgmm_kernels_quant.cuh): qgmm_dequant_mul(f32(q), s) (qgmm_dequant_div for rowwise
+ * MULTIPLIER scales), the scale found exactly as the quantize found it, f32(q) from a
+ * 256-entry table filled by qgmm_fp8_to_f32. A warp per row, 8 elements per lane, four
+ * chunks in flight; 8-byte q loads and 16/32-byte stores when the layout allows (vec).
  */
 #ifndef QGMM_KERNELS_DEQUANT_CUH
 #define QGMM_KERNELS_DEQUANT_CUH
@@ -36,16 +37,50 @@ QGMM_DEV int qgmm_kdq_scale(const qgmm_kquant &a, int64_t e, int64_t r, int64_t 
     return 1;
 }
 
-/* f32(q) times / over the scale, as the CPU reference computes it. The operand order
- * only matters when BOTH are NaN (x86 keeps the first source's payload): it follows the
- * order the reference's compiled code was seen to use on x86-64 (see docs). */
+/* f32(q) times / over the scale, with the header's NaN rule. */
 QGMM_DEV float qgmm_kdq_apply(const qgmm_kquant &a, float v, float s)
 {
-    if (a.kind == QGMM_KQ_ROWWISE) return a.recip ? qgmm_k_mul(v, s) : qgmm_k_div(v, s);
-    if (a.kind == QGMM_KQ_MX) return qgmm_k_mul(v, s);
-    return qgmm_k_mul(s, v);
+    if (a.kind == QGMM_KQ_ROWWISE && !a.recip) return qgmm_dequant_div(v, s);
+    return qgmm_dequant_mul(v, s);
 }
 
+/* One 8-element chunk (e, r, c0..c0+7): q bytes in, f32/bf16 out. */
+QGMM_DEV void qgmm_kdq_chunk(const qgmm_kdequant &d, const float *lut, int64_t e, int64_t r, int64_t c0,
+                             const uint8_t qv[8], int uniform)
+{
+    const qgmm_kquant &a = d.a;
+    float o[8];
+    int ok[8];
+    float su = 0.0f;
+    const int uok = uniform ? qgmm_kdq_scale(a, e, r, c0, &su) : 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        float sk = su;
+        ok[k] = c0 + k < a.C && (uniform ? uok : qgmm_kdq_scale(a, e, r, c0 + k, &sk));
+        o[k] = qgmm_kdq_apply(a, lut[qv[k]], sk);
+    }
+    const int all = ok[0] & ok[1] & ok[2] & ok[3] & ok[4] & ok[5] & ok[6] & ok[7];
+    const int64_t oi = qgmm_kidx(a.x, e, r, c0);
+    if (d.vec && all) {
+        if (d.out_dtype == QGMM_K_BF16) {
+            uint32_t w[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                w[k] = (uint32_t)qgmm_f32_to_bf16(o[2 * k]) | ((uint32_t)qgmm_f32_to_bf16(o[2 * k + 1]) << 16);
+            *(uint4 *)((uint16_t *)a.x.ptr + oi) = make_uint4(w[0], w[1], w[2], w[3]);
+        } else {
+            float4 *dst = (float4 *)((float *)a.x.ptr + oi);
+            dst[0] = make_float4(o[0], o[1], o[2], o[3]);
+            dst[1] = make_float4(o[4], o[5], o[6], o[7]);
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            if (ok[k]) qgmm_kstore(a.x.ptr, d.out_dtype, qgmm_kidx(a.x, e, r, c0 + k), o[k]);
+    }
+}
+
+/* One warp per row of the (E*R, C) view; lanes take 8-element chunks, four at a time. */
 QGMM_KERNEL void qgmm_kdq(qgmm_kdequant d)
 {
     QGMM_SHARED float lut[256];
@@ -58,48 +93,32 @@ QGMM_KERNEL void qgmm_kdq(qgmm_kdequant d)
         return;
     /* one scale for all 8 elements of a chunk: along C without groups (8 | 32 | 128) */
     const int uniform = a.along_c && !a.offs;
-    const int64_t cpr = (a.C + 7) / 8;
-    const int64_t total = a.E * a.R * cpr;
-    for (int64_t t = QGMM_BID_X * QGMM_NTHREADS + QGMM_TID; t < total; t += QGMM_NBLOCKS_X * QGMM_NTHREADS) {
-        const int64_t c0 = (t % cpr) * 8, row = t / cpr, e = row / a.R, r = row % a.R;
-        const uint8_t *qb = (const uint8_t *)a.q.ptr;
-        uint8_t qv[8];
-        if (d.vec) {
-            const uint2 u = *(const uint2 *)(qb + qgmm_kidx(a.q, e, r, c0));
+    const int lane = QGMM_TID % QGMM_WARP;
+    const int64_t wpb = QGMM_NTHREADS / QGMM_WARP;
+    const int64_t rows = a.E * a.R, cpr = (a.C + 7) / 8;
+    const uint8_t *qb = (const uint8_t *)a.q.ptr;
+    for (int64_t row = QGMM_BID_X * wpb + QGMM_TID / QGMM_WARP; row < rows; row += QGMM_NBLOCKS_X * wpb) {
+        const int64_t e = row / a.R, r = row - e * a.R;
+        for (int64_t base = lane; base < cpr; base += 4 * QGMM_WARP) {
+            uint8_t qv[4][8];
 #pragma unroll
-            for (int k = 0; k < 4; ++k) { qv[k] = (uint8_t)(u.x >> (8 * k)); qv[4 + k] = (uint8_t)(u.y >> (8 * k)); }
-        } else {
+            for (int u = 0; u < 4; ++u) {
+                const int64_t c0 = (base + u * QGMM_WARP) * 8;
+                if (c0 >= a.C) continue;
+                if (d.vec) {
+                    const uint2 w = *(const uint2 *)(qb + qgmm_kidx(a.q, e, r, c0));
 #pragma unroll
-            for (int k = 0; k < 8; ++k) qv[k] = c0 + k < a.C ? qb[qgmm_kidx(a.q, e, r, c0 + k)] : 0;
-        }
-        float o[8];
-        int ok[8];
-        float su = 0.0f;
-        const int uok = uniform ? qgmm_kdq_scale(a, e, r, c0, &su) : 0;
+                    for (int k = 0; k < 4; ++k) { qv[u][k] = (uint8_t)(w.x >> (8 * k)); qv[u][4 + k] = (uint8_t)(w.y >> (8 * k)); }
+                } else {
 #pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            float sk = su;
-            ok[k] = c0 + k < a.C && (uniform ? uok : qgmm_kdq_scale(a, e, r, c0 + k, &sk));
-            o[k] = qgmm_kdq_apply(a, lut[qv[k]], sk);
-        }
-        const int all = ok[0] & ok[1] & ok[2] & ok[3] & ok[4] & ok[5] & ok[6] & ok[7];
-        const int64_t oi = qgmm_kidx(a.x, e, r, c0);
-        if (d.vec && all) {
-            if (d.out_dtype == QGMM_K_BF16) {
-                uint32_t w[4];
-#pragma unroll
-                for (int k = 0; k < 4; ++k)
-                    w[k] = (uint32_t)qgmm_f32_to_bf16(o[2 * k]) | ((uint32_t)qgmm_f32_to_bf16(o[2 * k + 1]) << 16);
-                *(uint4 *)((uint16_t *)a.x.ptr + oi) = make_uint4(w[0], w[1], w[2], w[3]);
-            } else {
-                float4 *dst = (float4 *)((float *)a.x.ptr + oi);
-                dst[0] = make_float4(o[0], o[1], o[2], o[3]);
-                dst[1] = make_float4(o[4], o[5], o[6], o[7]);
+                    for (int k = 0; k < 8; ++k) qv[u][k] = c0 + k < a.C ? qb[qgmm_kidx(a.q, e, r, c0 + k)] : 0;
+                }
             }
-        } else {
 #pragma unroll
-            for (int k = 0; k < 8; ++k)
-                if (ok[k]) qgmm_kstore(a.x.ptr, d.out_dtype, qgmm_kidx(a.x, e, r, c0 + k), o[k]);
+            for (int u = 0; u < 4; ++u) {
+                const int64_t c0 = (base + u * QGMM_WARP) * 8;
+                if (c0 < a.C) qgmm_kdq_chunk(d, lut, e, r, c0, qv[u], uniform);
+            }
         }
     }
 }

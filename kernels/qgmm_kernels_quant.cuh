@@ -2,7 +2,7 @@
  * qgmm_kernels_quant.cuh — single-source (CUDA/HIP) kernels of every scaled FP8 cast:
  * FP8 rowwise (all variants), MXFP8 (dim0/dim1/3D, FLOOR/RCEIL, plain/blocked scales),
  * FP8 blockwise (1x128, 128x128). Per-element numerics only through kernels/qgmm_*.h
- * (via the NaN shim of qgmm_kernels_common.cuh), so the bytes equal the CPU reference.
+ * (NaN rule included: qgmm_mul_f32), so the bytes equal the CPU reference.
  *
  * Kernels (the launcher in backends/<api>/cast_*.cu picks one):
  *   qgmm_kq_generic     any layout: one warp per scale group (a rectangle of the
@@ -177,60 +177,78 @@ QGMM_KERNEL void qgmm_kq_generic(qgmm_kquant a)
         for (int64_t k = lane; k < cnt; k += QGMM_WARP) {
             const int64_t r = r0 + k / w, c = c0 + k % w;
             const float v = qgmm_kload(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, c));
-            q[qgmm_kidx(a.q, e, r, c)] = a.kind == QGMM_KQ_MX ? qgmm_k_mx_quantize(v, code, a.fmt)
-                                                              : qgmm_k_quantize(v, mult, a.fmt);
+            q[qgmm_kidx(a.q, e, r, c)] = a.kind == QGMM_KQ_MX ? qgmm_mx_quantize_value(v, code, a.fmt)
+                                                              : qgmm_quantize_value(v, mult, a.fmt);
         }
         if (lane == 0) {
             if (a.kind == QGMM_KQ_MX)
                 ((uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, mx_o, mx_b)] = code;
             else if (a.kind == QGMM_KQ_ROWWISE)
-                qgmm_kq_store_scale_f32(a, sidx, a.recip ? qgmm_k_reciprocal(mult) : mult);
+                qgmm_kq_store_scale_f32(a, sidx, a.recip ? qgmm_scale_reciprocal(mult) : mult);
             else
-                qgmm_kq_store_scale_f32(a, sidx, qgmm_k_reciprocal(mult));
+                qgmm_kq_store_scale_f32(a, sidx, qgmm_scale_reciprocal(mult));
         }
     }
 }
 
 /* ------------------------------------------------------------------ rowblock
- * TPG threads x 8 elements = one scale block of 8*TPG elements along contiguous C.
- * Requires: x.s2 == q.s2 == 1, C % (8*TPG) == 0, 16-byte aligned x rows, 8-byte aligned
- * q rows. kind MX (TPG 4) or BLOCKWISE with tile_rows 1 (TPG 16). */
+ * One warp per row of the (E*R, C) view; lane l takes 8-element chunks l, l+32, ... four
+ * at a time (four 16-byte loads in flight), TPG consecutive lanes = one scale block of
+ * 8*TPG elements (amax by xor-shuffle). Requires: x.s2 == q.s2 == 1, C % (8*TPG) == 0,
+ * 16-byte aligned x rows, 8-byte aligned q rows. kind MX (TPG 4) or BLOCKWISE with
+ * tile_rows 1 (TPG 16). */
+#define QGMM_KQ_UNROLL 4
 template <int TPG, int FMT>
 QGMM_KERNEL void qgmm_kq_rowblock(qgmm_kquant a)
 {
-    const int64_t chunks_per_row = a.C / 8;
-    const int64_t total = a.E * a.R * chunks_per_row;
-    const int64_t step = QGMM_NBLOCKS_X * QGMM_NTHREADS;
-    for (int64_t base = QGMM_BID_X * QGMM_NTHREADS; base < total; base += step) {
-        const int64_t t = base + QGMM_TID;
-        const int valid = t < total;
-        const int64_t tt = valid ? t : 0;
-        const int64_t c8 = tt % chunks_per_row, row = tt / chunks_per_row;
-        const int64_t e = row / a.R, r = row % a.R, c = c8 * 8;
-        float v[8];
-        float amax = 0.0f;
-        if (valid) {
-            qgmm_kload8(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, c), v);
+    const int lane = QGMM_TID % QGMM_WARP;
+    const int64_t wpb = QGMM_NTHREADS / QGMM_WARP;
+    const int64_t rows = a.E * a.R, cpr = a.C / 8;
+    uint8_t *qb = (uint8_t *)a.q.ptr;
+    for (int64_t row = QGMM_BID_X * wpb + QGMM_TID / QGMM_WARP; row < rows; row += QGMM_NBLOCKS_X * wpb) {
+        const int64_t e = row / a.R, r = row - e * a.R;
+        const int64_t xrow = qgmm_kidx(a.x, e, r, 0), qrow = qgmm_kidx(a.q, e, r, 0);
+        for (int64_t base = 0; base < cpr; base += QGMM_WARP * QGMM_KQ_UNROLL) {
+            float v[QGMM_KQ_UNROLL][8];
+            float amax[QGMM_KQ_UNROLL];
 #pragma unroll
-            for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[k]));
-        }
+            for (int u = 0; u < QGMM_KQ_UNROLL; ++u) {
+                const int64_t c8 = base + u * QGMM_WARP + lane;
+                amax[u] = 0.0f;
+                if (c8 < cpr) qgmm_kload8(a.x.ptr, a.x_dtype, xrow + c8 * 8, v[u]);
+            }
 #pragma unroll
-        for (int m = 1; m < TPG; m <<= 1) amax = qgmm_amax_combine(amax, QGMM_SHFL_XOR_F32(amax, m));
-        if (!valid) continue;
-        uint8_t out[8];
-        if (a.kind == QGMM_KQ_MX) {
-            const uint8_t code = qgmm_mx_scale(amax, FMT, a.rceil);
-            qgmm_k_quantize8<FMT>(v, qgmm_e8m0_reciprocal(code), out);
-            if ((c8 % TPG) == 0)
-                ((uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, r, c / (8 * TPG))] = code;
-        } else {
-            const float mult = qgmm_blockwise_scale(amax, FMT);
-            qgmm_k_quantize8<FMT>(v, mult, out);
-            if ((c8 % TPG) == 0)
-                qgmm_kq_store_scale_f32(a, e * a.s.s0 + r * a.s.s1 + (c / 128) * a.s.s2,
-                                        qgmm_k_reciprocal(mult));
+            for (int u = 0; u < QGMM_KQ_UNROLL; ++u) {
+                const int64_t c8 = base + u * QGMM_WARP + lane;
+                if (c8 < cpr) {
+#pragma unroll
+                    for (int k = 0; k < 8; ++k) amax[u] = qgmm_amax_combine(amax[u], qgmm_fabs_f32(v[u][k]));
+                }
+#pragma unroll
+                for (int m = 1; m < TPG; m <<= 1)
+                    amax[u] = qgmm_amax_combine(amax[u], QGMM_SHFL_XOR_F32(amax[u], m));
+            }
+#pragma unroll
+            for (int u = 0; u < QGMM_KQ_UNROLL; ++u) {
+                const int64_t c8 = base + u * QGMM_WARP + lane;
+                if (c8 >= cpr) continue;
+                const int64_t c = c8 * 8;
+                uint8_t out[8];
+                if (a.kind == QGMM_KQ_MX) {
+                    const uint8_t code = qgmm_mx_scale(amax[u], FMT, a.rceil);
+                    qgmm_k_quantize8<FMT>(v[u], qgmm_e8m0_reciprocal(code), out);
+                    if ((c8 % TPG) == 0)
+                        ((uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, r, c / (8 * TPG))] = code;
+                } else {
+                    const float mult = qgmm_blockwise_scale(amax[u], FMT);
+                    qgmm_k_quantize8<FMT>(v[u], mult, out);
+                    if ((c8 % TPG) == 0)
+                        qgmm_kq_store_scale_f32(a, e * a.s.s0 + r * a.s.s1 + (c / 128) * a.s.s2,
+                                                qgmm_scale_reciprocal(mult));
+                }
+                *(uint2 *)(qb + qrow + c) = qgmm_kpack8(out);
+            }
         }
-        *(uint2 *)((uint8_t *)a.q.ptr + qgmm_kidx(a.q, e, r, c)) = qgmm_kpack8(out);
     }
 }
 
@@ -261,29 +279,41 @@ QGMM_KERNEL void qgmm_kq_rowseg(qgmm_kquant a)
             amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j)));
         for (int64_t j = jb + lane; j < j1; j += QGMM_WARP)
             amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j)));
-        for (int64_t j = ja + 8 * lane; j < jb; j += 8 * QGMM_WARP) {
-            float v[8];
-            qgmm_kload8(a.x.ptr, a.x_dtype, xrow + j, v);
+        for (int64_t j0v = ja + 8 * lane; j0v < jb; j0v += 8 * QGMM_WARP * QGMM_KQ_UNROLL) {
+            float v[QGMM_KQ_UNROLL][8];
 #pragma unroll
-            for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[k]));
+            for (int u = 0; u < QGMM_KQ_UNROLL; ++u)
+                if (j0v + 8 * QGMM_WARP * u < jb) qgmm_kload8(a.x.ptr, a.x_dtype, xrow + j0v + 8 * QGMM_WARP * u, v[u]);
+#pragma unroll
+            for (int u = 0; u < QGMM_KQ_UNROLL; ++u)
+                if (j0v + 8 * QGMM_WARP * u < jb) {
+#pragma unroll
+                    for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[u][k]));
+                }
         }
         amax = qgmm_warp_amax(amax);
         const float mult = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
         uint8_t *q = (uint8_t *)a.q.ptr;
         for (int64_t j = j0 + lane; j < ja; j += QGMM_WARP)
-            q[qrow + j] = qgmm_k_quantize(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j), mult, FMT);
+            q[qrow + j] = qgmm_quantize_value(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j), mult, FMT);
         for (int64_t j = jb + lane; j < j1; j += QGMM_WARP)
-            q[qrow + j] = qgmm_k_quantize(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j), mult, FMT);
-        for (int64_t j = ja + 8 * lane; j < jb; j += 8 * QGMM_WARP) {
-            float v[8];
-            uint8_t o[8];
-            qgmm_kload8(a.x.ptr, a.x_dtype, xrow + j, v);
-            qgmm_k_quantize8<FMT>(v, mult, o);
-            *(uint2 *)(q + qrow + j) = qgmm_kpack8(o);
+            q[qrow + j] = qgmm_quantize_value(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j), mult, FMT);
+        for (int64_t j0v = ja + 8 * lane; j0v < jb; j0v += 8 * QGMM_WARP * QGMM_KQ_UNROLL) {
+            float v[QGMM_KQ_UNROLL][8];
+#pragma unroll
+            for (int u = 0; u < QGMM_KQ_UNROLL; ++u)
+                if (j0v + 8 * QGMM_WARP * u < jb) qgmm_kload8(a.x.ptr, a.x_dtype, xrow + j0v + 8 * QGMM_WARP * u, v[u]);
+#pragma unroll
+            for (int u = 0; u < QGMM_KQ_UNROLL; ++u)
+                if (j0v + 8 * QGMM_WARP * u < jb) {
+                    uint8_t o[8];
+                    qgmm_k_quantize8<FMT>(v[u], mult, o);
+                    *(uint2 *)(q + qrow + j0v + 8 * QGMM_WARP * u) = qgmm_kpack8(o);
+                }
         }
         if (lane == 0)
             qgmm_kq_store_scale_f32(a, (a.offs ? g : e) * a.s.s0 + r * a.s.s1,
-                                    a.recip ? qgmm_k_reciprocal(mult) : mult);
+                                    a.recip ? qgmm_scale_reciprocal(mult) : mult);
     }
 }
 
@@ -320,26 +350,37 @@ QGMM_KERNEL void qgmm_kq_colamax(qgmm_kquant a, int vec)
         gend = a.offs[g * a.offs_stride];
     }
     float m[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int64_t r = rbeg + sub; r < rend; r += nsub) {
-        if (a.offs && r >= gend) {
-            qgmm_kq_col_flush(a, g, c, m);
+    for (int64_t rb = rbeg + sub; rb < rend; rb += 4 * nsub) {
+        /* four rows' loads in flight, then fold them in row order */
+        float v[4][8];
 #pragma unroll
-            for (int k = 0; k < 8; ++k) m[k] = 0.0f;
-            while (g < a.G && a.offs[g * a.offs_stride] <= r) ++g;
-            if (g >= a.G) return;
-            gend = a.offs[g * a.offs_stride];
-        }
-        float v[8];
-        const int64_t xi = qgmm_kidx(a.x, e, r, c);
-        if (vec) {
-            qgmm_kload8(a.x.ptr, a.x_dtype, xi, v);
-        } else {
+        for (int u = 0; u < 4; ++u) {
+            const int64_t r = rb + u * nsub;
+            if (r >= rend) continue;
+            const int64_t xi = qgmm_kidx(a.x, e, r, c);
+            if (vec) {
+                qgmm_kload8(a.x.ptr, a.x_dtype, xi, v[u]);
+            } else {
 #pragma unroll
-            for (int k = 0; k < 8; ++k)
-                v[k] = c + k < a.C ? qgmm_kload(a.x.ptr, a.x_dtype, xi + k * a.x.s2) : 0.0f;
+                for (int k = 0; k < 8; ++k)
+                    v[u][k] = c + k < a.C ? qgmm_kload(a.x.ptr, a.x_dtype, xi + k * a.x.s2) : 0.0f;
+            }
         }
 #pragma unroll
-        for (int k = 0; k < 8; ++k) m[k] = qgmm_amax_combine(m[k], qgmm_fabs_f32(v[k]));
+        for (int u = 0; u < 4; ++u) {
+            const int64_t r = rb + u * nsub;
+            if (r >= rend) continue;
+            if (a.offs && r >= gend) {
+                qgmm_kq_col_flush(a, g, c, m);
+#pragma unroll
+                for (int k = 0; k < 8; ++k) m[k] = 0.0f;
+                while (g < a.G && a.offs[g * a.offs_stride] <= r) ++g;
+                if (g >= a.G) return;
+                gend = a.offs[g * a.offs_stride];
+            }
+#pragma unroll
+            for (int k = 0; k < 8; ++k) m[k] = qgmm_amax_combine(m[k], qgmm_fabs_f32(v[u][k]));
+        }
     }
     qgmm_kq_col_flush(a, a.offs ? g : e, c, m);
 }
@@ -347,7 +388,8 @@ QGMM_KERNEL void qgmm_kq_colamax(qgmm_kquant a, int vec)
 /* One thread per (slot, c): multiplier into the table, the stored scale into s. */
 QGMM_KERNEL void qgmm_kq_colscale(qgmm_kquant a)
 {
-    if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.R, 1, a.status, 0)) return;
+    /* the one kernel of the three that raises the status bit (block 0) */
+    if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.R, 1, a.status, QGMM_BID_X == 0)) return;
     const int64_t slots = a.offs ? a.G : a.E;
     for (int64_t i = QGMM_BID_X * QGMM_NTHREADS + QGMM_TID; i < slots * a.C;
          i += QGMM_NBLOCKS_X * QGMM_NTHREADS) {
@@ -355,12 +397,12 @@ QGMM_KERNEL void qgmm_kq_colscale(qgmm_kquant a)
         const float amax = qgmm_bits_f32(a.amax_bits[i]);
         const float mult = qgmm_kq_rowwise_mult(amax, a.fmt, a.pow2);
         a.table[i] = mult;
-        qgmm_kq_store_scale_f32(a, slot * a.s.s0 + c * a.s.s1, a.recip ? qgmm_k_reciprocal(mult) : mult);
+        qgmm_kq_store_scale_f32(a, slot * a.s.s0 + c * a.s.s1, a.recip ? qgmm_scale_reciprocal(mult) : mult);
     }
 }
 
 /* ------------------------------------------------------------------ transpose tile
- * Block = 256 threads, tile 128 rows (R) x 64 columns (C) of expert blockIdx.z.
+ * Block = 256 threads (exactly: the load and work split assume it), tile 128 rows (R) x 64 columns (C) of expert blockIdx.z.
  * Output q has q.s1 == 1 (R contiguous). kind MX: amax over 32 rows in the tile; kind
  * ROWWISE: multiplier a.table[(g or e) * C + c], g the group of the row (rows past the
  * last group are not written). vec_in: 16-byte loads allowed; vec_out: q.s1 == 1 and
@@ -376,20 +418,29 @@ QGMM_KERNEL void qgmm_kq_transpose(qgmm_kquant a, int vec_in, int vec_out)
     if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.R, 1, a.status, 0)) return;
     const int64_t c0 = QGMM_BID_X * QGMM_KQ_TC, r0 = QGMM_BID_Y * QGMM_KQ_TR, e = QGMM_BID_Z;
     const int tid = QGMM_TID;
-    /* load: chunks of 8 columns */
-    for (int ch = tid; ch < QGMM_KQ_TR * (QGMM_KQ_TC / 8); ch += QGMM_NTHREADS) {
-        const int rr = ch / (QGMM_KQ_TC / 8), cc = (ch % (QGMM_KQ_TC / 8)) * 8;
-        const int64_t r = r0 + rr, c = c0 + cc;
-        float v[8];
-        if (r < a.R && vec_in && c + 8 <= a.C) {
-            qgmm_kload8(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, c), v);
-        } else {
+    /* load: 1024 chunks of 8 columns, four per thread, all four loads issued first */
+    {
+        float v[4][8];
 #pragma unroll
-            for (int k = 0; k < 8; ++k)
-                v[k] = (r < a.R && c + k < a.C) ? qgmm_kload(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, c + k)) : 0.0f;
+        for (int u = 0; u < 4; ++u) {
+            const int ch = tid + u * QGMM_NTHREADS;
+            const int rr = ch / (QGMM_KQ_TC / 8), cc = (ch % (QGMM_KQ_TC / 8)) * 8;
+            const int64_t r = r0 + rr, c = c0 + cc;
+            if (r < a.R && vec_in && c + 8 <= a.C) {
+                qgmm_kload8(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, c), v[u]);
+            } else {
+#pragma unroll
+                for (int k = 0; k < 8; ++k)
+                    v[u][k] = (r < a.R && c + k < a.C) ? qgmm_kload(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, c + k)) : 0.0f;
+            }
         }
 #pragma unroll
-        for (int k = 0; k < 8; ++k) tile[rr][cc + k] = v[k];
+        for (int u = 0; u < 4; ++u) {
+            const int ch = tid + u * QGMM_NTHREADS;
+            const int rr = ch / (QGMM_KQ_TC / 8), cc = (ch % (QGMM_KQ_TC / 8)) * 8;
+#pragma unroll
+            for (int k = 0; k < 8; ++k) tile[rr][cc + k] = v[u][k];
+        }
     }
     if (a.kind == QGMM_KQ_ROWWISE && tid < QGMM_KQ_TR) {
         const int64_t r = r0 + tid;
@@ -497,7 +548,7 @@ QGMM_KERNEL void qgmm_kq_tile128(qgmm_kquant a)
                 *(uint2 *)((uint8_t *)a.q.ptr + qgmm_kidx(a.q, e, r, ct * 128 + cc)) = qgmm_kpack8(o);
             }
         }
-        if (tid == 0) qgmm_kq_store_scale_f32(a, e * a.s.s0 + rt * a.s.s1 + ct * a.s.s2, qgmm_k_reciprocal(mult));
+        if (tid == 0) qgmm_kq_store_scale_f32(a, e * a.s.s0 + rt * a.s.s1 + ct * a.s.s2, qgmm_scale_reciprocal(mult));
     }
 }
 

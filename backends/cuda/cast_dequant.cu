@@ -86,8 +86,7 @@ extern "C" qgmm_status qgmm_cuda_dequantize(qgmm_context *ctx, const qgmm_quant_
     d.vec = a.q.s2 == 1 && a.x.s2 == 1 && a.C % 8 == 0 && ((uintptr_t)a.q.ptr % 8) == 0 && a.q.s1 % 8 == 0 &&
             a.q.s0 % 8 == 0 && ((uintptr_t)a.x.ptr % 16) == 0 && (a.x.s1 * osz) % 16 == 0 &&
             (a.x.s0 * osz) % 16 == 0;
-    const int64_t threads = a.E * a.R * ((a.C + 7) / 8);
-    const unsigned grid = qgmm_cuda_grid(ctx, (threads + 255) / 256, 256, 16);
+    const unsigned grid = qgmm_cuda_grid(ctx, (a.E * a.R + 7) / 8, 256, 8); /* a warp per row */
     qgmm_kdq<<<grid, 256, 0, c->stream>>>(d);
     return qgmm_cuda_launch_check(ctx, "qgmm_kdq");
 }

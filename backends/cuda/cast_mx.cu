@@ -63,8 +63,7 @@ extern "C" qgmm_status qgmm_cuda_quantize_mxfp8(qgmm_context *ctx, const qgmm_mx
 
     if (a.along_c) {
         if (qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a)) {
-            const int64_t threads = a.E * a.R * (a.C / 8);
-            const unsigned grid = qgmm_cuda_grid(ctx, (threads + 255) / 256, 256, 16);
+            const unsigned grid = qgmm_cuda_grid(ctx, (a.E * a.R + 7) / 8, 256, 8); /* a warp per row */
             QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_rowblock<4, FMT><<<grid, 256, 0, c->stream>>>(a)));
             return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowblock<4>");
         }

@@ -24,16 +24,18 @@ if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
   PEER=$!
 fi
 if [ "$MODE" = all ] || [ "$MODE" = check ]; then
-  if [ -x "$D/bin/fp8_cvt_exhaustive" ]; then "$D/bin/fp8_cvt_exhaustive"; echo "fp8 exhaustive rc=$?"; fi
+  if [ -x "$D/bin/fp8_cvt_exhaustive" ]; then "$D/bin/fp8_cvt_exhaustive" > "$OUT/fp8_exhaustive.txt" 2>&1; echo "fp8 exhaustive rc=$?"; cat "$OUT/fp8_exhaustive.txt"; fi
   "$D/bin/qgmm-conformance" --backend cuda --require-reference "${FILTERS[@]}" > "$OUT/conformance.txt" 2>&1
   echo "conformance rc=$?"; grep -E "FAIL|passed" "$OUT/conformance.txt" | tail -15
   "$D/bin/test_cuda_offsets" > "$OUT/offsets.txt" 2>&1; echo "offsets rc=$?"; tail -3 "$OUT/offsets.txt"
   for tool in memcheck racecheck; do
-    timeout ${SAN_TIMEOUT:-120} compute-sanitizer --tool $tool --error-exitcode 9 "$D/bin/test_cuda_offsets" > "$OUT/san_${tool}_offsets.txt" 2>&1
-    echo "$tool offsets rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/san_${tool}_offsets.txt" | tail -2
+    timeout ${SAN_TIMEOUT:-120} compute-sanitizer --tool $tool --error-exitcode 9 "$D/bin/test_cuda_offsets" > /tmp/san.txt 2>&1
+    echo "$tool offsets rc=$?" | tee -a "$OUT/sanitizer.txt"; cat /tmp/san.txt >> "$OUT/sanitizer.txt"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY" /tmp/san.txt | tail -2
     timeout ${SAN_TIMEOUT:-120} compute-sanitizer --tool $tool --error-exitcode 9 "$D/bin/qgmm-conformance" --backend cuda "${FILTERS[@]}" \
-        > "$OUT/san_${tool}_conf.txt" 2>&1
-    echo "$tool conformance rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed" "$OUT/san_${tool}_conf.txt" | tail -3
+        > /tmp/san.txt 2>&1
+    echo "$tool conformance rc=$?" | tee -a "$OUT/sanitizer.txt"; cat /tmp/san.txt >> "$OUT/sanitizer.txt"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed" /tmp/san.txt | tail -3
   done
 fi
 if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
