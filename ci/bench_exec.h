@@ -28,6 +28,8 @@ typedef struct bench_cfg {
     long long exact_check_max_bytes; /* > 0: EXACT cases bigger than this are timed but not
                                         checked ("unchecked", with why): the CPU reference of a
                                         128-expert weight cast takes minutes */
+    long long max_case_bytes;     /* > 0: cases moving more are not run on this device (listed) */
+    double max_case_flops;        /* > 0: same for FLOPs (a 2.7 TFLOP GEMM on the CPU oracle) */
     long long flush_bytes;        /* > 0: fill a buffer this big before every sample (outside the
                                      events) so memory-bound ops are not served from L2 */
 } bench_cfg;

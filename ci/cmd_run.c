@@ -471,6 +471,8 @@ static int do_run(const run_opts *o)
         return 2;
     }
     size_t todo = 0, done = 0;
+    char skipped_note[512] = "";
+    size_t skipped_total = 0;
     for (size_t k = 0; k < s.n; ++k) if (!o->filter || strstr(s.cases[k].c.id, o->filter)) ++todo;
     todo *= (size_t)nsel;
     for (int b = 0; b < nsel; ++b) {
@@ -520,10 +522,18 @@ static int do_run(const run_opts *o)
             progress("[canary]  %-8s canary", names[b]);
             canary(ctx, &cfg, &r, ci);
         }
+        size_t skipped = 0;
         for (size_t k = 0; k < s.n; ++k) {
             const qgmm_case *cs = &s.cases[k].c;
             if (o->filter && !strstr(cs->id, o->filter)) continue;
             ++done;
+            if ((cfg.max_case_bytes > 0 && cs->bytes > (double)cfg.max_case_bytes) ||
+                (cfg.max_case_flops > 0 && cs->flops > cfg.max_case_flops)) {
+                /* not run and not recorded: a missing result is never read as a pass */
+                ++skipped;
+                progress("[%3zu/%zu] %-8s %s  not run here (over @max_case_mib / @max_case_gflop)", done, todo, names[b], cs->id);
+                continue;
+            }
             progress("[%3zu/%zu] %-8s %s ...", done, todo, names[b], cs->id);
             rr_result *x = rr_add_result(&r);
             x->context = ci;
@@ -533,6 +543,11 @@ static int do_run(const run_opts *o)
             progress("[%3zu/%zu] %-8s %s  %s  %s n=%zu", done, todo, names[b], cs->id,
                      strcmp(x->status, "ok") ? x->status : x->verdict, med, x->n_samples);
         }
+        if (skipped) {
+            size_t l = strlen(skipped_note);
+            snprintf(skipped_note + l, sizeof skipped_note - l, "%s%s:%zu", l ? "," : "", names[b], skipped);
+            skipped_total += skipped;
+        }
         qgmm_buffer_free(g_flush);
         g_flush = NULL;
         qgmm_context_destroy(ctx);
@@ -540,12 +555,24 @@ static int do_run(const run_opts *o)
     qgmm_context_destroy(ref);
     if (g_tty) fprintf(stderr, "\n");
     r.finished_at = (int64_t)time(NULL);
+    if (skipped_total) {  /* env is a flat JSON object: append one member */
+        size_t l = strlen(r.env_json);
+        char *e = malloc(l + sizeof skipped_note + 32);
+        if (e) {
+            snprintf(e, l + sizeof skipped_note + 32, "%.*s,\"not_run\":\"%s\"}", (int)(l - 1), r.env_json, skipped_note);
+            rr_set(&r.env_json, e);
+            free(e);
+        }
+    }
     rr_derive(&r);
     /* with --json -, stdout carries the document alone; the people's table goes to stderr */
     FILE *human = o->json && strcmp(o->json, "-") == 0 ? stderr : stdout;
     fprintf(human, "qgmm-bench run %s: suite %s, %zu results, revision %.12s%s, %lld s\n", r.uuid, r.suite, r.n_results,
             r.sha, r.dirty ? " (dirty)" : "", (long long)(r.finished_at - r.started_at));
     report_run_table(&r, human);
+    if (skipped_total)
+        fprintf(human, "not run (bigger than the suite's @max_case_mib / @max_case_gflop for that device): %s\n",
+                skipped_note);
     int rc = 0;
     if (o->json) {
         json_buf jb;

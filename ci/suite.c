@@ -221,6 +221,8 @@ static void apply(bench_cfg *c, const char *key, const char *val)
     else if (strcmp(key, "copy_mib") == 0) c->copy_bytes = atoll(val) << 20;
     else if (strcmp(key, "gemm_ceiling") == 0) c->gemm_ceiling = atoll(val);
     else if (strcmp(key, "exact_check_max_mib") == 0) c->exact_check_max_bytes = atoll(val) << 20;
+    else if (strcmp(key, "max_case_mib") == 0) c->max_case_bytes = atoll(val) << 20;
+    else if (strcmp(key, "max_case_gflop") == 0) c->max_case_flops = atof(val) * 1e9;
     else if (strcmp(key, "flush_l2_mib") == 0) c->flush_bytes = atoll(val) << 20;
     else if (strcmp(key, "canary_m") == 0) c->canary_m = atoll(val);
     else if (strcmp(key, "canary_k") == 0) c->canary_k = atoll(val);
