@@ -31,8 +31,14 @@
 #include "hip_gemm.h"
 #include "qgmm_kernels_layout.cuh"
 
+/* The two matrix instructions. backends/hip/emu/ (host emulation test) defines these
+ * first with a lane-by-lane model of the same operand/result layouts. */
 #if defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
 #define QGMM_HG_HAS_FP8_MFMA 1
+#endif
+#ifndef HG_MFMA_BF16
+#define HG_MFMA_BF16(a, b, acc) __builtin_amdgcn_mfma_f32_32x32x8bf16_1k((a), (b), (acc), 0, 0, 0)
+#define HG_MFMA_FP8(a, b, acc) __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8((a), (b), (acc), 0, 0, 0)
 #endif
 
 #define HG_BM 64
@@ -40,8 +46,13 @@
 #define HG_KC 32
 #define HG_THREADS 256
 
+#if defined(QGMM_HIP_EMU)
+typedef float hg_f32x16 __attribute__((vector_size(64)));
+typedef short hg_i16x4 __attribute__((vector_size(8)));
+#else
 typedef float hg_f32x16 __attribute__((ext_vector_type(16)));
 typedef short hg_i16x4 __attribute__((ext_vector_type(4)));
+#endif
 
 /* LDS row pitch: bf16 tiles 32+8 elements (80 B: the 16-byte staging stores stay aligned),
  * fp8 tiles 32+8 bytes (40 B: 8-byte stores and operand reads aligned); the padding spreads
@@ -53,7 +64,7 @@ struct hg_lds {
     int32_t tstart[QGMM_HG_MAX_GROUPS + 1];  /* padded (64) group starts -> tile prefix */
     int32_t mstart[QGMM_HG_MAX_GROUPS + 1];  /* MX blocked-layout group starts */
     int64_t scan[HG_THREADS];
-    union {
+    union __attribute__((aligned(16))) {     /* 16-byte staging stores need it */
         uint16_t h[2][HG_BM * HG_PITCH16];   /* A rows, B columns as bf16 */
         uint8_t b[2][HG_BM * HG_PITCH8];     /* A rows, B columns as fp8 bytes */
     } t;
@@ -116,7 +127,7 @@ QGMM_DEV void hg_mfma_chunk(const hg_lds &L, int wr, int wc, int lane, hg_f32x16
             const int k = s * 16 + half * 8;
             const long a = *(const long *)&L.t.b[0][(wr * 32 + i) * HG_PITCH8 + k];
             const long b = *(const long *)&L.t.b[1][(wc * 32 + i) * HG_PITCH8 + k];
-            acc = __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8(a, b, acc, 0, 0, 0);
+            acc = HG_MFMA_FP8(a, b, acc);
         }
 #else
         __builtin_trap(); /* the host never selects FP8 MFMA for an arch without it */
@@ -127,7 +138,7 @@ QGMM_DEV void hg_mfma_chunk(const hg_lds &L, int wr, int wc, int lane, hg_f32x16
             const int k = s * 8 + half * 4;
             const hg_i16x4 a = *(const hg_i16x4 *)&L.t.h[0][(wr * 32 + i) * HG_PITCH16 + k];
             const hg_i16x4 b = *(const hg_i16x4 *)&L.t.h[1][(wc * 32 + i) * HG_PITCH16 + k];
-            acc = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, acc, 0, 0, 0);
+            acc = HG_MFMA_BF16(a, b, acc);
         }
     }
 }
@@ -249,6 +260,7 @@ __global__ __launch_bounds__(HG_THREADS) void qgmm_hg_kernel(qgmm_hg_problem p)
     }
 }
 
+#if !defined(QGMM_HIP_EMU)
 /* The same launch in both builds; in the bare device-only check the shim declares the
  * runtime names, and only the two kernel instantiations matter. */
 #include "cuda_runtime.h"
@@ -258,3 +270,4 @@ extern "C" int qgmm_hip_gemm_launch(const qgmm_hg_problem *p, int fp8_mfma, unsi
     else qgmm_hg_kernel<false><<<grid, HG_THREADS, 0, (hipStream_t)stream>>>(*p);
     return (int)hipGetLastError();
 }
+#endif
