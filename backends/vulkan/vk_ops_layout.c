@@ -85,7 +85,11 @@ static void pad_params(int64_t *p, int mode, const qgmm_tensor *x, const qgmm_te
         p[PD_VEC] = d * esize / 16;
 }
 
-static int64_t pad_groups(const int64_t *p) { return (p[PD_ROWS] * (p[PD_VEC] > 0 ? p[PD_VEC] : p[PD_D]) + 255) / 256; }
+static int64_t pad_groups(const int64_t *p)
+{
+    if (p[PD_VEC] > 0) return p[PD_ROWS] * ((p[PD_VEC] + 1023) / 1024); /* row chunks of 1024 units */
+    return (p[PD_ROWS] * p[PD_D] + 255) / 256;
+}
 
 qgmm_status vk_pad_token_groups(qgmm_context *ctx, int alignment, const qgmm_tensor *x, const qgmm_tensor *offs,
                                 const qgmm_tensor *out, const qgmm_tensor *padded_start,
