@@ -16,6 +16,12 @@ BUILD_DIR="$ROOT/build" "$ROOT/scripts/build.sh" -DQGMM_WERROR=ON
 echo "[qgmm] === ctest ==="
 (cd "$ROOT/build" && ctest --output-on-failure -j"$JOBS" --timeout 1800)
 
+echo "[qgmm] === runner: smoke suite on every backend present, then the gate ==="
+rm -f "$ROOT/build/ci.db"
+QGMM_PLUGIN_PATH="$ROOT/build/lib" "$ROOT/build/bin/qgmm-bench" run --suite smoke --backend all \
+  --db "$ROOT/build/ci.db" --reason ci
+"$ROOT/build/bin/qgmm-bench" gate --db "$ROOT/build/ci.db"
+
 echo "[qgmm] === build (ASan+UBSan) ==="
 BUILD_DIR="$ROOT/build-asan" "$ROOT/scripts/build.sh" -DQGMM_WERROR=ON -DQGMM_SANITIZE=ON \
   -DQGMM_CUDA=OFF -DQGMM_HIP=OFF -DCMAKE_BUILD_TYPE=Debug
