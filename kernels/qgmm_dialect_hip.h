@@ -136,4 +136,13 @@ QGMM_BARE_D int atomicAdd(int *p, int v)
 
 #include "qgmm_dialect.h"
 
+/* Every launcher of the shared kernels uses 256-thread blocks. Without a bound, the AMDGPU
+ * backend assumes up to 1024 work-items (16 waves over 4 SIMDs) and caps each kernel at
+ * 128 VGPRs, which made the row-block and 128x128 cast kernels spill to scratch on gfx942;
+ * with the bound they may use up to 512. A launch with more than 256 threads would fail
+ * with a launch error (reported by qgmm_cuda_launch_check), never compute wrongly. */
+#define QGMM_HIP_KERNEL_THREADS 256
+#undef QGMM_KERNEL
+#define QGMM_KERNEL static __global__ __launch_bounds__(QGMM_HIP_KERNEL_THREADS)
+
 #endif /* QGMM_DIALECT_HIP_H */
