@@ -55,7 +55,9 @@ extern vk_api g_vk;
 enum vk_pipe {
     VKP_FILL,
     VKP_OFFS_PREP,
-    VKP_CAST,
+    VKP_CAST_E4M3FN, /* cast.comp per fp8 format (order of QGMM_F8E4M3FN..QGMM_F8E5M2) */
+    VKP_CAST_E4M3FNUZ,
+    VKP_CAST_E5M2,
     VKP_DEQUANT,
     VKP_BLOCKED,
     VKP_PAD,

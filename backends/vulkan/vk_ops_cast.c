@@ -74,7 +74,7 @@ static void lanes_auto(int64_t *p, const qgmm_tensor *x, int64_t seglen, int com
 static qgmm_status run_cast(vk_ctx *c, int64_t *p)
 {
     const int64_t groups = p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
-    return vk_dispatch(c, VKP_CAST, p, QP_MAX, groups);
+    return vk_dispatch(c, VKP_CAST_E4M3FN + (int)(p[CP_FMT] - QGMM_F8E4M3FN), p, QP_MAX, groups);
 }
 
 qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *prm,

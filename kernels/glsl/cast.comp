@@ -108,7 +108,11 @@ void main()
         }
     }
 
+#ifdef QG_FMT
+    const int fmt = QG_FMT; // compiled per fp8 format: the codec's format branches fold away
+#else
     const int fmt = PI(CP_FMT);
+#endif
     const int64_t so_idx = combine ? ot : o0 + lo;
     if (lr == 0 && (!combine || lo == 0) && (combine || o0 + lo < o1)) {
         const FmtConsts c = FmtConsts(PU(CP_C_MAX), PU(CP_C_CLAMP), PU(CP_C_EPS), PU(CP_C_INV));

@@ -23,6 +23,10 @@ shared float Bs[BK][BN + 4];
 #if QG_FP8
 shared float lutA[256];
 shared float lutB[256];
+// per-row / per-column dequant scale of the current K step (a step never straddles a
+// 32- or 128-deep scale block: steps are 16 deep and every group starts on a block)
+shared float scA[BM];
+shared float scB[BN];
 #endif
 
 #define R_BF16 0
@@ -114,6 +118,22 @@ void main()
     barrier();
 
     for (int64_t kc = c0; kc < c1; kc += BK) {
+#if QG_FP8
+        if (recipe == R_BLOCKWISE || recipe == R_MX) {
+            if (tid < BM) {
+                const int64_t gi = min(i0 + tid, i1 - 1);
+                scA[tid] = recipe == R_BLOCKWISE
+                    ? uintBitsToFloat(ld_u32(SA, gi * sSAi + (kc / 128) * sSAc))
+                    : e8m0f(SA, mxa_base + blocked_offset(gi - mxa_row0, (kc - mxa_c0) / 32, mxa_cp), sastride);
+            } else if (tid < BM + BN) {
+                const int64_t gj = min(j0 + tid - BM, j1 - 1);
+                scB[tid - BM] = recipe == R_BLOCKWISE
+                    ? uintBitsToFloat(ld_u32(SB, g * sSBg + (gj / sbjdiv) * sSBj + (kc / 128) * sSBc))
+                    : e8m0f(SB, mxb_base + blocked_offset(gj, (kc - mxb_c0) / 32, mxb_cp), sbstride);
+            }
+            barrier();
+        }
+#endif
         for (int q = 0; q < 4; ++q) {
             const int el = tid + 256 * q;
             // ---- A element (row ii, depth kk)
@@ -125,10 +145,7 @@ void main()
                 const int64_t idx = gi * sAi + gc * sAc;
 #if QG_FP8
                 va = lutA[ld_u8(A, idx)];
-                if (recipe == R_BLOCKWISE)
-                    va *= uintBitsToFloat(ld_u32(SA, gi * sSAi + (gc / 128) * sSAc));
-                else if (recipe == R_MX)
-                    va *= e8m0f(SA, mxa_base + blocked_offset(gi - mxa_row0, (gc - mxa_c0) / 32, mxa_cp), sastride);
+                if (recipe == R_BLOCKWISE || recipe == R_MX) va *= scA[ii];
 #else
                 va = uintBitsToFloat(bf16_to_f32(ld_u16(A, idx)));
 #endif
@@ -143,10 +160,7 @@ void main()
                 const int64_t idx = bgoff + gj * sBj + gd * sBc;
 #if QG_FP8
                 vb = lutB[ld_u8(B, idx)];
-                if (recipe == R_BLOCKWISE)
-                    vb *= uintBitsToFloat(ld_u32(SB, g * sSBg + (gj / sbjdiv) * sSBj + (gd / 128) * sSBc));
-                else if (recipe == R_MX)
-                    vb *= e8m0f(SB, mxb_base + blocked_offset(gj, (gd - mxb_c0) / 32, mxb_cp), sbstride);
+                if (recipe == R_BLOCKWISE || recipe == R_MX) vb *= scB[jj];
 #else
                 vb = uintBitsToFloat(bf16_to_f32(ld_u16(B, idx)));
 #endif
