@@ -11,10 +11,14 @@ int cmd_runs(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_upload(int argc, char **argv);
+int cmd_changepoints(int argc, char **argv);
 
 /* Shared option helpers: returns 1 and the value when argv[*i] is `name VALUE` or
  * `name=VALUE` (advancing *i), 0 otherwise; exits 2 on a missing value. */
 int opt_value(int argc, char **argv, int *i, const char *name, const char **value);
 int wants_help(int argc, char **argv);
+/* The change-point options shared by `changepoints` and `gate --changepoints`. */
+struct cp_config;
+int cp_parse_option(int argc, char **argv, int *i, struct cp_config *cfg);
 
 #endif

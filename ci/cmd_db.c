@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "changepoint.h"
 #include "gate.h"
 #include "json.h"
 #include "report.h"
@@ -14,6 +15,7 @@
 static const char *const GATE_HELP =
     "usage: qgmm-bench gate --db FILE [--run ID|UUID|latest] [--baseline N] [--min-change F]\n"
     "                       [--noise-mult F] [--p F] [--min-history N] [--no-record]\n"
+    "                       [--changepoints [--since N] [--min-runs N] [--window N]]\n"
     "\n"
     "Judges one run (default: the latest). Exit 1 when any result failed its numerics check or\n"
     "errored, or when a series is slower than its baseline — the previous N runs (default 10)\n"
@@ -23,6 +25,9 @@ static const char *const GATE_HELP =
     "ceilings, and slowdowns in a backend whose canary also slowed are warnings (exit 0).\n"
     "Fewer than --min-history (3) baseline runs: no performance verdict. Every line says why.\n"
     "Flags are written to the regression table (triage in the dashboard) unless --no-record.\n"
+    "--changepoints then runs the change-point pass over every series (see `qgmm-bench\n"
+    "changepoints --help`; same thresholds) to name the revision each shift started at; its\n"
+    "findings are printed and recorded but do not change the exit status.\n"
     "Exit 0 pass, 1 fail, 2 usage/database error.\n";
 
 static const char *const COMPARE_HELP =
@@ -88,9 +93,14 @@ int cmd_gate(int argc, char **argv)
     const char *dbp = NULL, *run = "latest", *v;
     gate_config cfg;
     gate_config_default(&cfg);
+    cp_config cp;
+    cp_config_default(&cp);
+    int changepoints = 0;
     for (int i = 1; i < argc; ++i) {
         if (opt_value(argc, argv, &i, "--db", &dbp)) continue;
         if (opt_value(argc, argv, &i, "--run", &run)) continue;
+        if (strcmp(argv[i], "--changepoints") == 0) { changepoints = 1; continue; }
+        if (cp_parse_option(argc, argv, &i, &cp)) continue;
         if (opt_value(argc, argv, &i, "--baseline", &v)) { cfg.baseline_runs = atoi(v); continue; }
         if (opt_value(argc, argv, &i, "--min-history", &v)) { cfg.min_baseline_runs = atoi(v); continue; }
         if (opt_value(argc, argv, &i, "--min-change", &v)) { cfg.min_change = atof(v); continue; }
@@ -110,6 +120,19 @@ int cmd_gate(int argc, char **argv)
     if (resolve(db, run, &id, "gate")) { store_close(db); return 2; }
     char err[512];
     int rc = gate_run(db, id, &cfg, stdout, err, sizeof err);
+    if (rc >= 0 && changepoints) {
+        cp.min_change = cfg.min_change;
+        cp.noise_mult = cfg.noise_mult;
+        cp.p_max = cfg.p_max;
+        cp.record = cfg.record;
+        size_t slower;
+        if (cp.min_runs < 1 || cp.window_runs < 1 || cp.since < 0)
+            fprintf(stderr, "qgmm-bench gate: --min-runs and --window must be >= 1, --since >= 0\n"), rc = 2;
+        else if (cp_run(db, &cp, 0, stdout, &slower, err, sizeof err)) {
+            fprintf(stderr, "qgmm-bench gate: change-point pass: %s\n", err);
+            rc = 2;
+        }
+    }
     store_close(db);
     if (rc < 0) { fprintf(stderr, "qgmm-bench gate: %s\n", err); return 2; }
     return rc;

@@ -11,6 +11,7 @@ static const char *const HELP =
     "\n"
     "  run      run a suite on every backend present, check numerics, time, store (--db)\n"
     "  gate     exit 1 on a numerics failure or a confirmed performance regression\n"
+    "  changepoints  name the revision where each series' median shifted (nightly pass)\n"
     "  compare  two runs side by side (text table)\n"
     "  history  one series over time (text table)\n"
     "  runs     list the stored runs\n"
@@ -19,7 +20,7 @@ static const char *const HELP =
     "  import   store run documents (peers, other machines); idempotent by uuid\n"
     "  upload   POST a run to the dashboard's ingest API\n"
     "\n"
-    "Typical: qgmm-bench run --suite nightly --backend all --db results.db && qgmm-bench gate --db results.db\n";
+    "Typical: qgmm-bench run --suite nightly --backend all --db results.db && qgmm-bench gate --db results.db --changepoints\n";
 
 int wants_help(int argc, char **argv)
 {
@@ -48,6 +49,7 @@ int main(int argc, char **argv)
         {"run", cmd_run},         {"gate", cmd_gate},     {"compare", cmd_compare},
         {"history", cmd_history}, {"runs", cmd_runs},     {"cases", cmd_cases},
         {"export", cmd_export},   {"import", cmd_import}, {"upload", cmd_upload},
+        {"changepoints", cmd_changepoints},
     };
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         fputs(HELP, argc < 2 ? stderr : stdout);

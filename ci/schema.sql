@@ -6,7 +6,9 @@
 -- A database whose user_version is greater than the newest N here is refused (an older
 -- binary must not write into a newer schema). Rules for editing: never change a section
 -- that has shipped; add a new section with the next N; only additive changes (new tables,
--- new nullable/defaulted columns, new indexes) so that older readers keep working.
+-- new nullable/defaulted columns, new indexes) so that older readers keep working. The one
+-- exception is migration 3, which rebuilds `regression` in place to rename its triage
+-- states (a CHECK constraint cannot be altered); it keeps every row and id.
 --
 -- Connection settings (applied by every writer at open, not stored here):
 --   PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;
@@ -180,3 +182,66 @@ CREATE TABLE regression (
     UNIQUE (series_id, run_id, kind)
 ) STRICT;
 CREATE INDEX regression_status ON regression (status, detected_at);
+
+-- @migration 3: triage states named as in the dashboard issue, change points, dashboard tokens
+-- (a) The triage vocabulary becomes detected / acknowledged / fixed / ignored, and the
+-- regression table gains kind 'changepoint' (rows written by `qgmm-bench changepoints`:
+-- run_id is the first run after the shift, first_bad/last_good name the revisions around
+-- it). SQLite cannot alter a CHECK constraint, so this one migration rebuilds the table
+-- (the documented exception to "additive only"; nothing references regression, ids are
+-- kept). Mapping: open -> detected, confirmed -> acknowledged, fixed -> fixed,
+-- false_positive and wontfix -> ignored, the old word kept in the note so nothing is lost.
+CREATE TABLE regression_v3 (
+    id               INTEGER PRIMARY KEY,
+    series_id        INTEGER NOT NULL REFERENCES series(id),
+    run_id           INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    result_id        INTEGER REFERENCES result(id) ON DELETE CASCADE,
+    kind             TEXT NOT NULL CHECK (kind IN ('perf', 'numerics', 'changepoint')),
+    severity         TEXT NOT NULL CHECK (severity IN ('fail', 'warn')),
+    baseline_runs    INTEGER NOT NULL DEFAULT 0, -- runs in the baseline window (changepoint: runs before the shift)
+    baseline_median_us REAL,                     -- changepoint: median of the runs' medians before the shift
+    current_median_us  REAL,                     -- changepoint: the same after the shift
+    change           REAL,                       -- relative change of the median, +0.20 = 20 % slower
+    threshold        REAL,                       -- max(0.05, 3 * noise) applied
+    noise            REAL,                       -- the series' relative noise (1.4826 MAD / median of run medians)
+    p_value          REAL,                       -- Mann-Whitney U, two-sided
+    last_good_revision_id INTEGER REFERENCES revision(id),  -- perf: newest baseline run's; changepoint: last run before the shift
+    first_bad_revision_id INTEGER REFERENCES revision(id),  -- perf: this run's; changepoint: first run after the shift
+    reason           TEXT NOT NULL DEFAULT '',   -- one sentence: why it was flagged
+    status           TEXT NOT NULL DEFAULT 'detected'
+                     CHECK (status IN ('detected', 'acknowledged', 'fixed', 'ignored')),
+    note             TEXT NOT NULL DEFAULT '',
+    detected_at      INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    after_runs       INTEGER,                    -- changepoint: runs after the shift in the analysed window
+    driver           TEXT,                       -- changepoint: the driver of the analysed history
+    UNIQUE (series_id, run_id, kind)
+) STRICT;
+INSERT INTO regression_v3 (id, series_id, run_id, result_id, kind, severity, baseline_runs, baseline_median_us,
+    current_median_us, change, threshold, noise, p_value, last_good_revision_id, first_bad_revision_id, reason,
+    status, note, detected_at, updated_at)
+SELECT id, series_id, run_id, result_id, kind, severity, baseline_runs, baseline_median_us, current_median_us,
+    change, threshold, noise, p_value, last_good_revision_id, first_bad_revision_id, reason,
+    CASE status WHEN 'open' THEN 'detected' WHEN 'confirmed' THEN 'acknowledged' WHEN 'fixed' THEN 'fixed'
+                ELSE 'ignored' END,
+    CASE WHEN status IN ('false_positive', 'wontfix')
+         THEN trim(note || ' [triaged ' || status || ' before schema 3]') ELSE note END,
+    detected_at, updated_at
+FROM regression;
+DROP TABLE regression;
+ALTER TABLE regression_v3 RENAME TO regression;
+CREATE INDEX regression_status ON regression (status, detected_at);
+CREATE INDEX regression_series ON regression (series_id, kind);
+
+-- (b) Bearer tokens of the dashboard's ingest and triage APIs (`qgmm-dash token add`).
+-- Only 'sha256:<hex>' of the whole token is stored, never the token. IF NOT EXISTS: stores
+-- that a qgmm-dash of schema 2 already gave this table (same definition) keep their tokens.
+CREATE TABLE IF NOT EXISTS dash_token (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT NOT NULL UNIQUE,          -- [A-Za-z0-9._-]{1,64}
+    token_hash    TEXT NOT NULL UNIQUE,          -- 'sha256:<hex>' of the whole token
+    scope         TEXT NOT NULL CHECK (scope IN ('ingest','triage','all')),
+    created_at    INTEGER NOT NULL,
+    revoked_at    INTEGER,                       -- NULL while valid
+    last_used_at  INTEGER
+) STRICT;

@@ -94,6 +94,73 @@ static void test_schema_and_migrations(void)
     sqlite3_close(raw);
 }
 
+/* Migration 3 on a store written by schema 2 (and by a qgmm-dash that created its own
+ * dash_token table): triage states mapped to detected/acknowledged/fixed/ignored with
+ * ids, notes and tokens kept; the new kind and the new state names are accepted and the
+ * old ones refused. */
+static void test_migration3_triage_and_tokens(void)
+{
+    char path[1024], err[512];
+    t_db_path("migrate3", path, sizeof path);
+    sqlite3 *db = NULL;
+    CHECK(store_open_version(path, 2, &db, err, sizeof err) == 0, "open v2: %s", err);
+    run_record r;
+    int already;
+    t_make_run(&r, 5, 10, 100, 0.01, 3, 2000);
+    CHECK(write_run(db, &r, &already) == 0, "write into v2");
+    rr_free(&r);
+    static const char *old_states[] = {"open", "confirmed", "false_positive", "fixed", "wontfix"};
+    for (int i = 0; i < 5; ++i) {
+        char sql[512];
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO regression(id, series_id, run_id, kind, severity, reason, status, note, detected_at, "
+                 "updated_at) SELECT %d, (SELECT id FROM series ORDER BY id LIMIT 1 OFFSET %d), 1, 'perf', 'fail', "
+                 "'r%d', '%s', %s, 5, 6",
+                 10 + i, i, i, old_states[i], i == 4 ? "'known, accepted'" : "''");
+        CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "v2 row %s: %s", old_states[i], sqlite3_errmsg(db));
+    }
+    CHECK(sqlite3_exec(db, "INSERT INTO regression(series_id, run_id, kind, severity, detected_at, updated_at, status) "
+                           "VALUES(1, 1, 'numerics', 'fail', 1, 1, 'detected')", NULL, NULL, NULL) != SQLITE_OK,
+          "v2 refuses the new state names");
+    /* the table exactly as qgmm-dash (schema 2) created it on its own */
+    CHECK(sqlite3_exec(db,
+                       "CREATE TABLE IF NOT EXISTS dash_token ( id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, "
+                       "token_hash TEXT NOT NULL UNIQUE, scope TEXT NOT NULL CHECK (scope IN ('ingest','triage','all')), "
+                       "created_at INTEGER NOT NULL, revoked_at INTEGER, last_used_at INTEGER) STRICT;"
+                       "INSERT INTO dash_token(name, token_hash, scope, created_at, revoked_at) VALUES"
+                       "('a', 'sha256:aa', 'ingest', 1, NULL), ('b', 'sha256:bb', 'triage', 1, 7)",
+                       NULL, NULL, NULL) == SQLITE_OK, "old dash_token: %s", sqlite3_errmsg(db));
+    store_close(db);
+
+    db = open_db(path);
+    CHECK(t_count(db, "PRAGMA user_version") == store_latest_version() && store_latest_version() >= 3, "migrated to 3");
+    CHECK(t_count(db, "SELECT count(*) FROM regression") == 5, "rows kept");
+    CHECK(t_count(db, "SELECT count(*) FROM regression WHERE id = 10 AND status = 'detected' AND reason = 'r0'") == 1, "open -> detected");
+    CHECK(t_count(db, "SELECT count(*) FROM regression WHERE id = 11 AND status = 'acknowledged'") == 1, "confirmed -> acknowledged");
+    CHECK(t_count(db, "SELECT count(*) FROM regression WHERE id = 12 AND status = 'ignored' AND note LIKE '%false_positive%'") == 1,
+          "false_positive -> ignored, noted");
+    CHECK(t_count(db, "SELECT count(*) FROM regression WHERE id = 13 AND status = 'fixed' AND note = ''") == 1, "fixed kept");
+    CHECK(t_count(db, "SELECT count(*) FROM regression WHERE id = 14 AND status = 'ignored' "
+                      "AND note = 'known, accepted [triaged wontfix before schema 3]'") == 1, "wontfix -> ignored, note kept");
+    CHECK(t_count(db, "SELECT count(*) FROM regression WHERE series_id IN (SELECT id FROM series) AND run_id = 1") == 5,
+          "references kept");
+    CHECK(sqlite3_exec(db, "UPDATE regression SET status = 'confirmed' WHERE id = 10", NULL, NULL, NULL) != SQLITE_OK,
+          "old state names refused after the migration");
+    CHECK(sqlite3_exec(db, "UPDATE regression SET status = 'acknowledged' WHERE id = 10", NULL, NULL, NULL) == SQLITE_OK,
+          "new state names accepted");
+    CHECK(sqlite3_exec(db, "INSERT INTO regression(series_id, run_id, kind, severity, detected_at, updated_at) "
+                           "VALUES(1, 1, 'changepoint', 'fail', 1, 1)", NULL, NULL, NULL) == SQLITE_OK,
+          "kind changepoint: %s", sqlite3_errmsg(db));
+    CHECK(t_count(db, "SELECT count(*) FROM regression WHERE kind = 'changepoint' AND status = 'detected'") == 1,
+          "default state detected");
+    CHECK(t_count(db, "SELECT count(*) FROM dash_token") == 2 &&
+          t_count(db, "SELECT count(*) FROM dash_token WHERE name = 'b' AND revoked_at = 7") == 1, "tokens kept");
+    CHECK(t_count(db, "SELECT count(*) FROM pragma_foreign_key_check") == 0,
+          "foreign keys consistent");
+    CHECK(t_count(db, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check <> 'ok'") == 0, "integrity");
+    store_close(db);
+}
+
 static void test_killed_writer(void)
 {
     char path[1024];
@@ -266,6 +333,7 @@ static void test_import_export(void)
 int main(void)
 {
     test_schema_and_migrations();
+    test_migration3_triage_and_tokens();
     test_killed_writer();
     test_concurrent_writers();
     test_import_export();
