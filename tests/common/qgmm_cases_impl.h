@@ -44,7 +44,7 @@ typedef struct qc_slot {
     size_t guard;         /* offset of the region inside the buffer */
     uint8_t *host;        /* inputs: the bytes uploaded; outputs: the last download */
     uint8_t *mask;        /* outputs: 1 for bytes the op must write, 0 must-not-touch */
-    qgmm_tensor view;     /* the main tensor view over the region */
+    qgmm_tensor view;     /* outputs: the (last) view marked as must-write, for messages */
 } qc_slot;
 
 struct qgmm_case_instance {

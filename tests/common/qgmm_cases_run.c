@@ -109,6 +109,7 @@ qgmm_tensor qc_view(qgmm_case_instance *in, int s, qgmm_dtype dt, int rank, cons
 void qc_mark_view(qc_slot *s, const qgmm_tensor *v, int64_t lo0, int64_t hi0)
 {
     const size_t es = qgmm_dtype_size(v->dtype);
+    s->view = *v; /* remembered for messages (element size and dtype) */
     int64_t sh[3] = {1, 1, 1}, sd[3] = {0, 0, 0};
     for (int d = 0; d < v->rank; ++d) { sh[d] = v->shape[d]; sd[d] = v->strides[d]; }
     const int64_t a0 = hi0 >= 0 ? lo0 : 0, b0 = hi0 >= 0 ? hi0 : sh[0];
@@ -302,10 +303,16 @@ static void compare_exact(qgmm_case_instance *in, qgmm_case_instance *ref, qgmm_
         r->compared_bytes += s->total;
         for (size_t k = 0; k < s->total; ++k) {
             if (s->host[k] == t->host[k]) continue;
-            if (!r->mismatched_bytes)
+            if (!r->mismatched_bytes) {
+                /* byte offset in the region, and the element it falls in (guards: negative
+                 * or past the span) */
+                const long long off = (long long)k - (long long)s->guard;
+                const long long es = (long long)qgmm_dtype_size(s->view.dtype ? s->view.dtype : QGMM_U8);
                 snprintf(r->first_mismatch, sizeof r->first_mismatch,
-                         "%s%+lld: got 0x%02x want 0x%02x", s->name,
-                         (long long)k - (long long)s->guard, s->host[k], t->host[k]);
+                         "%s%+lld (element %lld of %s): got 0x%02x want 0x%02x", s->name, off,
+                         off >= 0 ? off / (es ? es : 1) : -1, qgmm_dtype_name(s->view.dtype),
+                         s->host[k], t->host[k]);
+            }
             r->mismatched_bytes++;
         }
     }
