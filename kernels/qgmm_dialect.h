@@ -20,8 +20,9 @@
 #define QGMM_KERNEL static __global__
 #define QGMM_DEV static __device__ __forceinline__
 #define QGMM_SHARED __shared__
-#define QGMM_TID (int)threadIdx.x
-#define QGMM_NTHREADS (int)blockDim.x
+#define QGMM_TID (int)(threadIdx.x + threadIdx.y * blockDim.x)
+#define QGMM_NTHREADS (int)(blockDim.x * blockDim.y)
+#define QGMM_NTHREADS_X (int)blockDim.x
 #define QGMM_BID_X (int64_t)blockIdx.x
 #define QGMM_BID_Y (int64_t)blockIdx.y
 #define QGMM_BID_Z (int64_t)blockIdx.z
@@ -35,13 +36,15 @@
 #define QGMM_ATOMIC_OR_U32(p, v) atomicOr((p), (v))
 #define QGMM_ATOMIC_MAX_U32(p, v) atomicMax((p), (v))
 #define QGMM_LDG(p) __ldg(p)
+#define QGMM_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
 #elif defined(__HIP__)
 #define QGMM_GLOBAL extern "C" __global__
 #define QGMM_KERNEL static __global__
 #define QGMM_DEV static __device__ inline __attribute__((always_inline))
 #define QGMM_SHARED __shared__
-#define QGMM_TID (int)__builtin_amdgcn_workitem_id_x()
-#define QGMM_NTHREADS (int)__builtin_amdgcn_workgroup_size_x()
+#define QGMM_TID (int)(__builtin_amdgcn_workitem_id_x() + __builtin_amdgcn_workitem_id_y() * __builtin_amdgcn_workgroup_size_x())
+#define QGMM_NTHREADS (int)(__builtin_amdgcn_workgroup_size_x() * __builtin_amdgcn_workgroup_size_y())
+#define QGMM_NTHREADS_X (int)__builtin_amdgcn_workgroup_size_x()
 #define QGMM_BID_X (int64_t)__builtin_amdgcn_workgroup_id_x()
 #define QGMM_BID_Y (int64_t)__builtin_amdgcn_workgroup_id_y()
 #define QGMM_BID_Z (int64_t)__builtin_amdgcn_workgroup_id_z()
@@ -58,6 +61,7 @@
 #define QGMM_ATOMIC_OR_U32(p, v) atomicOr((p), (v))
 #define QGMM_ATOMIC_MAX_U32(p, v) atomicMax((p), (v))
 #define QGMM_LDG(p) (*(p))
+#define QGMM_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
 #endif
 
 /* Largest block any qgmm kernel launches with; sizes the per-warp partial arrays. */

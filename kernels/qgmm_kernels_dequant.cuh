@@ -2,8 +2,8 @@
  * qgmm_kernels_dequant.cuh — single-source dequantize of every format (the inverse of
  * qgmm_kernels_quant.cuh): qgmm_dequant_mul(f32(q), s) (qgmm_dequant_div for rowwise
  * MULTIPLIER scales), the scale found exactly as the quantize found it, f32(q) from a
- * 256-entry table filled by qgmm_fp8_to_f32. A warp per row, 8 elements per lane, four
- * chunks in flight; 8-byte q loads and 16/32-byte stores when the layout allows (vec).
+ * 256-entry table filled by qgmm_fp8_to_f32. 8 elements per thread, 2D blocks (a row
+ * strip per block row); 8-byte q loads and 16/32-byte stores when the layout allows (vec).
  */
 #ifndef QGMM_KERNELS_DEQUANT_CUH
 #define QGMM_KERNELS_DEQUANT_CUH
@@ -80,7 +80,8 @@ QGMM_DEV void qgmm_kdq_chunk(const qgmm_kdequant &d, const float *lut, int64_t e
     }
 }
 
-/* One warp per row of the (E*R, C) view; lanes take 8-element chunks, four at a time. */
+/* 2D blocks as qgmm_kq_rowblock: thread (tx, ty) takes chunk c8 = blockIdx.x*TX + tx of
+ * rows blockIdx.y*TY + ty, += gridDim.y*TY (no per-chunk index division). */
 QGMM_KERNEL void qgmm_kdq(qgmm_kdequant d)
 {
     QGMM_SHARED float lut[256];
@@ -89,37 +90,28 @@ QGMM_KERNEL void qgmm_kdq(qgmm_kdequant d)
     for (int i = QGMM_TID; i < 256; i += QGMM_NTHREADS) lut[i] = qgmm_fp8_to_f32((uint8_t)i, a.fmt);
     QGMM_SYNC();
     if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.along_c ? a.C : a.R, 1,
-                                         a.status, QGMM_BID_X == 0))
+                                         a.status, QGMM_BID_X == 0 && QGMM_BID_Y == 0))
         return;
     /* one scale for all 8 elements of a chunk: along C without groups (8 | 32 | 128) */
     const int uniform = a.along_c && !a.offs;
-    const int lane = QGMM_TID % QGMM_WARP;
-    const int64_t wpb = QGMM_NTHREADS / QGMM_WARP;
-    const int64_t rows = a.E * a.R, cpr = (a.C + 7) / 8;
+    const int tx = QGMM_TID % QGMM_NTHREADS_X, ty = QGMM_TID / QGMM_NTHREADS_X;
+    const int ty_n = QGMM_NTHREADS / QGMM_NTHREADS_X;
+    const int64_t c0 = (QGMM_BID_X * QGMM_NTHREADS_X + tx) * 8;
+    if (c0 >= a.C) return;
+    const uint32_t rows = (uint32_t)(a.E * a.R), R = (uint32_t)a.R;
     const uint8_t *qb = (const uint8_t *)a.q.ptr;
-    for (int64_t row = QGMM_BID_X * wpb + QGMM_TID / QGMM_WARP; row < rows; row += QGMM_NBLOCKS_X * wpb) {
-        const int64_t e = row / a.R, r = row - e * a.R;
-        for (int64_t base = lane; base < cpr; base += 4 * QGMM_WARP) {
-            uint8_t qv[4][8];
+    for (uint32_t row = (uint32_t)QGMM_BID_Y * ty_n + ty; row < rows; row += (uint32_t)QGMM_NBLOCKS_Y * ty_n) {
+        const uint32_t e = row / R, r = row - e * R;
+        uint8_t qv[8];
+        if (d.vec) {
+            const uint2 w = *(const uint2 *)(qb + qgmm_kidx(a.q, e, r, c0));
 #pragma unroll
-            for (int u = 0; u < 4; ++u) {
-                const int64_t c0 = (base + u * QGMM_WARP) * 8;
-                if (c0 >= a.C) continue;
-                if (d.vec) {
-                    const uint2 w = *(const uint2 *)(qb + qgmm_kidx(a.q, e, r, c0));
+            for (int k = 0; k < 4; ++k) { qv[k] = (uint8_t)(w.x >> (8 * k)); qv[4 + k] = (uint8_t)(w.y >> (8 * k)); }
+        } else {
 #pragma unroll
-                    for (int k = 0; k < 4; ++k) { qv[u][k] = (uint8_t)(w.x >> (8 * k)); qv[u][4 + k] = (uint8_t)(w.y >> (8 * k)); }
-                } else {
-#pragma unroll
-                    for (int k = 0; k < 8; ++k) qv[u][k] = c0 + k < a.C ? qb[qgmm_kidx(a.q, e, r, c0 + k)] : 0;
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < 4; ++u) {
-                const int64_t c0 = (base + u * QGMM_WARP) * 8;
-                if (c0 < a.C) qgmm_kdq_chunk(d, lut, e, r, c0, qv[u], uniform);
-            }
+            for (int k = 0; k < 8; ++k) qv[k] = c0 + k < a.C ? qb[qgmm_kidx(a.q, e, r, c0 + k)] : 0;
         }
+        qgmm_kdq_chunk(d, lut, e, r, c0, qv, uniform);
     }
 }
 

@@ -192,63 +192,94 @@ QGMM_KERNEL void qgmm_kq_generic(qgmm_kquant a)
 }
 
 /* ------------------------------------------------------------------ rowblock
- * One warp per row of the (E*R, C) view; lane l takes 8-element chunks l, l+32, ... four
- * at a time (four 16-byte loads in flight), TPG consecutive lanes = one scale block of
+ * 2D blocks: x = TX threads along the row (TX a multiple of 32, so a warp never leaves a
+ * row), y = rows. Thread (tx, ty) takes the 8-element chunk c8 = blockIdx.x*TX + tx of
+ * rows blockIdx.y*TY + ty, then += gridDim.y*TY: no per-chunk index division, one 16-byte
+ * load per thread in flight, high occupancy. TPG consecutive lanes = one scale block of
  * 8*TPG elements (amax by xor-shuffle). Requires: x.s2 == q.s2 == 1, C % (8*TPG) == 0,
- * 16-byte aligned x rows, 8-byte aligned q rows. kind MX (TPG 4) or BLOCKWISE with
- * tile_rows 1 (TPG 16). */
-#define QGMM_KQ_UNROLL 4
+ * 16-byte aligned x rows, 8-byte aligned q rows, E*R < 2^31. kind MX (TPG 4) or
+ * BLOCKWISE with tile_rows 1 (TPG 16). */
 template <int TPG, int FMT>
 QGMM_KERNEL void qgmm_kq_rowblock(qgmm_kquant a)
 {
-    const int lane = QGMM_TID % QGMM_WARP;
-    const int64_t wpb = QGMM_NTHREADS / QGMM_WARP;
-    const int64_t rows = a.E * a.R, cpr = a.C / 8;
+    const int tx = QGMM_TID % QGMM_NTHREADS_X, ty = QGMM_TID / QGMM_NTHREADS_X;
+    const int ty_n = QGMM_NTHREADS / QGMM_NTHREADS_X;
+    const int64_t cpr = a.C / 8;
+    const int64_t c8 = QGMM_BID_X * QGMM_NTHREADS_X + tx;
+    const int valid = c8 < cpr;
+    const uint32_t rows = (uint32_t)(a.E * a.R), R = (uint32_t)a.R;
     uint8_t *qb = (uint8_t *)a.q.ptr;
-    for (int64_t row = QGMM_BID_X * wpb + QGMM_TID / QGMM_WARP; row < rows; row += QGMM_NBLOCKS_X * wpb) {
-        const int64_t e = row / a.R, r = row - e * a.R;
+    const int64_t c = c8 * 8;
+    for (uint32_t row = (uint32_t)QGMM_BID_Y * ty_n + ty; row < rows; row += (uint32_t)QGMM_NBLOCKS_Y * ty_n) {
+        const uint32_t e = row / R, r = row - e * R;
+        float v[8];
+        float amax = 0.0f;
+        if (valid) {
+            qgmm_kload8(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, c), v);
+#pragma unroll
+            for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[k]));
+        }
+#pragma unroll
+        for (int m = 1; m < TPG; m <<= 1) amax = qgmm_amax_combine(amax, QGMM_SHFL_XOR_F32(amax, m));
+        if (!valid) continue;
+        uint8_t out[8];
+        if (a.kind == QGMM_KQ_MX) {
+            const uint8_t code = qgmm_mx_scale(amax, FMT, a.rceil);
+            qgmm_k_quantize8<FMT>(v, qgmm_e8m0_reciprocal(code), out);
+            if ((c8 % TPG) == 0) ((uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, r, c / (8 * TPG))] = code;
+        } else {
+            const float mult = qgmm_blockwise_scale(amax, FMT);
+            qgmm_k_quantize8<FMT>(v, mult, out);
+            if ((c8 % TPG) == 0)
+                qgmm_kq_store_scale_f32(a, e * a.s.s0 + r * a.s.s1 + (c / 128) * a.s.s2, qgmm_scale_reciprocal(mult));
+        }
+        *(uint2 *)(qb + qgmm_kidx(a.q, e, r, c)) = qgmm_kpack8(out);
+    }
+}
+
+/* ------------------------------------------------------------------ rowone
+ * Rowwise over whole contiguous rows of <= 8*256*QGMM_KQ_ROWCH elements in ONE pass: a
+ * 256-thread block per row keeps its chunks in registers, block-wide amax, then casts.
+ * Same layout requirements as rowblock; no offsets (jagged rows take rowseg). */
+#define QGMM_KQ_ROWCH 4
+template <int FMT>
+QGMM_KERNEL void qgmm_kq_rowone(qgmm_kquant a)
+{
+    QGMM_SHARED float sm_warps[QGMM_MAX_WARPS];
+    const int tid = QGMM_TID, nt = QGMM_NTHREADS;
+    const int64_t cpr = a.C / 8;
+    const uint32_t rows = (uint32_t)(a.E * a.R), R = (uint32_t)a.R;
+    uint8_t *qb = (uint8_t *)a.q.ptr;
+    for (uint32_t row = (uint32_t)QGMM_BID_X; row < rows; row += (uint32_t)QGMM_NBLOCKS_X) {
+        const uint32_t e = row / R, r = row - e * R;
         const int64_t xrow = qgmm_kidx(a.x, e, r, 0), qrow = qgmm_kidx(a.q, e, r, 0);
-        for (int64_t base = 0; base < cpr; base += QGMM_WARP * QGMM_KQ_UNROLL) {
-            float v[QGMM_KQ_UNROLL][8];
-            float amax[QGMM_KQ_UNROLL];
+        float v[QGMM_KQ_ROWCH][8];
+        float amax = 0.0f;
 #pragma unroll
-            for (int u = 0; u < QGMM_KQ_UNROLL; ++u) {
-                const int64_t c8 = base + u * QGMM_WARP + lane;
-                amax[u] = 0.0f;
-                if (c8 < cpr) qgmm_kload8(a.x.ptr, a.x_dtype, xrow + c8 * 8, v[u]);
-            }
+        for (int u = 0; u < QGMM_KQ_ROWCH; ++u) {
+            const int64_t c8 = tid + (int64_t)u * nt;
+            if (c8 < cpr) qgmm_kload8(a.x.ptr, a.x_dtype, xrow + c8 * 8, v[u]);
+        }
 #pragma unroll
-            for (int u = 0; u < QGMM_KQ_UNROLL; ++u) {
-                const int64_t c8 = base + u * QGMM_WARP + lane;
-                if (c8 < cpr) {
+        for (int u = 0; u < QGMM_KQ_ROWCH; ++u) {
+            const int64_t c8 = tid + (int64_t)u * nt;
+            if (c8 < cpr) {
 #pragma unroll
-                    for (int k = 0; k < 8; ++k) amax[u] = qgmm_amax_combine(amax[u], qgmm_fabs_f32(v[u][k]));
-                }
-#pragma unroll
-                for (int m = 1; m < TPG; m <<= 1)
-                    amax[u] = qgmm_amax_combine(amax[u], QGMM_SHFL_XOR_F32(amax[u], m));
-            }
-#pragma unroll
-            for (int u = 0; u < QGMM_KQ_UNROLL; ++u) {
-                const int64_t c8 = base + u * QGMM_WARP + lane;
-                if (c8 >= cpr) continue;
-                const int64_t c = c8 * 8;
-                uint8_t out[8];
-                if (a.kind == QGMM_KQ_MX) {
-                    const uint8_t code = qgmm_mx_scale(amax[u], FMT, a.rceil);
-                    qgmm_k_quantize8<FMT>(v[u], qgmm_e8m0_reciprocal(code), out);
-                    if ((c8 % TPG) == 0)
-                        ((uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, r, c / (8 * TPG))] = code;
-                } else {
-                    const float mult = qgmm_blockwise_scale(amax[u], FMT);
-                    qgmm_k_quantize8<FMT>(v[u], mult, out);
-                    if ((c8 % TPG) == 0)
-                        qgmm_kq_store_scale_f32(a, e * a.s.s0 + r * a.s.s1 + (c / 128) * a.s.s2,
-                                                qgmm_scale_reciprocal(mult));
-                }
-                *(uint2 *)(qb + qrow + c) = qgmm_kpack8(out);
+                for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[u][k]));
             }
         }
+        amax = qgmm_block_amax(amax, sm_warps);
+        const float mult = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
+#pragma unroll
+        for (int u = 0; u < QGMM_KQ_ROWCH; ++u) {
+            const int64_t c8 = tid + (int64_t)u * nt;
+            if (c8 < cpr) {
+                uint8_t o[8];
+                qgmm_k_quantize8<FMT>(v[u], mult, o);
+                *(uint2 *)(qb + qrow + c8 * 8) = qgmm_kpack8(o);
+            }
+        }
+        if (tid == 0) qgmm_kq_store_scale_f32(a, e * a.s.s0 + r * a.s.s1, a.recip ? qgmm_scale_reciprocal(mult) : mult);
     }
 }
 
@@ -279,17 +310,11 @@ QGMM_KERNEL void qgmm_kq_rowseg(qgmm_kquant a)
             amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j)));
         for (int64_t j = jb + lane; j < j1; j += QGMM_WARP)
             amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j)));
-        for (int64_t j0v = ja + 8 * lane; j0v < jb; j0v += 8 * QGMM_WARP * QGMM_KQ_UNROLL) {
-            float v[QGMM_KQ_UNROLL][8];
+        for (int64_t j = ja + 8 * lane; j < jb; j += 8 * QGMM_WARP) {
+            float v[8];
+            qgmm_kload8(a.x.ptr, a.x_dtype, xrow + j, v);
 #pragma unroll
-            for (int u = 0; u < QGMM_KQ_UNROLL; ++u)
-                if (j0v + 8 * QGMM_WARP * u < jb) qgmm_kload8(a.x.ptr, a.x_dtype, xrow + j0v + 8 * QGMM_WARP * u, v[u]);
-#pragma unroll
-            for (int u = 0; u < QGMM_KQ_UNROLL; ++u)
-                if (j0v + 8 * QGMM_WARP * u < jb) {
-#pragma unroll
-                    for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[u][k]));
-                }
+            for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[k]));
         }
         amax = qgmm_warp_amax(amax);
         const float mult = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
@@ -298,18 +323,12 @@ QGMM_KERNEL void qgmm_kq_rowseg(qgmm_kquant a)
             q[qrow + j] = qgmm_quantize_value(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j), mult, FMT);
         for (int64_t j = jb + lane; j < j1; j += QGMM_WARP)
             q[qrow + j] = qgmm_quantize_value(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j), mult, FMT);
-        for (int64_t j0v = ja + 8 * lane; j0v < jb; j0v += 8 * QGMM_WARP * QGMM_KQ_UNROLL) {
-            float v[QGMM_KQ_UNROLL][8];
-#pragma unroll
-            for (int u = 0; u < QGMM_KQ_UNROLL; ++u)
-                if (j0v + 8 * QGMM_WARP * u < jb) qgmm_kload8(a.x.ptr, a.x_dtype, xrow + j0v + 8 * QGMM_WARP * u, v[u]);
-#pragma unroll
-            for (int u = 0; u < QGMM_KQ_UNROLL; ++u)
-                if (j0v + 8 * QGMM_WARP * u < jb) {
-                    uint8_t o[8];
-                    qgmm_k_quantize8<FMT>(v[u], mult, o);
-                    *(uint2 *)(q + qrow + j0v + 8 * QGMM_WARP * u) = qgmm_kpack8(o);
-                }
+        for (int64_t j = ja + 8 * lane; j < jb; j += 8 * QGMM_WARP) {
+            float v[8];
+            uint8_t o[8];
+            qgmm_kload8(a.x.ptr, a.x_dtype, xrow + j, v);
+            qgmm_k_quantize8<FMT>(v, mult, o);
+            *(uint2 *)(q + qrow + j) = qgmm_kpack8(o);
         }
         if (lane == 0)
             qgmm_kq_store_scale_f32(a, (a.offs ? g : e) * a.s.s0 + r * a.s.s1,
@@ -350,37 +369,26 @@ QGMM_KERNEL void qgmm_kq_colamax(qgmm_kquant a, int vec)
         gend = a.offs[g * a.offs_stride];
     }
     float m[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int64_t rb = rbeg + sub; rb < rend; rb += 4 * nsub) {
-        /* four rows' loads in flight, then fold them in row order */
-        float v[4][8];
+    for (int64_t r = rbeg + sub; r < rend; r += nsub) {
+        if (a.offs && r >= gend) {
+            qgmm_kq_col_flush(a, g, c, m);
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const int64_t r = rb + u * nsub;
-            if (r >= rend) continue;
-            const int64_t xi = qgmm_kidx(a.x, e, r, c);
-            if (vec) {
-                qgmm_kload8(a.x.ptr, a.x_dtype, xi, v[u]);
-            } else {
+            for (int k = 0; k < 8; ++k) m[k] = 0.0f;
+            while (g < a.G && a.offs[g * a.offs_stride] <= r) ++g;
+            if (g >= a.G) return;
+            gend = a.offs[g * a.offs_stride];
+        }
+        float v[8];
+        const int64_t xi = qgmm_kidx(a.x, e, r, c);
+        if (vec) {
+            qgmm_kload8(a.x.ptr, a.x_dtype, xi, v);
+        } else {
 #pragma unroll
-                for (int k = 0; k < 8; ++k)
-                    v[u][k] = c + k < a.C ? qgmm_kload(a.x.ptr, a.x_dtype, xi + k * a.x.s2) : 0.0f;
-            }
+            for (int k = 0; k < 8; ++k)
+                v[k] = c + k < a.C ? qgmm_kload(a.x.ptr, a.x_dtype, xi + k * a.x.s2) : 0.0f;
         }
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const int64_t r = rb + u * nsub;
-            if (r >= rend) continue;
-            if (a.offs && r >= gend) {
-                qgmm_kq_col_flush(a, g, c, m);
-#pragma unroll
-                for (int k = 0; k < 8; ++k) m[k] = 0.0f;
-                while (g < a.G && a.offs[g * a.offs_stride] <= r) ++g;
-                if (g >= a.G) return;
-                gend = a.offs[g * a.offs_stride];
-            }
-#pragma unroll
-            for (int k = 0; k < 8; ++k) m[k] = qgmm_amax_combine(m[k], qgmm_fabs_f32(v[u][k]));
-        }
+        for (int k = 0; k < 8; ++k) m[k] = qgmm_amax_combine(m[k], qgmm_fabs_f32(v[k]));
     }
     qgmm_kq_col_flush(a, a.offs ? g : e, c, m);
 }
@@ -410,16 +418,53 @@ QGMM_KERNEL void qgmm_kq_colscale(qgmm_kquant a)
 #define QGMM_KQ_TR 128
 #define QGMM_KQ_TC 64
 
-template <int FMT>
-QGMM_KERNEL void qgmm_kq_transpose(qgmm_kquant a, int vec_in, int vec_out)
+/* The shared-memory tile keeps the input's own bits: 16-bit for bf16/f16 (one 16-byte
+ * store per 8 elements, half the footprint), f32 otherwise; widened to f32 when read. */
+template <int IN> struct qgmm_kq_tile { typedef float T; enum { PAD = 1 }; };
+template <> struct qgmm_kq_tile<QGMM_K_BF16> { typedef uint16_t T; enum { PAD = 8 }; };
+template <> struct qgmm_kq_tile<QGMM_K_F16> { typedef uint16_t T; enum { PAD = 8 }; };
+template <int IN> QGMM_DEV float qgmm_kq_tv(float v) { return v; }
+template <int IN> QGMM_DEV float qgmm_kq_tv(uint16_t h)
 {
-    QGMM_SHARED float tile[QGMM_KQ_TR][QGMM_KQ_TC + 1];
+    if (IN == QGMM_K_BF16) return qgmm_bf16_to_f32(h);
+    return qgmm_kload(&h, QGMM_K_F16, 0);
+}
+
+template <int FMT, int IN>
+QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int vec_in, int vec_out)
+{
+    typedef typename qgmm_kq_tile<IN>::T TT;
+    QGMM_SHARED __align__(16) TT tile[QGMM_KQ_TR][QGMM_KQ_TC + qgmm_kq_tile<IN>::PAD];
     QGMM_SHARED int32_t rgrp[QGMM_KQ_TR];
     if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.R, 1, a.status, 0)) return;
     const int64_t c0 = QGMM_BID_X * QGMM_KQ_TC, r0 = QGMM_BID_Y * QGMM_KQ_TR, e = QGMM_BID_Z;
     const int tid = QGMM_TID;
     /* load: 1024 chunks of 8 columns, four per thread, all four loads issued first */
-    {
+    if (sizeof(TT) == 2) {
+        uint4 w[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int ch = tid + u * QGMM_NTHREADS;
+            const int rr = ch / (QGMM_KQ_TC / 8), cc = (ch % (QGMM_KQ_TC / 8)) * 8;
+            const int64_t r = r0 + rr, c = c0 + cc;
+            const uint16_t *xs = (const uint16_t *)a.x.ptr;
+            if (r < a.R && vec_in && c + 8 <= a.C) {
+                w[u] = QGMM_LDG((const uint4 *)(xs + qgmm_kidx(a.x, e, r, c)));
+            } else {
+                uint16_t h[8];
+#pragma unroll
+                for (int k = 0; k < 8; ++k) h[k] = (r < a.R && c + k < a.C) ? xs[qgmm_kidx(a.x, e, r, c + k)] : 0;
+                w[u] = make_uint4(h[0] | ((uint32_t)h[1] << 16), h[2] | ((uint32_t)h[3] << 16),
+                                  h[4] | ((uint32_t)h[5] << 16), h[6] | ((uint32_t)h[7] << 16));
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int ch = tid + u * QGMM_NTHREADS;
+            const int rr = ch / (QGMM_KQ_TC / 8), cc = (ch % (QGMM_KQ_TC / 8)) * 8;
+            *(uint4 *)&tile[rr][cc] = w[u];
+        }
+    } else {
         float v[4][8];
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
@@ -439,7 +484,7 @@ QGMM_KERNEL void qgmm_kq_transpose(qgmm_kquant a, int vec_in, int vec_out)
             const int ch = tid + u * QGMM_NTHREADS;
             const int rr = ch / (QGMM_KQ_TC / 8), cc = (ch % (QGMM_KQ_TC / 8)) * 8;
 #pragma unroll
-            for (int k = 0; k < 8; ++k) tile[rr][cc + k] = v[u][k];
+            for (int k = 0; k < 8; ++k) ((float *)&tile[rr][0])[cc + k] = v[u][k];
         }
     }
     if (a.kind == QGMM_KQ_ROWWISE && tid < QGMM_KQ_TR) {
@@ -457,7 +502,7 @@ QGMM_KERNEL void qgmm_kq_transpose(qgmm_kquant a, int vec_in, int vec_out)
         if (mb < 4 && c < a.C && rb < a.R) {
             float amax = 0.0f;
 #pragma unroll 8
-            for (int k = 0; k < 32; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(tile[mb * 32 + k][cc]));
+            for (int k = 0; k < 32; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_kq_tv<IN>(tile[mb * 32 + k][cc])));
             const uint8_t code = qgmm_mx_scale(amax, FMT, a.rceil);
             const float rec = qgmm_e8m0_reciprocal(code);
             uint8_t o[32];
@@ -465,7 +510,7 @@ QGMM_KERNEL void qgmm_kq_transpose(qgmm_kquant a, int vec_in, int vec_out)
             for (int h = 0; h < 4; ++h) {
                 float v[8];
 #pragma unroll
-                for (int k = 0; k < 8; ++k) v[k] = tile[mb * 32 + 8 * h + k][cc];
+                for (int k = 0; k < 8; ++k) v[k] = qgmm_kq_tv<IN>(tile[mb * 32 + 8 * h + k][cc]);
                 qgmm_k_quantize8<FMT>(v, rec, o + 8 * h);
             }
             const int64_t qi = e * a.q.s0 + c * a.q.s2 + rb;
@@ -494,7 +539,7 @@ QGMM_KERNEL void qgmm_kq_transpose(qgmm_kquant a, int vec_in, int vec_out)
 #pragma unroll
             for (int k = 0; k < 16; ++k) {
                 const int g = rgrp[ch * 16 + k];
-                v[k] = tile[ch * 16 + k][cc];
+                v[k] = qgmm_kq_tv<IN>(tile[ch * 16 + k][cc]);
                 if (g < 0) { full = 0; m[k] = 0.0f; continue; }
                 if (g != cached_g) { cached_g = g; cached_m = a.table[(int64_t)g * a.C + c]; }
                 m[k] = cached_m;

@@ -29,10 +29,12 @@ extern "C" qgmm_status qgmm_cuda_quantize_fp8_blockwise(qgmm_context *ctx, const
     a.s = qgmm_kview_of(scales, qgmm_tensor_data(scales));
     if (scales->rank == 2) a.s.s0 = 0; /* rank-2 scales ignore e, as the reference does */
     if (a.E * a.R * a.C == 0) return QGMM_OK;
-    const int fast = qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a);
+    const int fast = qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a) && a.E * a.R < ((int64_t)1 << 31);
     if (fast && a.tile_rows == 1) {
-        const unsigned grid = qgmm_cuda_grid(ctx, (a.E * a.R + 7) / 8, 256, 8); /* a warp per row */
-        QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_rowblock<16, FMT><<<grid, 256, 0, c->stream>>>(a)));
+        unsigned gx, gy, bx, by;
+        qgmm_cuda_row_grid(ctx, a.C / 8, a.E * a.R, 8, &gx, &gy, &bx, &by);
+        const dim3 grid(gx, gy), block(bx, by);
+        QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_rowblock<16, FMT><<<grid, block, 0, c->stream>>>(a)));
         return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowblock<16>");
     }
     if (fast) {

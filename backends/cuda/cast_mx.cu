@@ -62,9 +62,11 @@ extern "C" qgmm_status qgmm_cuda_quantize_mxfp8(qgmm_context *ctx, const qgmm_mx
     if (a.E * a.R * a.C == 0) return QGMM_OK;
 
     if (a.along_c) {
-        if (qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a)) {
-            const unsigned grid = qgmm_cuda_grid(ctx, (a.E * a.R + 7) / 8, 256, 8); /* a warp per row */
-            QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_rowblock<4, FMT><<<grid, 256, 0, c->stream>>>(a)));
+        if (qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a) && a.E * a.R < ((int64_t)1 << 31)) {
+            unsigned gx, gy, bx, by;
+            qgmm_cuda_row_grid(ctx, a.C / 8, a.E * a.R, 8, &gx, &gy, &bx, &by);
+            const dim3 grid(gx, gy), block(bx, by);
+            QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_rowblock<4, FMT><<<grid, block, 0, c->stream>>>(a)));
             return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowblock<4>");
         }
         const int64_t warps = a.E * O * NB;
@@ -76,6 +78,11 @@ extern "C" qgmm_status qgmm_cuda_quantize_mxfp8(qgmm_context *ctx, const qgmm_mx
     dim3 g2((unsigned)((a.C + QGMM_KQ_TC - 1) / QGMM_KQ_TC), (unsigned)((a.R + QGMM_KQ_TR - 1) / QGMM_KQ_TR),
             (unsigned)a.E);
     const int vec_in = qgmm_kquant_x_vec(&a, x);
-    QGMM_FMT_DISPATCH(a.fmt, qgmm_kq_transpose<FMT><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out));
+    if (a.x_dtype == QGMM_K_BF16)
+        QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_transpose<FMT, QGMM_K_BF16><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out)));
+    else if (a.x_dtype == QGMM_K_F16)
+        QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_transpose<FMT, QGMM_K_F16><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out)));
+    else
+        QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_transpose<FMT, QGMM_K_F32><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out)));
     return qgmm_cuda_launch_check(ctx, "qgmm_kq_transpose");
 }

@@ -44,7 +44,14 @@ static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_para
 
     if (a.along_c) {
         const int64_t warps = a.E * a.G * a.R;
-        if (qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a)) {
+        const int fast = qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a) && a.E * a.R < ((int64_t)1 << 31);
+        if (fast && !jagged && a.C <= 8 * 256 * QGMM_KQ_ROWCH) {
+            /* whole rows in registers: one pass over HBM */
+            const unsigned grid = qgmm_cuda_grid(ctx, a.E * a.R, 256, 8);
+            QGMM_FMT_DISPATCH(a.fmt, qgmm_kq_rowone<FMT><<<grid, 256, 0, c->stream>>>(a));
+            return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowone");
+        }
+        if (fast) {
             const unsigned grid = qgmm_cuda_grid(ctx, (warps + 7) / 8, 256, 16);
             QGMM_FMT_DISPATCH(a.fmt, qgmm_kq_rowseg<FMT><<<grid, 256, 0, c->stream>>>(a));
             return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowseg");
@@ -79,7 +86,12 @@ static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_para
         dim3 g2((unsigned)((a.C + QGMM_KQ_TC - 1) / QGMM_KQ_TC), (unsigned)((a.R + QGMM_KQ_TR - 1) / QGMM_KQ_TR),
                 (unsigned)a.E);
         const int vec_in = qgmm_kquant_x_vec(&a, x);
-        QGMM_FMT_DISPATCH(a.fmt, qgmm_kq_transpose<FMT><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out));
+        if (a.x_dtype == QGMM_K_BF16)
+        QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_transpose<FMT, QGMM_K_BF16><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out)));
+    else if (a.x_dtype == QGMM_K_F16)
+        QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_transpose<FMT, QGMM_K_F16><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out)));
+    else
+        QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_transpose<FMT, QGMM_K_F32><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out)));
         if ((st = qgmm_cuda_launch_check(ctx, "qgmm_kq_transpose")) != QGMM_OK) return st;
     }
     return QGMM_OK;
