@@ -125,6 +125,15 @@ db_state db_open_ro(const char *path, sqlite3 **db, int *uv, char *msg, size_t m
     sqlite3_close(d);
     return DB_TOO_NEW;
   }
+  if (latest > 0 && v < latest) {
+    /* Written by an older qgmm-bench: upgrade once (the migrations keep every row), then
+     * read the current schema like any other store. */
+    sqlite3_close(d);
+    sqlite3 *w = NULL;
+    if (db_open_rw(path, 0, &w, msg, msgn) != DB_OK) return DB_ERROR;
+    sqlite3_close(w);
+    return db_open_ro(path, db, uv, msg, msgn);
+  }
   *db = d;
   if (uv) *uv = v;
   return DB_OK;
@@ -162,10 +171,12 @@ db_state db_open_rw(const char *path, int create_schema, sqlite3 **db, char *msg
     return DB_TOO_NEW;
   }
   if (v < latest) {
-    if (!create_schema) {
-      snprintf(msg, msgn, "%s has schema version %d; expected %d", path, v, latest);
+    /* An existing store is upgraded in place (the migrations are the runner's, and the
+     * runner does the same at open); an empty file only gets a schema on request. */
+    if (v == 0 && !create_schema) {
+      snprintf(msg, msgn, "%s holds no qgmm schema yet (schema version 0)", path);
       sqlite3_close(d);
-      return v == 0 ? DB_EMPTY : DB_ERROR;
+      return DB_EMPTY;
     }
     migrate_ctx c = {d, v, msg, msgn};
     if (each_migration(apply_one, &c) < 0) {
@@ -175,26 +186,4 @@ db_state db_open_rw(const char *path, int create_schema, sqlite3 **db, char *msg
   }
   *db = d;
   return DB_OK;
-}
-
-int db_ensure_dash_tables(sqlite3 *db, char *msg, size_t msgn) {
-  /* Not part of ci/schema.sql (that file belongs to the runner); a dashboard-only table
-   * that older/newer runners never touch. Only hashes are stored, never tokens. */
-  static const char *sql =
-      "CREATE TABLE IF NOT EXISTS dash_token ("
-      " id INTEGER PRIMARY KEY,"
-      " name TEXT NOT NULL UNIQUE,"
-      " token_hash TEXT NOT NULL UNIQUE,"  /* 'sha256:<hex>' of the whole token */
-      " scope TEXT NOT NULL CHECK (scope IN ('ingest','triage','all')),"
-      " created_at INTEGER NOT NULL,"
-      " revoked_at INTEGER,"
-      " last_used_at INTEGER"
-      ") STRICT";
-  char *err = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) {
-    snprintf(msg, msgn, "creating dash_token: %s", err ? err : "?");
-    sqlite3_free(err);
-    return 1;
-  }
-  return 0;
 }

@@ -8,6 +8,7 @@
 /* Schema versions this binary understands (ci/schema.sql "-- @migration N"). */
 #define DASH_SCHEMA_MIN 1      /* runs and series exist */
 #define DASH_SCHEMA_TRIAGE 2   /* the regression table exists */
+#define DASH_SCHEMA_V3 3       /* triage states detected/acknowledged/fixed/ignored, dash_token */
 
 typedef enum {
   DB_OK = 0,
@@ -17,15 +18,16 @@ typedef enum {
   DB_ERROR        /* could not open / not a database */
 } db_state;
 
-/* Read-only open. On anything but DB_OK *db is NULL and msg holds a sentence for people. */
+/* Read-only open. A store older than this binary (written by an older qgmm-bench) is first
+ * upgraded in place through a short read-write open, so every view reads the current
+ * schema. On anything but DB_OK *db is NULL and msg holds a sentence for people. */
 db_state db_open_ro(const char *path, sqlite3 **db, int *user_version, char *msg, size_t msgn);
-/* Read-write open with WAL and a busy timeout; creates the file and applies the embedded
- * ci/schema.sql migrations when create_schema is set and the store is new or behind. */
+/* Read-write open with WAL and a busy timeout; applies the pending ci/schema.sql
+ * migrations to an existing store that is behind, and creates the file and the whole
+ * schema when create_schema is set (a file without a qgmm schema is DB_EMPTY otherwise). */
 db_state db_open_rw(const char *path, int create_schema, sqlite3 **db, char *msg, size_t msgn);
 /* Newest migration number in the embedded ci/schema.sql. */
 int db_schema_latest(void);
-/* The dashboard's own table (API tokens); created on demand by read-write opens. */
-int db_ensure_dash_tables(sqlite3 *db, char *msg, size_t msgn);
 /* True when `table` exists (views use it to degrade gracefully on old stores). */
 int db_has_table(sqlite3 *db, const char *table);
 

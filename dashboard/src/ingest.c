@@ -146,7 +146,7 @@ void triage_handle(req *r, const char *idtext) {
     int known = 0;
     for (int i = 0; TRIAGE_STATES[i]; i++) known |= strcmp(sv->s, TRIAGE_STATES[i]) == 0;
     if (!known) {
-      reply_api_error(r, 400, "status: expected open, confirmed, false_positive, fixed or wontfix", "status");
+      reply_api_error(r, 400, "status: expected detected, acknowledged, fixed or ignored", "status");
       goto done;
     }
   }

@@ -34,12 +34,12 @@ static const char *LATEST_SQL =
     " JOIN device d ON d.id = ctx.device_id JOIN revision rv ON rv.id = r.revision_id"
     " WHERE ctx.rn = 1 ORDER BY m.hostname, d.name, ctx.backend = 'torch', ctx.backend";
 
-/* Open regressions of one run on one device x backend, by severity. */
+/* Untriaged or acknowledged regressions of one run on one device x backend, by severity. */
 static const char *REG_COUNT_SQL =
     "SELECT count(*) FROM regression g JOIN series s ON s.id = g.series_id"
     " JOIN run r ON r.id = g.run_id"
     " WHERE r.uuid = ?1 AND s.device_id = ?2 AND s.backend = ?3 AND g.severity = ?4"
-    "   AND g.status IN ('open', 'confirmed')";
+    "   AND g.status IN ('detected', 'acknowledged')";
 
 static const char *REGRESSIONS_SQL =
     "SELECT g.id, g.kind, g.severity, g.status, g.change, g.reason, g.detected_at,"
@@ -47,7 +47,7 @@ static const char *REGRESSIONS_SQL =
     "       m.hostname, r.uuid AS run"
     " FROM regression g JOIN series s ON s.id = g.series_id JOIN device d ON d.id = s.device_id"
     " JOIN machine m ON m.id = d.machine_id JOIN run r ON r.id = g.run_id"
-    " WHERE g.status IN ('open', 'confirmed')"
+    " WHERE g.status IN ('detected', 'acknowledged')"
     " ORDER BY g.detected_at DESC, g.id DESC LIMIT 8";
 
 /* One point per revision (the x axis people reason in), over the newest ?1 revisions. */

@@ -1,4 +1,5 @@
-/* Regressions flagged by `qgmm-bench gate`, with their triage state. */
+/* Regressions flagged by `qgmm-bench gate` and `qgmm-bench changepoints`, with their triage
+ * state (schema 3: detected, acknowledged, fixed, ignored). */
 #include <string.h>
 
 #include "model.h"
@@ -9,7 +10,7 @@ static const char *COLS =
     "       g.p_value, g.baseline_runs, g.baseline_median_us, g.current_median_us, g.reason,"
     "       g.detected_at, g.updated_at, s.id AS series_id, s.benchmark, s.label, s.shape,"
     "       s.backend, d.name AS device, m.hostname, r.uuid AS run,"
-    "       lg.sha AS last_good_revision, fb.sha AS first_bad_revision"
+    "       lg.sha AS last_good_revision, fb.sha AS first_bad_revision, g.after_runs, g.driver"
     " FROM regression g JOIN series s ON s.id = g.series_id JOIN device d ON d.id = s.device_id"
     " JOIN machine m ON m.id = d.machine_id JOIN run r ON r.id = g.run_id"
     " LEFT JOIN revision lg ON lg.id = g.last_good_revision_id"
@@ -17,12 +18,11 @@ static const char *COLS =
 
 static const char *LIST_SQL_TAIL =
     " WHERE (?1 IS NULL OR g.status = ?1) AND (?2 IS NULL OR g.kind = ?2)"
-    " ORDER BY g.status IN ('open', 'confirmed') DESC, g.detected_at DESC, g.id DESC LIMIT ?3";
+    " ORDER BY g.status IN ('detected', 'acknowledged') DESC, g.detected_at DESC, g.id DESC LIMIT ?3";
 
 static const char *ONE_SQL_TAIL = " WHERE g.id = ?1";
 
-const char *const TRIAGE_STATES[] = {"open", "confirmed", "false_positive", "fixed", "wontfix",
-                                     NULL};
+const char *const TRIAGE_STATES[] = {"detected", "acknowledged", "fixed", "ignored", NULL};
 
 static int known_state(const char *s) {
   for (int i = 0; TRIAGE_STATES[i]; i++)
@@ -36,11 +36,11 @@ int model_regressions(mctx *m, const char *arg, jval **out) {
   const char *err = NULL;
   const char *status = req_param(m->r, "status"), *kind = req_param(m->r, "kind");
   if (status && *status && !known_state(status)) {
-    *out = model_error(a, "status: expected open, confirmed, false_positive, fixed or wontfix");
+    *out = model_error(a, "status: expected detected, acknowledged, fixed or ignored");
     return 400;
   }
-  if (kind && *kind && strcmp(kind, "perf") && strcmp(kind, "numerics")) {
-    *out = model_error(a, "kind: expected perf or numerics");
+  if (kind && *kind && strcmp(kind, "perf") && strcmp(kind, "numerics") && strcmp(kind, "changepoint")) {
+    *out = model_error(a, "kind: expected perf, numerics or changepoint");
     return 400;
   }
   long long limit = 500;

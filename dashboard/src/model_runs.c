@@ -116,7 +116,7 @@ int model_run(mctx *m, const char *arg, jval **out) {
   }
   for (size_t i = 0; i < regs->len; i++) {
     const char *st = jget_str(regs->items[i], "status", "");
-    if (strcmp(st, "open") && strcmp(st, "confirmed")) continue;
+    if (strcmp(st, "detected") && strcmp(st, "acknowledged")) continue;
     if (strcmp(jget_str(regs->items[i], "severity", ""), "fail") == 0) rf++;
     else rw++;
   }

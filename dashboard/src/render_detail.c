@@ -415,7 +415,7 @@ void render_regressions(req *r, const jval *m) {
   page_begin(r, "Regressions", "regressions", "/api/v1/regressions");
   const char *cur = req_param(r, "status");
   hf(r, "<div class=\"head\"><h1>Regressions</h1><p class=\"sub\">flagged by <code>qgmm-bench gate"
-        "</code>; triage with <code>POST /api/v1/regressions/ID</code> and a triage token</p>"
+        "</code>, located by <code>qgmm-bench changepoints</code>; triage with <code>POST /api/v1/regressions/ID</code> and a triage token</p>"
         "<p class=\"chips\"><a class=\"chip%s\" href=\"/regressions\">all</a>", cur && *cur ? "" : " on");
   const jval *states = json_get(m, "states"), *counts = json_get(m, "counts");
   for (size_t i = 0; states && i < states->len; i++) {
@@ -433,7 +433,7 @@ void render_regressions(req *r, const jval *m) {
   } else {
     hf(r, "<table class=\"grid\" id=\"regressions\"><thead><tr><th>#</th><th>severity</th><th>status</th>"
           "<th>case</th><th>device · backend</th><th class=\"num\">change</th>"
-          "<th class=\"num\">threshold</th><th class=\"num\">p</th><th>last good → first bad</th>"
+          "<th class=\"num\">threshold</th><th class=\"num\">p</th><th>introduced in</th>"
           "<th>run</th><th>reason</th><th>note</th></tr></thead><tbody>");
     for (size_t i = 0; i < regs->len; i++) {
       const jval *g = regs->items[i];
@@ -462,10 +462,13 @@ void render_regressions(req *r, const jval *m) {
       double p = jget_num(g, "p_value", NAN);
       if (isfinite(p)) hf(r, "%.1e", p);
       hf(r, "</td><td>");
-      sha_link(r, jget_str(g, "last_good_revision", NULL));
-      hf(r, " → ");
+      /* the first bad revision is the answer people want; the last good one bounds the
+       * range to bisect when runs skipped revisions */
+      hf(r, "<span class=\"introduced\">");
       sha_link(r, jget_str(g, "first_bad_revision", NULL));
-      hf(r, "</td><td>");
+      hf(r, "</span> <span class=\"dim\">last good ");
+      sha_link(r, jget_str(g, "last_good_revision", NULL));
+      hf(r, "</span></td><td>");
       run_link(r, jget_str(g, "run", NULL));
       hf(r, "</td><td class=\"msg\">");
       h(r, jget_str(g, "reason", ""));
@@ -494,7 +497,7 @@ void render_regression(req *r, const jval *g) {
   hf(r, "</b></p></div><section class=\"card\"><dl class=\"kv\">");
   static const char *keys[] = {"kind", "severity", "reason", "note", "baseline_runs", "baseline_median_us",
                                "current_median_us", "change", "threshold", "noise", "p_value",
-                               "last_good_revision", "first_bad_revision"};
+                               "last_good_revision", "first_bad_revision", "after_runs", "driver"};
   for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) kv(r, keys[i], g, keys[i]);
   hf(r, "<dt>run</dt><dd>");
   run_link(r, jget_str(g, "run", NULL));

@@ -175,11 +175,10 @@ int token_cli(const char *db_path, int argc, char **argv) {
     fprintf(stderr, "qgmm-dash: %s\n", msg);
     return 1;
   }
+  /* dash_token is part of the schema (ci/schema.sql, migration 3): the open above
+   * created or upgraded it. */
   int rc;
-  if (db_ensure_dash_tables(db, msg, sizeof msg)) {
-    fprintf(stderr, "qgmm-dash: %s\n", msg);
-    rc = 1;
-  } else if (strcmp(argv[0], "add") == 0 && argc >= 2) {
+  if (strcmp(argv[0], "add") == 0 && argc >= 2) {
     const char *scope = "ingest";
     for (int i = 2; i < argc; i++) {
       if (strcmp(argv[i], "--scope") == 0 && i + 1 < argc) scope = argv[++i];

@@ -242,7 +242,7 @@ def add_regressions(db):
                 "baseline_median_us, current_median_us, change, threshold, noise, p_value, "
                 "first_bad_revision_id, reason, status, detected_at, updated_at) "
                 "VALUES (?, ?, ?, 'perf', 'fail', 5, ?, ?, 0.25, 0.05, 0.01, 0.0004, ?, "
-                "'median 25 % above the 5-run baseline (threshold 5 %)', 'open', ?, ?)",
+                "'median 25 % above the 5-run baseline (threshold 5 %)', 'detected', ?, ?)",
                 (s1, run, res, med / 1.25, med, rev(run), now, now))
     s2 = series_id("grouped_gemm", "vulkan", "fp8_rowwise")
     row = cur.execute("SELECT x.run_id, x.id FROM result x WHERE x.series_id = ? AND x.verdict = 'fail'",

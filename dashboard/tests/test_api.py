@@ -137,9 +137,17 @@ def test_shapes(srv, docs):
 
     st, g = srv.get_json("/api/v1/regressions")
     check(st == 200 and len(g["regressions"]) == 2 and "states" in g, "regressions list")
-    st, g1 = srv.get_json("/api/v1/regressions?status=open")
+    check(g["states"] == ["detected", "acknowledged", "fixed", "ignored"], "the issue's triage states: %s" % g["states"])
+    st, g1 = srv.get_json("/api/v1/regressions?status=detected")
     check(len(g1["regressions"]) == 1 and g1["regressions"][0]["kind"] == "perf", "regressions filter by status")
     check(srv.get_json("/api/v1/regressions?status=bogus")[0] == 400, "unknown status filter is 400")
+    check(srv.get_json("/api/v1/regressions?status=open")[0] == 400, "the old state names are gone (400)")
+    st, gk = srv.get_json("/api/v1/regressions?kind=changepoint")
+    check(st == 200 and gk["regressions"] == [], "kind=changepoint filter (none in the fixture)")
+    st, _, page = srv.request("GET", "/regressions")
+    fb = g1["regressions"][0]["first_bad_revision"]
+    check(st == 200 and b"introduced in" in page and fb and fb[:10].encode() in page,
+          "regressions page shows the revision the regression was introduced in")
     rid = g1["regressions"][0]["id"]
     st, one = srv.get_json("/api/v1/regressions/%d" % rid)
     check(st == 200 and one["id"] == rid and one["change"] == 0.25, "one regression")
@@ -335,7 +343,7 @@ def test_hostile_views(srv, db):
 
 
 def test_triage(srv, rid, tok, dash, db):
-    body = json.dumps({"status": "confirmed", "note": "<b>x</b> seen on two reruns"})
+    body = json.dumps({"status": "acknowledged", "note": "<b>x</b> seen on two reruns"})
     hdr = {"Content-Type": "application/json"}
     st, _, _ = srv.request("POST", "/api/v1/regressions/%d" % rid, body, hdr)
     check(st == 401, "triage without a token is 401")
@@ -346,15 +354,18 @@ def test_triage(srv, rid, tok, dash, db):
     st, _, _ = srv.request("POST", "/api/v1/regressions/%d" % rid, body, auth)
     check(st == 200, "triage with a triage token is 200 (%s)" % st)
     st, g = srv.get_json("/api/v1/regressions/%d" % rid)
-    check(g["status"] == "confirmed" and g["note"].startswith("<b>x</b>"), "triage state and note stored")
+    check(g["status"] == "acknowledged" and g["note"].startswith("<b>x</b>"), "triage state and note stored")
     st, hd, page = srv.request("GET", "/regressions")
     check(b"&lt;b&gt;x&lt;/b&gt;" in page, "triage note shown escaped")
-    st, _, _ = srv.request("POST", "/api/v1/regressions/%d" % rid, json.dumps({"status": "done"}), auth)
-    check(st == 400, "unknown triage state is 400")
+    for bad in ("done", "confirmed", "wontfix", "open"):
+        st, _, _ = srv.request("POST", "/api/v1/regressions/%d" % rid, json.dumps({"status": bad}), auth)
+        check(st == 400, "unknown triage state %r is 400" % bad)
+    st, _, _ = srv.request("POST", "/api/v1/regressions/%d" % rid, json.dumps({"status": "ignored"}), auth)
+    check(st == 200 and srv.get_json("/api/v1/regressions/%d" % rid)[1]["status"] == "ignored", "triage to ignored")
     st, _, _ = srv.request("POST", "/api/v1/regressions/999999", json.dumps({"status": "fixed"}), auth)
     check(st == 404, "triage of an unknown regression is 404")
-    st, _, _ = srv.request("POST", "/api/v1/regressions/%d" % rid, json.dumps({"status": "open"}), auth)
-    check(st == 200, "triage back to open")
+    st, _, _ = srv.request("POST", "/api/v1/regressions/%d" % rid, json.dumps({"status": "detected"}), auth)
+    check(st == 200, "triage back to detected")
 
 
 def test_load(srv, db, tok):

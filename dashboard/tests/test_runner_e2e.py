@@ -9,6 +9,7 @@ re-uploading is idempotent (200), uploading a run to the store it came from is 2
 dashboard's identity digest agrees with the runner's storage), and the central store gets
 the same series fingerprints and statistics as the runner computed."""
 import argparse
+import hashlib
 import os
 import sqlite3
 import subprocess
@@ -35,6 +36,47 @@ def rows(db, q):
     return r
 
 
+
+def test_schema2_store(a, local):
+    """A store as schema 2 left it (old triage names, the dash_token table qgmm-dash used to
+    create on its own) is upgraded in place by qgmm-dash: states mapped, tokens still valid."""
+    old = os.path.join(a.workdir, "v2.db")
+    for s in ("", "-wal", "-shm"):
+        if os.path.exists(old + s):
+            os.remove(old + s)
+    src, dst = sqlite3.connect(local), sqlite3.connect(old)
+    src.backup(dst)
+    src.close()
+    schema = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "ci", "schema.sql")).read()
+    sec2 = schema[schema.index("-- @migration 2"):schema.index("-- @migration 3")]
+    token = "qgmmdash_schema2token"
+    dst.executescript("DROP TABLE regression; DROP TABLE IF EXISTS dash_token;" + sec2 +
+                      "CREATE TABLE dash_token ( id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, token_hash TEXT "
+                      "NOT NULL UNIQUE, scope TEXT NOT NULL CHECK (scope IN ('ingest','triage','all')), created_at "
+                      "INTEGER NOT NULL, revoked_at INTEGER, last_used_at INTEGER) STRICT; PRAGMA user_version = 2;")
+    dst.execute("INSERT INTO dash_token(name, token_hash, scope, created_at) VALUES('old', ?, 'all', 1)",
+                ("sha256:" + hashlib.sha256(token.encode()).hexdigest(),))
+    sids = [r[0] for r in dst.execute("SELECT series_id FROM result ORDER BY id LIMIT 2")]
+    for sid, st in zip(sids, ("confirmed", "wontfix")):
+        dst.execute("INSERT INTO regression(series_id, run_id, kind, severity, reason, status, detected_at, updated_at) "
+                    "VALUES(?, 1, 'perf', 'fail', 'old row', ?, 1, 1)", (sid, st))
+    dst.commit()
+    dst.close()
+    srv = dashlib.Server(a.dash, old, a.workdir, extra=("--quiet",))
+    try:
+        st, g = srv.get_json("/api/v1/regressions")
+        got = sorted(x["status"] for x in g.get("regressions", []))
+        check(st == 200 and got == ["acknowledged", "ignored"], "schema-2 store upgraded: states %s" % got)
+        check(rows(old, "PRAGMA user_version")[0][0] >= 3, "user_version raised in place")
+        check(any("wontfix" in x["note"] for x in g["regressions"]), "the old state kept in the note")
+        rid = [x["id"] for x in g["regressions"] if x["status"] == "ignored"][0]
+        st, _, _ = srv.request("POST", "/api/v1/regressions/%d" % rid, '{"status": "fixed"}',
+                               {"Content-Type": "application/json", "Authorization": "Bearer " + token})
+        check(st == 200 and rows(old, "SELECT status FROM regression WHERE id = %d" % rid) == [("fixed",)],
+              "a token created before the migration still authorizes (%s)" % st)
+    finally:
+        srv.stop()
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dash", required=True)
@@ -58,6 +100,10 @@ def main():
     gate = subprocess.run([a.bench, "gate", "--db", local], capture_output=True, text=True)
     check(gate.returncode in (0, 1), "qgmm-bench gate ran (rc %d)" % gate.returncode)
     n_reg = rows(local, "SELECT count(*) FROM regression")[0][0]
+    cp = subprocess.run([a.bench, "changepoints", "--db", local], capture_output=True, text=True)
+    check(cp.returncode == 0 and "histories analysed" in cp.stdout,
+          "qgmm-bench changepoints over the store (rc %d): %s" % (cp.returncode, (cp.stdout + cp.stderr)[-300:]))
+    test_schema2_store(a, local)
     tok_local = dashlib.add_token(a.dash, local, "self")
     tok_central = dashlib.add_token(a.dash, central, "runner-1")
 
@@ -76,12 +122,12 @@ def main():
         if n_reg:
             ttok = dashlib.add_token(a.dash, local, "triage", "triage")
             rid = g["regressions"][0]["id"]
-            st, _, _ = srv.request("POST", "/api/v1/regressions/%d" % rid, '{"status": "confirmed"}',
+            st, _, _ = srv.request("POST", "/api/v1/regressions/%d" % rid, '{"status": "acknowledged"}',
                                    {"Content-Type": "application/json", "Authorization": "Bearer " + ttok})
-            check(st == 200 and rows(local, "SELECT status FROM regression WHERE id = %d" % rid) == [("confirmed",)],
+            check(st == 200 and rows(local, "SELECT status FROM regression WHERE id = %d" % rid) == [("acknowledged",)],
                   "triage of a gate-written regression")
             st, hd, body = srv.request("GET", "/regressions")
-            check(st == 200 and b"confirmed" in body, "regressions page shows the triage state")
+            check(st == 200 and b"acknowledged" in body, "regressions page shows the triage state")
         up = subprocess.run([a.bench, "upload", srv.base + "/api/v1/runs", "--token", tok_local, "--db", local,
                              "--run", "latest"], capture_output=True, text=True)
         check(up.returncode == 0 and "already_present" in up.stdout + up.stderr,
