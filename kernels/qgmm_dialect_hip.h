@@ -42,8 +42,13 @@
 #ifndef __constant__
 #define __constant__ __attribute__((constant))
 #endif
+#ifndef __align__
+#define __align__(n) __attribute__((aligned(n)))
+#endif
 #ifndef __launch_bounds__
-#define __launch_bounds__(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+/* the work-group bound only; HIP's optional second argument (an occupancy hint) is
+ * dropped in the bare check build */
+#define __launch_bounds__(n, ...) __attribute__((amdgpu_flat_work_group_size(1, n)))
 #endif
 
 #define QGMM_BARE_HD static inline __attribute__((host, device, always_inline))

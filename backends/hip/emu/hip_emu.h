@@ -27,7 +27,8 @@
 #define __device__
 #define __host__
 #define __shared__ static
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 
 typedef struct __attribute__((aligned(8))) uint2 { unsigned int x, y; } uint2;
 typedef struct __attribute__((aligned(16))) uint4 { unsigned int x, y, z, w; } uint4;
@@ -74,6 +75,7 @@ float hg_emu_shfl_xor(float v, int mask);
 #define QGMM_SHARED static
 #define QGMM_TID g_hg_emu_tid
 #define QGMM_NTHREADS 256
+#define QGMM_NTHREADS_X 256
 #define QGMM_BID_X ((int64_t)g_hg_emu.bid)
 #define QGMM_BID_Y ((int64_t)0)
 #define QGMM_BID_Z ((int64_t)0)
@@ -86,6 +88,7 @@ float hg_emu_shfl_xor(float v, int mask);
 #define QGMM_ATOMIC_OR_U32(p, v) __atomic_fetch_or((p), (v), __ATOMIC_RELAXED)
 #define QGMM_ATOMIC_MAX_U32(p, v) hg_emu_atomic_max((p), (v))
 #define QGMM_LDG(p) (*(p))
+#define QGMM_LAUNCH_BOUNDS(threads, min_blocks)
 #include "qgmm_dialect.h"
 
 /* MFMA models (definitions in gemm_emu_test.cpp, after the vector types exist). */
@@ -96,5 +99,8 @@ typedef float hg_emu_f32x16 __attribute__((vector_size(64)));
 typedef short hg_emu_i16x4 __attribute__((vector_size(8)));
 hg_emu_f32x16 hg_emu_mfma_bf16(hg_emu_i16x4 a, hg_emu_i16x4 b, hg_emu_f32x16 acc);
 hg_emu_f32x16 hg_emu_mfma_fp8(long a, long b, hg_emu_f32x16 acc);
+
+/* Runs body(ctx) as `nblocks` workgroups of 256 work-items, one workgroup at a time. */
+void hg_emu_run(int nblocks, void (*body)(void *), void *ctx);
 
 #endif /* QGMM_HIP_EMU_H */
