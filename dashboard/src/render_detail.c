@@ -466,9 +466,13 @@ void render_regressions(req *r, const jval *m) {
        * range to bisect when runs skipped revisions */
       hf(r, "<span class=\"introduced\">");
       sha_link(r, jget_str(g, "first_bad_revision", NULL));
-      hf(r, "</span> <span class=\"dim\">last good ");
-      sha_link(r, jget_str(g, "last_good_revision", NULL));
-      hf(r, "</span></td><td>");
+      hf(r, "</span>");
+      if (jget_str(g, "last_good_revision", NULL)) {
+        hf(r, " <span class=\"dim\">last good ");
+        sha_link(r, jget_str(g, "last_good_revision", NULL));
+        hf(r, "</span>");
+      }
+      hf(r, "</td><td>");
       run_link(r, jget_str(g, "run", NULL));
       hf(r, "</td><td class=\"msg\">");
       h(r, jget_str(g, "reason", ""));
