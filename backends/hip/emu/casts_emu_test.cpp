@@ -83,8 +83,7 @@ static void run(qgmm_context *cpu, const ccase &c)
     if (c.op == MX && c.dim == 0) tq = qgmm_tensor_make_colmajor(qr.b, 0, c.qd, c.R, c.C);
     qgmm_tensor ts, to;
     memset(&to, 0, sizeof to);
-    buf sr, se, ob;
-    ob.b = NULL;
+    buf sr = {NULL, NULL, 0}, se = {NULL, NULL, 0}, ob = {NULL, NULL, 0};
     uint32_t status = 0;
     qgmm_kquant a = qgmm_kquant_base(&tx, &tq, &status);
     qgmm_status st;
