@@ -601,12 +601,19 @@ static void recipe_suite(qgmm_gemm_kind kind, qgmm_recipe r)
     if (g_big) { /* multi-tile shapes: many k-slices, full and partial 128/256-wide tiles */
         for (int o = 0; o < 2; ++o) {
             gcase c = {kind, r, 2048, 384, 1024, 8, 0, adt, bdt, odts[o], 0, 0, 0, 0};
-            if (!mgrp) { c.M = 4096; c.N = 200; c.K = 264; }
+            if (!mgrp) { c.M = 4096; c.N = 200; c.K = 264; c.a_t = c.b_t = 1; } /* token-contiguous: TMA */
             run_case(&c);
             gcase d = {kind, r, 3000, 520, 640, 16, 1, adt, bdt, odts[o], 0, 0, 0, 0};
             if (mgrp && r == QGMM_RECIPE_FP8_BLOCKWISE) d.K = 768;
-            if (!mgrp) { d.M = 4096; d.N = 136; d.K = 300; }
+            if (!mgrp) { d.M = 4096; d.N = 136; d.K = 300; d.a_t = d.b_t = 1; }
             run_case(&d);
+        }
+    }
+    if (!mgrp) { /* token-contiguous operands (the Hopper kernel's layout): ragged groups
+                  * starting anywhere, last slices running into the next group */
+        for (int o = 0; o < 2; ++o) {
+            gcase c = {kind, r, 1024, 150, 90, 5, 1, adt, bdt, odts[o], 1, 1, 0, 0};
+            run_case(&c);
         }
     }
     if (g_quick) return;
