@@ -13,8 +13,8 @@ hg_emu_launch g_hg_emu;
 thread_local int g_hg_emu_tid;
 
 /* ---------------------------------------------------------------- lane models */
-static uint64_t g_xa[4][64], g_xb[4][64];
-static float g_xs[4][64];
+static uint64_t g_xa[16][64], g_xb[16][64];
+static float g_xs[16][64];
 
 static void wave_sync(void) { pthread_barrier_wait(&g_hg_emu.wave[g_hg_emu_tid / 64]); }
 
@@ -78,26 +78,37 @@ static void *emu_thread(void *v)
     return NULL;
 }
 
-void hg_emu_run(int nblocks, void (*body)(void *), void *ctx)
+void hg_emu_run3(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, void (*body)(void *), void *ctx)
 {
-    g_hg_emu.nblocks = nblocks;
-    pthread_barrier_init(&g_hg_emu.block, NULL, 256);
-    for (int w = 0; w < 4; ++w) pthread_barrier_init(&g_hg_emu.wave[w], NULL, 64);
+    const int n = (int)(bx * by);
+    g_hg_emu.nblocks = (int)gx;
+    g_hg_emu.nby = (int)gy;
+    g_hg_emu.nbz = (int)gz;
+    g_hg_emu.ntx = (int)bx;
+    g_hg_emu.nthreads = n;
+    pthread_barrier_init(&g_hg_emu.block, NULL, (unsigned)n);
+    for (int w = 0; w < (n + 63) / 64; ++w)
+        pthread_barrier_init(&g_hg_emu.wave[w], NULL, (unsigned)(n - 64 * w < 64 ? n - 64 * w : 64));
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 256 * 1024);
-    std::vector<pthread_t> th(256);
-    std::vector<emu_arg> args(256);
-    for (int b = 0; b < nblocks; ++b) {
-        g_hg_emu.bid = b;
-        for (int t = 0; t < 256; ++t) {
-            args[t] = {body, ctx, t};
-            pthread_create(&th[t], &attr, emu_thread, &args[t]);
-        }
-        for (int t = 0; t < 256; ++t) pthread_join(th[t], NULL);
-    }
+    std::vector<pthread_t> th((size_t)n);
+    std::vector<emu_arg> args((size_t)n);
+    for (unsigned z = 0; z < gz; ++z)
+        for (unsigned y = 0; y < gy; ++y)
+            for (unsigned x = 0; x < gx; ++x) {
+                g_hg_emu.bid = (int)x;
+                g_hg_emu.bid_y = (int)y;
+                g_hg_emu.bid_z = (int)z;
+                for (int t = 0; t < n; ++t) {
+                    args[(size_t)t] = {body, ctx, t};
+                    pthread_create(&th[(size_t)t], &attr, emu_thread, &args[(size_t)t]);
+                }
+                for (int t = 0; t < n; ++t) pthread_join(th[(size_t)t], NULL);
+            }
     pthread_attr_destroy(&attr);
     pthread_barrier_destroy(&g_hg_emu.block);
-    for (int w = 0; w < 4; ++w) pthread_barrier_destroy(&g_hg_emu.wave[w]);
+    for (int w = 0; w < (n + 63) / 64; ++w) pthread_barrier_destroy(&g_hg_emu.wave[w]);
 }
 
+void hg_emu_run(int nblocks, void (*body)(void *), void *ctx) { hg_emu_run3((unsigned)nblocks, 1, 1, 256, 1, body, ctx); }

@@ -38,9 +38,11 @@ static inline float4 make_float4(float x, float y, float z, float w) { float4 r 
 
 /* The emulated launch: grid size, the running workgroup, its barriers. */
 struct hg_emu_launch {
-    int nblocks, bid;
+    int nblocks, bid;               /* x: grid size and the running workgroup */
+    int nby, nbz, bid_y, bid_z;     /* y, z of the grid (1 and 0 for 1-D launches) */
+    int ntx, nthreads;              /* block x extent and work-items per block (<= 1024) */
     pthread_barrier_t block;
-    pthread_barrier_t wave[4];
+    pthread_barrier_t wave[16];
     int or_flag;
 };
 extern hg_emu_launch g_hg_emu;
@@ -74,13 +76,13 @@ float hg_emu_shfl_xor(float v, int mask);
 #define QGMM_DEV static inline
 #define QGMM_SHARED static
 #define QGMM_TID g_hg_emu_tid
-#define QGMM_NTHREADS 256
-#define QGMM_NTHREADS_X 256
+#define QGMM_NTHREADS g_hg_emu.nthreads
+#define QGMM_NTHREADS_X g_hg_emu.ntx
 #define QGMM_BID_X ((int64_t)g_hg_emu.bid)
-#define QGMM_BID_Y ((int64_t)0)
-#define QGMM_BID_Z ((int64_t)0)
+#define QGMM_BID_Y ((int64_t)g_hg_emu.bid_y)
+#define QGMM_BID_Z ((int64_t)g_hg_emu.bid_z)
 #define QGMM_NBLOCKS_X ((int64_t)g_hg_emu.nblocks)
-#define QGMM_NBLOCKS_Y ((int64_t)1)
+#define QGMM_NBLOCKS_Y ((int64_t)g_hg_emu.nby)
 #define QGMM_SYNC() hg_emu_sync()
 #define QGMM_SYNC_OR(pred) hg_emu_sync_or(pred)
 #define QGMM_WARP 64
@@ -102,5 +104,7 @@ hg_emu_f32x16 hg_emu_mfma_fp8(long a, long b, hg_emu_f32x16 acc);
 
 /* Runs body(ctx) as `nblocks` workgroups of 256 work-items, one workgroup at a time. */
 void hg_emu_run(int nblocks, void (*body)(void *), void *ctx);
+/* General form: grid (gx, gy, gz) of blocks (bx, by) work-items, x fastest. */
+void hg_emu_run3(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, void (*body)(void *), void *ctx);
 
 #endif /* QGMM_HIP_EMU_H */
