@@ -25,7 +25,8 @@
 /* K-grouped on the Hopper kernel by default (1) or only when QGMM_CUDA_GEMM_HOPPER_KGROUPED=1 (0).
  * 0: its first version (tail zeroing only, box starts at the group's first token) matched
  * torch._grouped_mm bit for bit on 16-aligned groups but hit "illegal instruction" on the
- * H100 for groups starting at arbitrary tokens; this version (16-byte aligned box starts,
+ * H100 for groups starting at arbitrary tokens (compute-sanitizer: on the TMA-issuing thread,
+ * i.e. a box whose innermost start is not 16-byte aligned); this version (16-byte aligned box starts,
  * head and tail zeroing, converged warps) has not run on a GPU yet. */
 #ifndef QG_HOPPER_KGROUPED_DEFAULT
 #define QG_HOPPER_KGROUPED_DEFAULT 0
