@@ -344,17 +344,14 @@ static int list_series(sqlite3 *db, int64_t only, series_row **out, size_t *n)
     return rc;
 }
 
-/* The timed results of one series, grouped by driver (drivers in order of first use),
- * each group oldest first. */
+/* The timed results of one series, grouped by driver, each group oldest first. */
 static int load_history(sqlite3 *db, int64_t series_id, pt_row **out, size_t *n)
 {
     sqlite3_stmt *st;
     const char *sql =
         "SELECT r.id, run.id, run.revision_id, r.median_us, c.driver FROM result r JOIN run ON run.id = r.run_id "
         "JOIN context c ON c.id = r.context_id WHERE r.series_id = ?1 AND r.status = 'ok' AND r.median_us > 0 "
-        "ORDER BY (SELECT min(run2.started_at) FROM result r2 JOIN run run2 ON run2.id = r2.run_id "
-        "          JOIN context c2 ON c2.id = r2.context_id WHERE r2.series_id = ?1 AND c2.driver = c.driver), "
-        "c.driver, run.started_at, run.id";
+        "ORDER BY c.driver, run.started_at, run.id";
     *out = NULL;
     *n = 0;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
