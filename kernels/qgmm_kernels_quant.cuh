@@ -237,52 +237,6 @@ QGMM_KERNEL void qgmm_kq_rowblock(qgmm_kquant a)
     }
 }
 
-/* ------------------------------------------------------------------ rowone
- * Rowwise over whole contiguous rows of <= 8*256*QGMM_KQ_ROWCH elements in ONE pass: a
- * 256-thread block per row keeps its chunks in registers, block-wide amax, then casts.
- * Same layout requirements as rowblock; no offsets (jagged rows take rowseg). */
-#define QGMM_KQ_ROWCH 4
-template <int FMT>
-QGMM_KERNEL void qgmm_kq_rowone(qgmm_kquant a)
-{
-    QGMM_SHARED float sm_warps[QGMM_MAX_WARPS];
-    const int tid = QGMM_TID, nt = QGMM_NTHREADS;
-    const int64_t cpr = a.C / 8;
-    const uint32_t rows = (uint32_t)(a.E * a.R), R = (uint32_t)a.R;
-    uint8_t *qb = (uint8_t *)a.q.ptr;
-    for (uint32_t row = (uint32_t)QGMM_BID_X; row < rows; row += (uint32_t)QGMM_NBLOCKS_X) {
-        const uint32_t e = row / R, r = row - e * R;
-        const int64_t xrow = qgmm_kidx(a.x, e, r, 0), qrow = qgmm_kidx(a.q, e, r, 0);
-        float v[QGMM_KQ_ROWCH][8];
-        float amax = 0.0f;
-#pragma unroll
-        for (int u = 0; u < QGMM_KQ_ROWCH; ++u) {
-            const int64_t c8 = tid + (int64_t)u * nt;
-            if (c8 < cpr) qgmm_kload8(a.x.ptr, a.x_dtype, xrow + c8 * 8, v[u]);
-        }
-#pragma unroll
-        for (int u = 0; u < QGMM_KQ_ROWCH; ++u) {
-            const int64_t c8 = tid + (int64_t)u * nt;
-            if (c8 < cpr) {
-#pragma unroll
-                for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[u][k]));
-            }
-        }
-        amax = qgmm_block_amax(amax, sm_warps);
-        const float mult = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
-#pragma unroll
-        for (int u = 0; u < QGMM_KQ_ROWCH; ++u) {
-            const int64_t c8 = tid + (int64_t)u * nt;
-            if (c8 < cpr) {
-                uint8_t o[8];
-                qgmm_k_quantize8<FMT>(v[u], mult, o);
-                *(uint2 *)(qb + qrow + c8 * 8) = qgmm_kpack8(o);
-            }
-        }
-        if (tid == 0) qgmm_kq_store_scale_f32(a, e * a.s.s0 + r * a.s.s1, a.recip ? qgmm_scale_reciprocal(mult) : mult);
-    }
-}
-
 /* ------------------------------------------------------------------ rowseg
  * Rowwise along contiguous C: one warp per (e, g, r) segment [j0, j1). Requires x.s2 ==
  * q.s2 == 1, 16-byte aligned x rows and 8-byte aligned q rows (C % 8 == 0). */

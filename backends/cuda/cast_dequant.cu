@@ -86,11 +86,8 @@ extern "C" qgmm_status qgmm_cuda_dequantize(qgmm_context *ctx, const qgmm_quant_
     d.vec = a.q.s2 == 1 && a.x.s2 == 1 && a.C % 8 == 0 && ((uintptr_t)a.q.ptr % 8) == 0 && a.q.s1 % 8 == 0 &&
             a.q.s0 % 8 == 0 && ((uintptr_t)a.x.ptr % 16) == 0 && (a.x.s1 * osz) % 16 == 0 &&
             (a.x.s0 * osz) % 16 == 0;
-    if (a.E * a.R >= ((int64_t)1 << 31))
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "cuda dequantize: %lld rows (max 2^31 - 1)",
-                              (long long)(a.E * a.R));
-    unsigned gx, gy, bx, by;
-    qgmm_cuda_row_grid(ctx, (a.C + 7) / 8, a.E * a.R, 8, &gx, &gy, &bx, &by);
-    qgmm_kdq<<<dim3(gx, gy), dim3(bx, by), 0, c->stream>>>(d);
+    const int64_t threads = a.E * a.R * ((a.C + 7) / 8);
+    const unsigned grid = qgmm_cuda_grid(ctx, (threads + 255) / 256, 256, 16);
+    qgmm_kdq<<<grid, 256, 0, c->stream>>>(d);
     return qgmm_cuda_launch_check(ctx, "qgmm_kdq");
 }
