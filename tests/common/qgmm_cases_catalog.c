@@ -892,7 +892,7 @@ qgmm_status qgmm_case_reshape(const qgmm_case *tmpl, const qgmm_case_shape *shap
         if (c.gemm.kind == QGMM_GEMM_M_GROUPED && c.gemm.recipe == QGMM_RECIPE_MXFP8 && contraction % 32)
             return why(why_out, why_cap, "MXFP8 GEMM: the contraction dim must be a multiple of 32");
     }
-    if (c.group_multiple > 1 && c.shape.M % c.group_multiple && c.groups != QGMM_GROUPS_NONE)
+    if (c.group_multiple > 1 && c.groups != QGMM_GROUPS_NONE && qc_group_extent(&c) % c.group_multiple)
         return why(why_out, why_cap, "the grouped extent must be a multiple of the group size multiple");
     qc_finish_case(&c);
     *out = c;

@@ -87,6 +87,9 @@ void qc_release_gemm(qgmm_case_instance *in);
  * layouts for GEMM operands, reading them back). NULL when cpu cannot be created. */
 qgmm_context *qc_helper_ctx(void);
 
+/* The extent a case's groups partition (M, or K for groups along columns). */
+int64_t qc_group_extent(const qgmm_case *c);
+
 /* Case cost (bytes, flops) and id from the descriptor. */
 void qc_finish_case(qgmm_case *c);
 int qc_family_of(qgmm_case_op op);

@@ -149,7 +149,7 @@ double qc_load_as_f64(const uint8_t *src, qgmm_dtype dt, int64_t i)
 
 /* ------------------------------------------------------------------ offsets */
 /* The extent the groups of a case partition. */
-static int64_t group_extent(const qgmm_case *c)
+int64_t qc_group_extent(const qgmm_case *c)
 {
     switch (c->op) {
     case QGMM_CASE_FP8_ROWWISE:
@@ -171,7 +171,7 @@ int64_t qgmm_case_offsets(const qgmm_case *c, int32_t *offs, int64_t cap)
     if (!offs) return G;
     if (cap < G || G <= 0) return G;
     const int64_t mult = c->group_multiple > 1 ? c->group_multiple : 1;
-    const int64_t units = group_extent(c) / mult;
+    const int64_t units = qc_group_extent(c) / mult;
     qc_rng r = {qc_mix_seed(c->seed, 0x6f666673u)};
     int64_t *size = calloc((size_t)G, sizeof *size);
     char *empty = calloc((size_t)G, 1);
@@ -210,7 +210,7 @@ int64_t qgmm_case_offsets(const qgmm_case *c, int32_t *offs, int64_t cap)
             const int64_t g = G / 2;
             offs[g] = offs[g - 1] > 0 ? offs[g - 1] - 1 : -1; /* decreasing */
         } else {
-            offs[G - 1] = (int32_t)(group_extent(c) + mult); /* past the end */
+            offs[G - 1] = (int32_t)(qc_group_extent(c) + mult); /* past the end */
         }
     }
     free(size);
