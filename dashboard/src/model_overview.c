@@ -39,7 +39,7 @@ static const char *REG_COUNT_SQL =
     "SELECT count(*) FROM regression g JOIN series s ON s.id = g.series_id"
     " JOIN run r ON r.id = g.run_id"
     " WHERE r.uuid = ?1 AND s.device_id = ?2 AND s.backend = ?3 AND g.severity = ?4"
-    "   AND g.status IN ('detected', 'acknowledged')";
+    "   AND g.status IN ('detected', 'acknowledged') AND g.kind <> 'changepoint'";
 
 static const char *REGRESSIONS_SQL =
     "SELECT g.id, g.kind, g.severity, g.status, g.change, g.reason, g.detected_at,"

@@ -117,6 +117,8 @@ int model_run(mctx *m, const char *arg, jval **out) {
   for (size_t i = 0; i < regs->len; i++) {
     const char *st = jget_str(regs->items[i], "status", "");
     if (strcmp(st, "detected") && strcmp(st, "acknowledged")) continue;
+    /* change points are the nightly pass's findings, not this run's gate verdict */
+    if (strcmp(jget_str(regs->items[i], "kind", ""), "changepoint") == 0) continue;
     if (strcmp(jget_str(regs->items[i], "severity", ""), "fail") == 0) rf++;
     else rw++;
   }

@@ -495,6 +495,40 @@ def test_listen_default(dash, workdir, db):
     check(out.returncode == 2 and "--db" in out.stderr, "missing --db is a usage error")
 
 
+def test_changepoint_rows(srv, db):
+    """A row of `qgmm-bench changepoints` (kind changepoint) is listed with the revision it
+    names, but is not part of a run's gate verdict."""
+    st, o = srv.get_json("/api/v1/overview")
+    hip = [x for x in o["latest"] if x["backend"] == "hip"][0]
+    con = sqlite3.connect(db)
+    run_id, rev = con.execute("SELECT id, revision_id FROM run WHERE uuid = ?", (hip["run"],)).fetchone()
+    sid = con.execute("SELECT r.series_id FROM result r JOIN series s ON s.id = r.series_id WHERE r.run_id = ? "
+                      "AND s.backend = 'hip' LIMIT 1", (run_id,)).fetchone()[0]
+    good = con.execute("SELECT id FROM revision WHERE id <> ? LIMIT 1", (rev,)).fetchone()[0]
+    sha = con.execute("SELECT sha FROM revision WHERE id = ?", (rev,)).fetchone()[0]
+    con.execute("INSERT INTO regression(series_id, run_id, kind, severity, baseline_runs, after_runs, change, "
+                "threshold, p_value, last_good_revision_id, first_bad_revision_id, reason, driver, detected_at, "
+                "updated_at) VALUES(?, ?, 'changepoint', 'fail', 6, 4, 0.2, 0.05, 1e-9, ?, ?, 'median +20.0%', "
+                "'', 1, 1)", (sid, run_id, good, rev))
+    con.commit()
+    try:
+        st, g = srv.get_json("/api/v1/regressions?kind=changepoint")
+        check(st == 200 and len(g["regressions"]) == 1 and g["regressions"][0]["first_bad_revision"] == sha and
+              g["regressions"][0]["after_runs"] == 4 and g["regressions"][0]["status"] == "detected",
+              "changepoint row listed with its first bad revision")
+        st, _, page = srv.request("GET", "/regressions?status=detected")
+        check(st == 200 and b"changepoint" in page and sha[:10].encode() in page, "changepoint row on the page")
+        st, o2 = srv.get_json("/api/v1/overview")
+        hip2 = [x for x in o2["latest"] if x["backend"] == "hip" and x["run"] == hip["run"]][0]
+        check(hip2["gate"] == hip["gate"] and hip2["regressions_fail"] == hip["regressions_fail"],
+              "a change point does not change the run's gate verdict on the overview")
+        check(any(x["kind"] == "changepoint" for x in o2["regressions"]), "overview lists the change point")
+    finally:
+        con.execute("DELETE FROM regression WHERE kind = 'changepoint'")
+        con.commit()
+        con.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dash", required=True)
@@ -515,6 +549,7 @@ def main():
         test_ingest(srv, db, a.dash, tok)
         test_triage(srv, rid, tok, a.dash, db)
         test_load(srv, db, tok)
+        test_changepoint_rows(srv, db)
     finally:
         srv.stop()
     test_body_cap(a.dash, db, a.workdir, tok)
