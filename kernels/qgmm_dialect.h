@@ -1,5 +1,5 @@
 /*
- * qgmm_dialect.h — the few GPU-language words the single-source kernels in kernels/*.cuh
+ * qgmm_dialect.h — the few GPU-language words the single-source kernels (the .cuh files in kernels/)
  * use, spelled once for CUDA (nvcc) and HIP (hipcc / clang -x hip). A kernel file never
  * writes threadIdx, __shfl_*, atomic* or __shared__ directly: it uses these macros, so
  * the HIP backend compiles the same kernels with 64-wide wavefronts.
