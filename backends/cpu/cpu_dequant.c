@@ -128,7 +128,7 @@ static qgmm_status dequant_mx(qgmm_context *ctx, const qgmm_mxfp8_params *p, con
         const int64_t qb = idx3(q, e, r0, c0), qs = q->strides[p->block_dim];
         const int64_t ob = idx3(out, e, r0, c0), os = out->strides[p->block_dim];
         for (int64_t k = 0; k < 32; ++k)
-            qgmm_cpu_store_f32(out, ob + k * os, qgmm_fp8_to_f32(qd[qb + k * qs], fmt) * m);
+            qgmm_cpu_store_f32(out, ob + k * os, qgmm_dequant_mul(qgmm_fp8_to_f32(qd[qb + k * qs], fmt), m));
     }
     return QGMM_OK;
 }
