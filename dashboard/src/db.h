@@ -8,7 +8,6 @@
 /* Schema versions this binary understands (ci/schema.sql "-- @migration N"). */
 #define DASH_SCHEMA_MIN 1      /* runs and series exist */
 #define DASH_SCHEMA_TRIAGE 2   /* the regression table exists */
-#define DASH_SCHEMA_V3 3       /* triage states detected/acknowledged/fixed/ignored, dash_token */
 
 typedef enum {
   DB_OK = 0,
