@@ -20,6 +20,6 @@ echo "[qgmm] conformance over every backend present"
 "$BIN/qgmm-conformance" --backend all || echo "[qgmm] conformance reported failures (see above)"
 echo "[qgmm] nightly runner: suite $SUITE, every backend, into $DB"
 "$BIN/qgmm-bench" run --suite "$SUITE" --backend all --db "$DB" --reason main-job
-"$BIN/qgmm-bench" gate --db "$DB" || echo "[qgmm] gate: see the reasons above"
+"$BIN/qgmm-bench" gate --changepoints --db "$DB" || echo "[qgmm] gate: see the reasons above"
 echo "[qgmm] dashboard on http://$LISTEN  (Ctrl-C to stop)"
 exec "$BIN/qgmm-dash" --db "$DB" --listen "$LISTEN"

@@ -20,7 +20,7 @@ echo "[qgmm] === runner: smoke suite on every backend present, then the gate ===
 rm -f "$ROOT/build/ci.db"
 QGMM_PLUGIN_PATH="$ROOT/build/lib" "$ROOT/build/bin/qgmm-bench" run --suite smoke --backend all \
   --db "$ROOT/build/ci.db" --reason ci
-"$ROOT/build/bin/qgmm-bench" gate --db "$ROOT/build/ci.db"
+"$ROOT/build/bin/qgmm-bench" gate --changepoints --db "$ROOT/build/ci.db"
 
 echo "[qgmm] === build (ASan+UBSan) ==="
 BUILD_DIR="$ROOT/build-asan" "$ROOT/scripts/build.sh" -DQGMM_WERROR=ON -DQGMM_SANITIZE=ON \

@@ -36,6 +36,7 @@ static void usage(FILE *f)
             "                   instead of skipping the byte-exact cases\n"
             "  --sample N       GEMMs: compare N sampled output elements with float64 instead\n"
             "                   of all (for the big shapes of smoke/nightly)\n"
+            "  --backends       list every backend with availability and the reason, run nothing\n"
             "  --help           this text\n"
             "\n"
             "Exit: 0 all passed, 1 any failure, 77 backend not available (or nothing checked).\n"
@@ -59,6 +60,18 @@ static int selected(const opts *o, const qgmm_case *c)
     return 0;
 }
 
+/* --backends: what this machine has, with the reason for each backend it lacks. */
+static void print_backends(void)
+{
+    printf("%-10s %-11s %-7s %s\n", "backend", "available", "devices", "library / reason");
+    for (int i = 0; i < qgmm_backend_count(); ++i) {
+        qgmm_backend_info bi;
+        if (qgmm_backend_get_info(i, &bi) != QGMM_OK) continue;
+        printf("%-10s %-11s %-7d %s\n", bi.name, bi.available ? "yes" : "no", bi.device_count,
+               bi.available ? bi.library : bi.reason);
+    }
+}
+
 static int parse(int argc, char **argv, opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -68,6 +81,7 @@ static int parse(int argc, char **argv, opts *o)
         const char *a = argv[i];
         const int has = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
+        else if (!strcmp(a, "--backends")) { print_backends(); exit(0); }
         else if (!strcmp(a, "--backend") && has) o->backend = argv[++i];
         else if (!strcmp(a, "--suite") && has) o->suite = argv[++i];
         else if (!strcmp(a, "--filter") && has) {
