@@ -75,25 +75,6 @@ extern "C" unsigned qgmm_cuda_grid(const qgmm_context *ctx, int64_t work_blocks,
     return (unsigned)(n > 0x7FFFFFFF ? 0x7FFFFFFF : n);
 }
 
-/* Row-chunk kernels (one block row of x-threads per data row): x spans a row's chunks
- * in multiples of 32 work-items up to 256 (so a 64-wide wave holds one or two whole
- * x-rows), y packs rows into the 256-thread block; the y grid is capped like
- * qgmm_cuda_grid (per_cu blocks per compute unit over all x blocks). */
-extern "C" void qgmm_cuda_row_grid(const qgmm_context *ctx, int64_t chunks, int64_t rows, int per_cu,
-                                   unsigned *grid_x, unsigned *grid_y, unsigned *block_x, unsigned *block_y)
-{
-    const int64_t tx = chunks >= 256 ? 256 : chunks <= 32 ? 32 : (chunks + 31) / 32 * 32;
-    const int64_t ty = 256 / tx, gx = chunks > 0 ? (chunks + tx - 1) / tx : 1;
-    const int64_t cap = (int64_t)qgmm_cuda_grid(ctx, INT64_MAX, 256, per_cu) / gx;
-    int64_t gy = (rows + ty - 1) / ty;
-    gy = gy > cap ? cap : gy;
-    gy = gy > 65535 ? 65535 : gy < 1 ? 1 : gy;
-    *grid_x = (unsigned)gx;
-    *grid_y = (unsigned)gy;
-    *block_x = (unsigned)tx;
-    *block_y = (unsigned)ty;
-}
-
 /* ------------------------------------------------------------------ devices, contexts */
 
 static int hip_device_count(void)
@@ -362,16 +343,7 @@ qgmm_plugin_entry(uint32_t abi_version, char *reason, size_t reason_cap)
     v->event_record = hip_event_record;
     v->event_elapsed_ms = hip_event_elapsed_ms;
     v->event_destroy = hip_event_destroy;
-    /* the shared launchers (backends/cuda/cast_*.cu, layout_*.cu) compiled as HIP */
-    v->quantize_fp8_rowwise = qgmm_cuda_quantize_fp8_rowwise;
-    v->quantize_mxfp8 = qgmm_cuda_quantize_mxfp8;
-    v->quantize_fp8_blockwise = qgmm_cuda_quantize_fp8_blockwise;
-    v->dequantize = qgmm_cuda_dequantize;
-    v->scales_to_blocked = qgmm_cuda_scales_to_blocked;
-    v->scales_from_blocked = qgmm_cuda_scales_from_blocked;
-    v->pad_token_groups = qgmm_cuda_pad_token_groups;
-    v->unpad_token_groups = qgmm_cuda_unpad_token_groups;
-    v->group_row_ids = qgmm_cuda_group_row_ids;
+    qgmm_hip_fill_ops(v); /* the shared launchers (backends/cuda/cast_*.cu, layout_*.cu) as HIP */
     v->grouped_gemm = qgmm_hip_grouped_gemm;
     return v;
 }

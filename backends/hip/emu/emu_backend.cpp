@@ -51,19 +51,6 @@ extern "C" unsigned qgmm_cuda_grid(const qgmm_context *ctx, int64_t work_blocks,
     const int64_t n = work_blocks < cap ? work_blocks : cap;
     return (unsigned)(n < 1 ? 1 : n);
 }
-extern "C" void qgmm_cuda_row_grid(const qgmm_context *ctx, int64_t chunks, int64_t rows, int per_cu,
-                                   unsigned *grid_x, unsigned *grid_y, unsigned *block_x, unsigned *block_y)
-{
-    const int64_t tx = chunks >= 256 ? 256 : chunks <= 32 ? 32 : (chunks + 31) / 32 * 32;
-    const int64_t ty = 256 / tx, gx = chunks > 0 ? (chunks + tx - 1) / tx : 1;
-    int64_t gy = (rows + ty - 1) / ty, cap = (int64_t)qgmm_cuda_grid(ctx, INT64_MAX, 256, per_cu) / gx;
-    gy = gy > cap ? cap : gy;
-    *grid_x = (unsigned)gx;
-    *grid_y = (unsigned)(gy < 1 ? 1 : gy);
-    *block_x = (unsigned)tx;
-    *block_y = (unsigned)ty;
-}
-
 /* ---- contexts, buffers, events over host memory */
 static int emu_arch(void)
 {
@@ -232,15 +219,7 @@ qgmm_plugin_entry(uint32_t abi, char *reason, size_t cap)
     v->event_record = emu_event_record;
     v->event_elapsed_ms = emu_event_elapsed;
     v->event_destroy = emu_event_destroy;
-    v->quantize_fp8_rowwise = qgmm_cuda_quantize_fp8_rowwise;
-    v->quantize_mxfp8 = qgmm_cuda_quantize_mxfp8;
-    v->quantize_fp8_blockwise = qgmm_cuda_quantize_fp8_blockwise;
-    v->dequantize = qgmm_cuda_dequantize;
-    v->scales_to_blocked = qgmm_cuda_scales_to_blocked;
-    v->scales_from_blocked = qgmm_cuda_scales_from_blocked;
-    v->pad_token_groups = qgmm_cuda_pad_token_groups;
-    v->unpad_token_groups = qgmm_cuda_unpad_token_groups;
-    v->group_row_ids = qgmm_cuda_group_row_ids;
+    qgmm_hip_fill_ops(v);
     v->grouped_gemm = emu_grouped_gemm;
     return v;
 }
