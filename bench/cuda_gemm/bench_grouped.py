@@ -23,7 +23,7 @@ import statistics
 import sys
 import time
 
-import torch
+torch = None  # imported in main(), so --help works without PyTorch
 
 QG_M, QG_K = 0, 1
 EL_BF16, EL_E4M3 = 0, 1
@@ -158,6 +158,9 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    global torch
+    import torch as _torch
+    torch = _torch
     lib = Lib(os.path.abspath(args.lib))
     dev = torch.cuda.get_device_name()
     gen = torch.Generator().manual_seed(1234)

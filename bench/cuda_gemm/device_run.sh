@@ -2,7 +2,8 @@
 # device_run.sh [all|check|bench|sanitize] — what one call on the lent H100 runs, from
 # the repository root, with the prebuilt build-cudagemm/ carried along (see
 # docs/backends-cuda-gemm.md): the GPU line, the SASS instruction mix of the plugin,
-# gemm_check on both kernel paths, the benchmark against PyTorch, compute-sanitizer
+# gemm_check on both kernel paths, qgmm-conformance (GEMM + recipe cases), the benchmark
+# against PyTorch, compute-sanitizer
 # memcheck (bad offsets included). Logs go to $OUT. --help: this text.
 case "${1:-all}" in -h|--help) sed -n 2,6p "$0"; exit 0;; esac
 WHAT=${1:-all}

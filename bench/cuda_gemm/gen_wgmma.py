@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes backends/cuda/gemm_wgmma.cuh: the m64n256 wgmma wrappers (128 f32 accumulator
+"""Writes backends/cuda/gemm_wgmma.cuh: the m64n256 and m64n128 wgmma wrappers (128 or 64 f32 accumulator
 registers each, too many operands to write by hand). Run from the repo root:
     python3 bench/cuda_gemm/gen_wgmma.py > backends/cuda/gemm_wgmma.cuh
 --help: this text."""
