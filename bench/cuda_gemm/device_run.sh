@@ -5,7 +5,7 @@
 # gemm_check on both kernel paths, qgmm-conformance (GEMM + recipe cases), the benchmark
 # against PyTorch, compute-sanitizer
 # memcheck (bad offsets included). Logs go to $OUT. --help: this text.
-case "${1:-all}" in -h|--help) sed -n 2,6p "$0"; exit 0;; esac
+case "${1:-all}" in -h|--help) sed -n 2,7p "$0"; exit 0;; esac
 WHAT=${1:-all}
 OUT=${OUT:-/tmp/qgmm-out}
 mkdir -p "$OUT"
