@@ -8,7 +8,12 @@ PKGS=(cmake make gcc g++ git pkg-config python3
       libsqlite3-dev sqlite3 libcivetweb-dev
       hipcc libamdhip64-dev clang-19 lld-19
       curl)
-if [[ "${QGMM_BROWSER_TESTS:-1}" == 1 ]]; then PKGS+=(chromium chromium-driver nodejs npm); fi
+if [[ "${QGMM_BROWSER_TESTS:-1}" == 1 ]]; then
+  PKGS+=(chromium chromium-driver)
+  # Node may come from elsewhere than Debian (its npm then conflicts with Debian's): only
+  # ask apt for it when no npm is on the PATH.
+  command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
