@@ -4,7 +4,7 @@
 # simply not built.
 set -euo pipefail
 PKGS=(cmake make gcc g++ git pkg-config python3
-      libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
+      libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools vulkan-validationlayers
       libsqlite3-dev sqlite3 libcivetweb-dev
       hipcc libamdhip64-dev clang-19 lld-19
       curl)
