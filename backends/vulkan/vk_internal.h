@@ -63,6 +63,7 @@ enum vk_pipe {
     VKP_PAD,
     VKP_GEMM,
     VKP_GEMM_FP8,
+    VKP_GEMM_COOP_FP8, /* gemm_coopmat.comp: only created when gemm_path == VK_GEMM_COOPMAT */
     VKP_COUNT
 };
 typedef struct vk_spirv { const char *name; const uint32_t *code; size_t bytes; } vk_spirv;
@@ -99,6 +100,11 @@ typedef struct vk_ctx {
     VkPhysicalDeviceProperties props;
     uint32_t subgroup_size;
     int has_coopmat, has_f64, ts_ok;
+    /* GEMM path for the FP8 recipes (BF16 always runs tiled): VK_GEMM_COOPMAT only when
+     * the device lists VK_NV_cooperative_matrix with a 16x16x16 f16 x f16 -> f32 subgroup
+     * shape, subgroup size 32, shaderFloat16 and vulkanMemoryModel (vk_device.c) */
+    int gemm_path;
+    char coop_why[128]; /* why the cooperative-matrix path is off ("" when on) */
     uint64_t ts_mask;
     VkPhysicalDeviceMemoryProperties memprops;
 
@@ -119,6 +125,8 @@ typedef struct vk_ctx {
     vk_mem staging;    /* host-visible transfers */
     char describe[640];
 } vk_ctx;
+
+enum { VK_GEMM_TILED = 0, VK_GEMM_COOPMAT = 1 };
 
 typedef struct vk_buf { vk_mem m; int owned; } vk_buf;
 

@@ -4,6 +4,9 @@
  * number of 64-row tiles before it; the host dispatches the upper bound of tiles
  * (ceil(M/64) + G row tiles x column tiles) and surplus workgroups exit on the device,
  * so no offsets are read on the host.
+ * FP8 recipes run on gemm_coopmat.comp (128x128 tiles) when the context chose the
+ * cooperative-matrix path (vk_device.c); BF16 stays on the tiled shader, because bf16
+ * operands do not convert to f16 exactly.
  */
 #include "vk_internal.h"
 #include "../../kernels/glsl/params.h"
@@ -11,8 +14,8 @@
 
 #include <string.h>
 
-#define GEMM_BM 64
-#define GEMM_BN 64
+#define GEMM_TILE 64      /* gemm.comp: BM = BN */
+#define GEMM_COOP_TILE 128 /* gemm_coopmat.comp: BM = BN */
 
 qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *prm, const qgmm_tensor *a,
                             const qgmm_tensor *b, const qgmm_tensor *sa, const qgmm_tensor *sb,
@@ -21,6 +24,9 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
     vk_ctx *c = vk_of(ctx);
     const int mg = prm->kind == QGMM_GEMM_M_GROUPED;
     const int recipe = prm->recipe;
+    const int coop = c->gemm_path == VK_GEMM_COOPMAT && recipe != QGMM_RECIPE_BF16 &&
+                     qgmm_dtype_is_fp8(a->dtype) && qgmm_dtype_is_fp8(b->dtype);
+    const int64_t GEMM_BM = coop ? GEMM_COOP_TILE : GEMM_TILE, GEMM_BN = GEMM_BM;
     if (offs->shape[0] > 1 && offs->strides[0] != 1)
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs: vulkan needs a contiguous i32 vector");
     int64_t p[QP_MAX];
@@ -102,5 +108,5 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
     const int64_t row_tiles = mg ? (M + GEMM_BM - 1) / GEMM_BM + G : G * p[GM_NTI];
     p[GM_NWG] = row_tiles * p[GM_NTJ];
     const int fp8 = qgmm_dtype_is_fp8(a->dtype);
-    return vk_dispatch(c, fp8 ? VKP_GEMM_FP8 : VKP_GEMM, p, QP_MAX, p[GM_NWG]);
+    return vk_dispatch(c, coop ? VKP_GEMM_COOP_FP8 : fp8 ? VKP_GEMM_FP8 : VKP_GEMM, p, QP_MAX, p[GM_NWG]);
 }
