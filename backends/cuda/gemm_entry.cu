@@ -36,6 +36,8 @@ int qg_path_from_env()
 
 } // namespace
 
+extern "C" void qgmm_cuda_gemm_relayout_bf16(qgmm_context *ctx, qg_problem *p); /* gemm_relayout.cu */
+
 extern "C" qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *prm,
                                               const qgmm_tensor *a, const qgmm_tensor *b,
                                               const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
@@ -134,6 +136,9 @@ extern "C" qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_grou
         const qgmm_status st = qgmm_cuda_enter(ctx);
         if (st != QGMM_OK) return st;
     }
+    /* BF16 operands that are not K-contiguous get a K-contiguous copy so the Hopper kernel
+     * can take them (the portable path, when forced, keeps reading them strided). */
+    if (path != QG_PATH_PORTABLE) qgmm_cuda_gemm_relayout_bf16(ctx, &p);
     const char *why = "", *used = "";
     const int rc = qgmm_cuda_gemm_run(&p, path, c->stream, &why, &used);
     if (rc == 1) return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "grouped_gemm on cuda: %s", why);
