@@ -51,6 +51,136 @@ static double sqnr_db(const double *ref, const float *got, size_t n)
     return e == 0 ? 300.0 : 10.0 * log10(s / e);
 }
 
+
+/* ---- the composite written out op by op (the sequence api/moe.c documents) */
+static qgmm_buffer *g_tmp[64];
+static int g_ntmp;
+static qgmm_tensor tmp(qgmm_dtype dt, int rank, int64_t d0, int64_t d1, int64_t d2)
+{
+    const int64_t sh[3] = {d0, d1, d2};
+    qgmm_tensor t = qgmm_tensor_make(NULL, 0, dt, rank, sh);
+    t.buffer = g_tmp[g_ntmp++] = alloc_poisoned(qgmm_tensor_span_bytes(&t) + 1);
+    return t;
+}
+static qgmm_tensor colmajor(qgmm_dtype dt, int64_t r, int64_t c)
+{
+    qgmm_tensor t = tmp(dt, 2, r, c, 0);
+    t.strides[0] = 1;
+    t.strides[1] = r;
+    return t;
+}
+static qgmm_tensor tr2(qgmm_tensor t)
+{
+    int64_t a = t.shape[0], s = t.strides[0];
+    t.shape[0] = t.shape[1]; t.strides[0] = t.strides[1];
+    t.shape[1] = a; t.strides[1] = s;
+    return t;
+}
+
+static void step_by_step(qgmm_recipe r, const char *name, const qgmm_tensor *x, const qgmm_tensor *w,
+                         const qgmm_tensor *dy, const qgmm_tensor *offs, const float *y_c, const float *dx_c,
+                         const float *dw_c, int M, int N, int K, int E)
+{
+    g_ntmp = 0;
+    const qgmm_dtype f8 = QGMM_F8E4M3FN;
+    qgmm_tensor y = tmp(QGMM_F32, 2, M, N, 0), dx = tmp(QGMM_F32, 2, M, K, 0), dw = tmp(QGMM_F32, 3, E, N, K);
+    qgmm_tensor wt = *w; /* (E, K, N) view */
+    wt.shape[1] = K; wt.shape[2] = N; wt.strides[1] = 1; wt.strides[2] = K;
+    const qgmm_grouped_gemm_params fm = {QGMM_GEMM_M_GROUPED, r}, fk = {QGMM_GEMM_K_GROUPED, r};
+    qgmm_status st = QGMM_OK;
+#define S(call) do { if (st == QGMM_OK) st = (call); } while (0)
+    if (r == QGMM_RECIPE_BF16) {
+        S(qgmm_grouped_gemm(ctx, &fm, x, w, NULL, NULL, offs, &y));
+        S(qgmm_grouped_gemm(ctx, &fm, dy, &wt, NULL, NULL, offs, &dx));
+        S(qgmm_grouped_gemm(ctx, &fk, dy, x, NULL, NULL, offs, &dw));
+    } else if (r == QGMM_RECIPE_FP8_ROWWISE) {
+        const qgmm_fp8_rowwise_params row = {1, 0, QGMM_SCALE_RECIPROCAL}, last = {2, 0, QGMM_SCALE_RECIPROCAL},
+                                      grp = {0, 0, QGMM_SCALE_RECIPROCAL};
+        qgmm_tensor xq = tmp(f8, 2, M, K, 0), xs = tmp(QGMM_F32, 1, M, 0, 0);
+        qgmm_tensor wq = tmp(f8, 3, E, N, K), ws = tmp(QGMM_F32, 2, E, N, 0);
+        S(qgmm_quantize_fp8_rowwise(ctx, &row, x, NULL, &xq, &xs));
+        S(qgmm_quantize_fp8_rowwise(ctx, &last, w, NULL, &wq, &ws));
+        S(qgmm_grouped_gemm(ctx, &fm, &xq, &wq, &xs, &ws, offs, &y));
+        qgmm_tensor dyq = tmp(f8, 2, M, N, 0), dys = tmp(QGMM_F32, 1, M, 0, 0);
+        qgmm_tensor wtq = tmp(f8, 3, E, K, N), wts = tmp(QGMM_F32, 2, E, K, 0);
+        S(qgmm_quantize_fp8_rowwise(ctx, &row, dy, NULL, &dyq, &dys));
+        S(qgmm_quantize_fp8_rowwise(ctx, &last, &wt, NULL, &wtq, &wts));
+        S(qgmm_grouped_gemm(ctx, &fm, &dyq, &wtq, &dys, &wts, offs, &dx));
+        qgmm_tensor dyc = colmajor(f8, M, N), xc = colmajor(f8, M, K);
+        qgmm_tensor dygs = tmp(QGMM_F32, 2, E, N, 0), xgs = tmp(QGMM_F32, 2, E, K, 0);
+        S(qgmm_quantize_fp8_rowwise(ctx, &grp, dy, offs, &dyc, &dygs));
+        S(qgmm_quantize_fp8_rowwise(ctx, &grp, x, offs, &xc, &xgs));
+        S(qgmm_grouped_gemm(ctx, &fk, &dyc, &xc, &dygs, &xgs, offs, &dw));
+    } else if (r == QGMM_RECIPE_FP8_BLOCKWISE) {
+        const qgmm_fp8_blockwise_params act = {QGMM_BLOCK_1X128}, wt128 = {QGMM_BLOCK_128X128};
+        qgmm_tensor xq = tmp(f8, 2, M, K, 0), xs = tmp(QGMM_F32, 2, M, K / 128, 0);
+        qgmm_tensor wq = tmp(f8, 3, E, N, K), ws = tmp(QGMM_F32, 3, E, N / 128, K / 128);
+        S(qgmm_quantize_fp8_blockwise(ctx, &act, x, &xq, &xs));
+        S(qgmm_quantize_fp8_blockwise(ctx, &wt128, w, &wq, &ws));
+        S(qgmm_grouped_gemm(ctx, &fm, &xq, &wq, &xs, &ws, offs, &y));
+        qgmm_tensor dyq = tmp(f8, 2, M, N, 0), dys = tmp(QGMM_F32, 2, M, N / 128, 0);
+        qgmm_tensor wtq = tmp(f8, 3, E, K, N), wts = tmp(QGMM_F32, 3, E, K / 128, N / 128);
+        S(qgmm_quantize_fp8_blockwise(ctx, &act, dy, &dyq, &dys));
+        S(qgmm_quantize_fp8_blockwise(ctx, &wt128, &wt, &wtq, &wts));
+        S(qgmm_grouped_gemm(ctx, &fm, &dyq, &wtq, &dys, &wts, offs, &dx));
+        const int64_t P = qgmm_padded_rows_bound(M, E, 128);
+        qgmm_tensor dyp = tmp(QGMM_BF16, 2, P, N, 0), xp = tmp(QGMM_BF16, 2, P, K, 0), po = tmp(QGMM_I32, 1, E, 0, 0);
+        S(qgmm_pad_token_groups(ctx, 128, dy, offs, &dyp, NULL, &po));
+        S(qgmm_pad_token_groups(ctx, 128, x, offs, &xp, NULL, NULL));
+        qgmm_tensor dyc = colmajor(f8, P, N), xc = colmajor(f8, P, K);
+        qgmm_tensor dyb = tmp(QGMM_F32, 2, N, P / 128, 0), xb = tmp(QGMM_F32, 2, K, P / 128, 0);
+        qgmm_tensor dypt = tr2(dyp), xpt = tr2(xp), dyct = tr2(dyc), xct = tr2(xc);
+        S(qgmm_quantize_fp8_blockwise(ctx, &act, &dypt, &dyct, &dyb));
+        S(qgmm_quantize_fp8_blockwise(ctx, &act, &xpt, &xct, &xb));
+        S(qgmm_grouped_gemm(ctx, &fk, &dyc, &xc, &dyb, &xb, &po, &dw));
+    } else {
+        const qgmm_mxfp8_params lastp = {1, QGMM_MX_RCEIL, QGMM_SCALES_PLAIN}, w3 = {2, QGMM_MX_RCEIL, QGMM_SCALES_BLOCKED},
+                                tok = {0, QGMM_MX_RCEIL, QGMM_SCALES_PLAIN};
+        qgmm_tensor xq = tmp(f8, 2, M, K, 0), xs = tmp(QGMM_E8M0, 2, M, K / 32, 0);
+        qgmm_tensor xsb = tmp(QGMM_E8M0, 1, (int64_t)qgmm_blocked_m_groups_bytes(M, K / 32, E), 0, 0);
+        qgmm_tensor wq = tmp(f8, 3, E, N, K), wsb = tmp(QGMM_E8M0, 1, E * (int64_t)qgmm_blocked_scales_bytes(N, K / 32), 0, 0);
+        S(qgmm_quantize_mxfp8(ctx, &lastp, x, &xq, &xs));
+        S(qgmm_scales_to_blocked(ctx, QGMM_BLOCKED_M_GROUPS, &xs, offs, &xsb, NULL));
+        S(qgmm_quantize_mxfp8(ctx, &w3, w, &wq, &wsb));
+        S(qgmm_grouped_gemm(ctx, &fm, &xq, &wq, &xsb, &wsb, offs, &y));
+        qgmm_tensor dyq = tmp(f8, 2, M, N, 0), dys = tmp(QGMM_E8M0, 2, M, N / 32, 0);
+        qgmm_tensor dysb = tmp(QGMM_E8M0, 1, (int64_t)qgmm_blocked_m_groups_bytes(M, N / 32, E), 0, 0);
+        qgmm_tensor wtq = tmp(f8, 3, E, K, N), wtsb = tmp(QGMM_E8M0, 1, E * (int64_t)qgmm_blocked_scales_bytes(K, N / 32), 0, 0);
+        S(qgmm_quantize_mxfp8(ctx, &lastp, dy, &dyq, &dys));
+        S(qgmm_scales_to_blocked(ctx, QGMM_BLOCKED_M_GROUPS, &dys, offs, &dysb, NULL));
+        S(qgmm_quantize_mxfp8(ctx, &w3, &wt, &wtq, &wtsb));
+        S(qgmm_grouped_gemm(ctx, &fm, &dyq, &wtq, &dysb, &wtsb, offs, &dx));
+        const int64_t P = qgmm_padded_rows_bound(M, E, 32);
+        qgmm_tensor dyp = tmp(QGMM_BF16, 2, P, N, 0), xp = tmp(QGMM_BF16, 2, P, K, 0), po = tmp(QGMM_I32, 1, E, 0, 0);
+        S(qgmm_pad_token_groups(ctx, 32, dy, offs, &dyp, NULL, &po));
+        S(qgmm_pad_token_groups(ctx, 32, x, offs, &xp, NULL, NULL));
+        qgmm_tensor dyc = colmajor(f8, P, N), xc = colmajor(f8, P, K);
+        qgmm_tensor dyts = tmp(QGMM_E8M0, 2, N, P / 32, 0), xts = tmp(QGMM_E8M0, 2, K, P / 32, 0);
+        qgmm_tensor dytb = tmp(QGMM_E8M0, 1, (int64_t)qgmm_blocked_k_groups_bytes(N, P / 32, E), 0, 0);
+        qgmm_tensor xtb = tmp(QGMM_E8M0, 1, (int64_t)qgmm_blocked_k_groups_bytes(K, P / 32, E), 0, 0);
+        S(qgmm_quantize_mxfp8(ctx, &tok, &dyp, &dyc, &dyts));
+        S(qgmm_quantize_mxfp8(ctx, &tok, &xp, &xc, &xts));
+        S(qgmm_scales_to_blocked(ctx, QGMM_BLOCKED_K_GROUPS, &dyts, &po, &dytb, NULL));
+        S(qgmm_scales_to_blocked(ctx, QGMM_BLOCKED_K_GROUPS, &xts, &po, &xtb, NULL));
+        S(qgmm_grouped_gemm(ctx, &fk, &dyc, &xc, &dytb, &xtb, &po, &dw));
+    }
+#undef S
+    CHECK(st == QGMM_OK && qgmm_synchronize(ctx) == QGMM_OK, "%s step by step: %s", name, qgmm_last_error(ctx));
+    const size_t ny = 4ull * M * N, nx = 4ull * M * K, nw = 4ull * E * N * K;
+    float *a = malloc(ny), *b = malloc(nx), *c = malloc(nw);
+    qgmm_buffer_download(y.buffer, 0, a, ny);
+    qgmm_buffer_download(dx.buffer, 0, b, nx);
+    qgmm_buffer_download(dw.buffer, 0, c, nw);
+    /* rows past offs[E-1] are poison in both; compare the covered rows and all of dw */
+    int32_t last;
+    qgmm_buffer_download(offs->buffer, offs->offset + 4 * (size_t)(E - 1), &last, 4);
+    CHECK(memcmp(a, y_c, 4ull * last * N) == 0, "%s: composite y differs from the op-by-op y", name);
+    CHECK(memcmp(b, dx_c, 4ull * last * K) == 0, "%s: composite dx differs from the op-by-op dx", name);
+    CHECK(memcmp(c, dw_c, nw) == 0, "%s: composite dw differs from the op-by-op dw", name);
+    free(a); free(b); free(c);
+    for (int i = 0; i < g_ntmp; ++i) qgmm_buffer_free(g_tmp[i]);
+}
+
 static void run_recipe(qgmm_recipe recipe, const char *name, int M, int N, int K, int E, const int32_t *offs_h)
 {
     uint16_t *x = malloc(2ull * M * K), *w = malloc(2ull * E * N * K), *dy = malloc(2ull * M * N);
@@ -118,28 +248,8 @@ static void run_recipe(qgmm_recipe recipe, const char *name, int M, int N, int K
         CHECK(u == 0xA5A5A5A5u, "%s: a row past the last group was written", name);
     }
 
-    /* Forward again, op by op, must give the same bytes (FP8 rowwise). */
-    if (recipe == QGMM_RECIPE_FP8_ROWWISE) {
-        qgmm_buffer *bxq = alloc_poisoned((size_t)M * K), *bxs = alloc_poisoned(4ull * M);
-        qgmm_buffer *bwq = alloc_poisoned((size_t)E * N * K), *bws = alloc_poisoned(4ull * E * N);
-        qgmm_buffer *by2 = alloc_poisoned(4ull * M * N);
-        const int64_t sM[1] = {M}, sEN[2] = {E, N};
-        qgmm_tensor xq = qgmm_tensor_make(bxq, 0, QGMM_F8E4M3FN, 2, sx), xs = qgmm_tensor_make(bxs, 0, QGMM_F32, 1, sM);
-        qgmm_tensor wq = qgmm_tensor_make(bwq, 0, QGMM_F8E4M3FN, 3, sw), wsc = qgmm_tensor_make(bws, 0, QGMM_F32, 2, sEN);
-        qgmm_tensor y2 = qgmm_tensor_make(by2, 0, QGMM_F32, 2, sy);
-        qgmm_fp8_rowwise_params pr = {1, 0, QGMM_SCALE_RECIPROCAL}, pe = {2, 0, QGMM_SCALE_RECIPROCAL};
-        qgmm_grouped_gemm_params gp = {QGMM_GEMM_M_GROUPED, QGMM_RECIPE_FP8_ROWWISE};
-        qgmm_quantize_fp8_rowwise(ctx, &pr, &tx, NULL, &xq, &xs);
-        qgmm_quantize_fp8_rowwise(ctx, &pe, &tw, NULL, &wq, &wsc);
-        qgmm_grouped_gemm(ctx, &gp, &xq, &wq, &xs, &wsc, &toffs, &y2);
-        CHECK(qgmm_synchronize(ctx) == QGMM_OK, "step by step: %s", qgmm_last_error(ctx));
-        float *yy = malloc(4ull * M * N);
-        qgmm_buffer_download(by2, 0, yy, 4ull * M * N);
-        CHECK(memcmp(yy, y, 4ull * M * N) == 0, "%s: composite forward differs from the op-by-op forward", name);
-        free(yy);
-        qgmm_buffer *bs[] = {bxq, bxs, bwq, bws, by2};
-        for (int i = 0; i < 5; ++i) qgmm_buffer_free(bs[i]);
-    }
+    /* The same layer written op by op must give the same bytes (y, dx, dw). */
+    step_by_step(recipe, name, &tx, &tw, &tdy, &toffs, y, dx, dw, M, N, K, E);
     qgmm_buffer *bs[] = {bx, bw, bdy, bo, by, bdx, bdw, ws};
     for (int i = 0; i < 8; ++i) qgmm_buffer_free(bs[i]);
     free(x); free(w); free(dy); free(y); free(dx); free(dw); free(ry); free(rdx); free(rdw);
