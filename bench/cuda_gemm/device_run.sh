@@ -2,7 +2,7 @@
 # device_run.sh [all|check|bench|sanitize] — what one call on the lent H100 runs, from
 # the repository root, with the prebuilt build-cudagemm/ carried along (see
 # docs/backends-cuda-gemm.md): the GPU line, the SASS instruction mix of the plugin,
-# gemm_check on both kernel paths, qgmm-conformance (GEMM + recipe cases), the benchmark
+# tests/test_gemm_reference (cuda, --big) on both kernel paths, qgmm-conformance (GEMM + recipe cases), the benchmark
 # against PyTorch, compute-sanitizer
 # memcheck (bad offsets included). Logs go to $OUT. --help: this text.
 case "${1:-all}" in -h|--help) sed -n 2,7p "$0"; exit 0;; esac
@@ -16,11 +16,11 @@ date -u | tee -a "$OUT/gpu.txt"
 if [ "$WHAT" = all ] || [ "$WHAT" = check ]; then
   cuobjdump -sass $B/lib/libqgmm-cuda.so 2>&1 | grep -oE "(HGMMA|QGMMA|HMMA|QMMA|UTMALDG|LDSM|LDGSTS)[.A-Z0-9x]*" \
     | sort | uniq -c | tee -a "$OUT/gpu.txt" | head -20
-  timeout 40 $B/bin/gemm_check --path auto --quick > "$OUT/check_auto.log" 2>&1; echo "auto quick rc=$?"
+  timeout 40 $B/bin/test_gemm_reference cuda --path auto --quick > "$OUT/check_auto.log" 2>&1; echo "auto quick rc=$?"
   tail -4 "$OUT/check_auto.log"
-  timeout 120 $B/bin/gemm_check --path auto --big >> "$OUT/check_auto.log" 2>&1; echo "auto big rc=$?"
+  timeout 120 $B/bin/test_gemm_reference cuda --path auto --big >> "$OUT/check_auto.log" 2>&1; echo "auto big rc=$?"
   grep -E "FAIL|cases|worst|FATAL" "$OUT/check_auto.log" | tail -14
-  timeout 120 $B/bin/gemm_check --path portable --big > "$OUT/check_portable.log" 2>&1; echo "portable big rc=$?"
+  timeout 120 $B/bin/test_gemm_reference cuda --path portable --big > "$OUT/check_portable.log" 2>&1; echo "portable big rc=$?"
   grep -E "FAIL|cases|worst|FATAL" "$OUT/check_portable.log" | tail -14
   # the team's conformance suite (GEMM and recipe cases): auto, auto with K-grouped kept
   # off the Hopper kernel (the fallback configuration), portable
@@ -36,7 +36,7 @@ fi
 if [ "$WHAT" = all ] || [ "$WHAT" = sanitize ]; then
   for p in portable auto; do
     echo "== sanitizer path $p" >> "$OUT/san.log"
-    timeout 150 compute-sanitizer --tool memcheck --print-limit 10 $B/bin/gemm_check --path $p --quick \
+    timeout 150 compute-sanitizer --tool memcheck --print-limit 10 $B/bin/test_gemm_reference cuda --path $p --quick \
       >> "$OUT/san.log" 2>&1; echo "sanitizer $p rc=$?"; tail -2 "$OUT/san.log"
   done
 fi
