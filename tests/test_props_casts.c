@@ -30,6 +30,7 @@
 #include "qgmm_fp8_codec.h"
 #include "qgmm_layout_maps.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -518,14 +519,18 @@ static void bw_case(int rank, int64_t E, int64_t N, int64_t K, int tile128, int 
 
 int main(int argc, char **argv)
 {
-    /* argv[1]: the backend to test (default cpu); the same checks run on every backend. */
-    const char *backend = (argc > 1 && argv[1][0] != '-') ? argv[1] : "cpu";
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: test_props_casts [seed]\n  Property tests of every cast op on the cpu backend over random\n"
-               "  data (default seed 1). Prints case counts per property; exit 1 on failure.\n");
+        printf("usage: test_props_casts [BACKEND] [seed]\n  Property tests of every cast op on BACKEND (default cpu)"
+               " over random\n  data (default seed 1). Prints case counts per property; exit 1 on failure.\n");
         return 0;
     }
-    g_rng = argc > 1 ? strtoull(argv[1], NULL, 10) : 1;
+    /* [BACKEND] [seed]: a leading number is the seed (the older usage). A backend name must
+     * never reach strtoull: seed 0 would leave the xorshift state at 0 and every input zero. */
+    int ai = 1;
+    const char *backend = "cpu";
+    if (argc > ai && !isdigit((unsigned char)argv[ai][0])) backend = argv[ai++];
+    g_rng = argc > ai ? strtoull(argv[ai], NULL, 10) : 1;
+    if (g_rng == 0) g_rng = 1;
     if (qgmm_context_create(backend, 0, &g_ctx) != QGMM_OK) {
         if (strcmp(backend, "cpu") != 0) { /* a GPU backend this machine lacks */
             printf("SKIP: backend %s unavailable: %s\n", backend, qgmm_last_error(NULL));
