@@ -23,38 +23,12 @@
 static qgmm_context *g_ctx;
 static long g_cases, g_failures;
 
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            if (g_failures < 40) {                                               \
-                fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);             \
-                fprintf(stderr, __VA_ARGS__);                                    \
-                fputc('\n', stderr);                                             \
-            }                                                                    \
-            g_failures++;                                                        \
-        }                                                                        \
-    } while (0)
-
-#define OK(call)                                                                      \
-    do {                                                                              \
-        qgmm_status s_ = (call);                                                      \
-        if (s_ != QGMM_OK) {                                                          \
-            fprintf(stderr, "FATAL %s:%d: %s -> %s (%s)\n", __FILE__, __LINE__, #call, \
-                    qgmm_status_string(s_), qgmm_last_error(g_ctx));                  \
-            exit(2);                                                                  \
-        }                                                                             \
-    } while (0)
+#include "qgmm_test_check.h"
 
 /* ------------------------------------------------------------------ helpers */
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void)
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return g_rng;
-}
+static uint64_t rnd(void) { return qgmm_test_xorshift(&g_rng); }
 static int64_t rnd_below(int64_t n) { return n > 0 ? (int64_t)(rnd() % (uint64_t)n) : 0; }
 
 static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
