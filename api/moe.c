@@ -21,8 +21,9 @@
 
 /* ---------------------------------------------------------------- workspace carving */
 typedef struct arena {
-    qgmm_buffer *buf; /* NULL while sizing */
+    qgmm_buffer *buf; /* the caller's workspace (NULL while sizing, or for BF16) */
     size_t used;
+    int run;          /* 0: only size the temporaries, call no op */
 } arena;
 
 static size_t arena_take(arena *a, size_t bytes)
@@ -118,12 +119,12 @@ static qgmm_status check_workspace(qgmm_context *ctx, qgmm_buffer *ws, size_t ne
 }
 
 /* ---------------------------------------------------------------- forward */
-/* With a->buf NULL only sizes the arena (no op is called). */
+/* With a->run 0 only sizes the arena (no op is called). */
 static qgmm_status forward_steps(qgmm_context *ctx, const qgmm_moe_params *p, arena *a,
                                  const qgmm_tensor *x, const qgmm_tensor *w, const qgmm_tensor *offs,
                                  const qgmm_tensor *y, int64_t M, int64_t N, int64_t K, int64_t E)
 {
-    const int run = a->buf != NULL;
+    const int run = a->run;
     const qgmm_dtype f8 = fp8_of(p);
     qgmm_grouped_gemm_params gp = {QGMM_GEMM_M_GROUPED, p->recipe};
     switch (p->recipe) {
@@ -171,7 +172,7 @@ static qgmm_status dgrad_steps(qgmm_context *ctx, const qgmm_moe_params *p, aren
                                const qgmm_tensor *w, const qgmm_tensor *dy, const qgmm_tensor *offs,
                                const qgmm_tensor *dx, int64_t M, int64_t N, int64_t K, int64_t E)
 {
-    const int run = a->buf != NULL;
+    const int run = a->run;
     const qgmm_dtype f8 = fp8_of(p);
     const qgmm_tensor wt = transposed_3d(w); /* (E, K, N) view of the weights */
     qgmm_grouped_gemm_params gp = {QGMM_GEMM_M_GROUPED, p->recipe};
@@ -225,7 +226,7 @@ static qgmm_status wgrad_steps(qgmm_context *ctx, const qgmm_moe_params *p, aren
                                const qgmm_tensor *x, const qgmm_tensor *dy, const qgmm_tensor *offs,
                                const qgmm_tensor *dw, int64_t M, int64_t N, int64_t K, int64_t E)
 {
-    const int run = a->buf != NULL;
+    const int run = a->run;
     const qgmm_dtype f8 = fp8_of(p);
     qgmm_grouped_gemm_params gp = {QGMM_GEMM_K_GROUPED, p->recipe};
     if (p->recipe == QGMM_RECIPE_BF16)
@@ -278,7 +279,7 @@ static qgmm_status wgrad_steps(qgmm_context *ctx, const qgmm_moe_params *p, aren
 size_t qgmm_moe_workspace_bytes(const qgmm_moe_params *p, int64_t M, int64_t N, int64_t K, int64_t E)
 {
     if (!p || M < 0 || N <= 0 || K <= 0 || E <= 0) return 0;
-    arena fa = {NULL, 0}, da = {NULL, 0}, wa = {NULL, 0};
+    arena fa = {NULL, 0, 0}, da = {NULL, 0, 0}, wa = {NULL, 0, 0};
     qgmm_tensor none;
     memset(&none, 0, sizeof none);
     none.dtype = QGMM_BF16;
@@ -316,11 +317,7 @@ qgmm_status qgmm_moe_experts_forward(qgmm_context *ctx, const qgmm_moe_params *p
     QGMM_TRY(qgmm_check_shape(ctx, "y", y, 2, M, N, 0));
     const size_t need = qgmm_moe_workspace_bytes(p, M, N, K, E);
     QGMM_TRY(check_workspace(ctx, workspace, need));
-    arena a = {workspace, 0};
-    if (!workspace) { /* BF16 needs none: run directly */
-        qgmm_grouped_gemm_params gp = {QGMM_GEMM_M_GROUPED, QGMM_RECIPE_BF16};
-        return qgmm_grouped_gemm(ctx, &gp, x, w, NULL, NULL, offs, y);
-    }
+    arena a = {workspace, 0, 1};
     return forward_steps(ctx, p, &a, x, w, offs, y, M, N, K, E);
 }
 
@@ -339,14 +336,7 @@ qgmm_status qgmm_moe_experts_backward(qgmm_context *ctx, const qgmm_moe_params *
     QGMM_TRY(qgmm_check_no_overlap(ctx, "dx", dx, "dw", dw));
     const size_t need = qgmm_moe_workspace_bytes(p, M, N, K, E);
     QGMM_TRY(check_workspace(ctx, workspace, need));
-    arena a = {workspace, 0};
-    if (!workspace) { /* BF16 needs none */
-        qgmm_grouped_gemm_params gd = {QGMM_GEMM_M_GROUPED, QGMM_RECIPE_BF16};
-        qgmm_grouped_gemm_params gw = {QGMM_GEMM_K_GROUPED, QGMM_RECIPE_BF16};
-        const qgmm_tensor wt = transposed_3d(w);
-        QGMM_TRY(qgmm_grouped_gemm(ctx, &gd, dy, &wt, NULL, NULL, offs, dx));
-        return qgmm_grouped_gemm(ctx, &gw, dy, x, NULL, NULL, offs, dw);
-    }
+    arena a = {workspace, 0, 1};
     QGMM_TRY(dgrad_steps(ctx, p, &a, w, dy, offs, dx, M, N, K, E));
     /* The wgrad temporaries reuse the workspace from offset 0: ops on one context run in
      * order, so dgrad's reads are finished before wgrad's first write. */
