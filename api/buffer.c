@@ -102,10 +102,9 @@ qgmm_backend_buf *qgmm_buffer_impl(const qgmm_buffer *buf) { return buf ? buf->i
 void qgmm_buffer_free(qgmm_buffer *buf)
 {
     if (!buf) return;
-    uint32_t st = 0;
-    /* Pending ops may still read or write it; the status bits stay for qgmm_synchronize
-     * only if the backend keeps them, so wait without consuming them where possible. */
-    (void)st;
+    /* The backend waits for pending work on the buffer (cuda synchronizes its stream,
+     * vulkan waits for its queue; cpu ops are synchronous) without consuming the status
+     * word, which stays for qgmm_synchronize. */
     buf->ctx->vt->buffer_free(buf->ctx, buf->impl, buf->owned);
     free(buf);
 }
