@@ -108,67 +108,6 @@ qgmm_status vk_loader_init(char *reason, size_t cap)
     return QGMM_OK;
 }
 
-static int has_ext(VkPhysicalDevice pd, const char *name)
-{
-    uint32_t n = 0;
-    g_vk.vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL);
-    VkExtensionProperties *e = calloc(n ? n : 1, sizeof *e);
-    if (!e) return 0;
-    g_vk.vkEnumerateDeviceExtensionProperties(pd, NULL, &n, e);
-    int found = 0;
-    for (uint32_t i = 0; i < n && !found; ++i) found = strcmp(e[i].extensionName, name) == 0;
-    free(e);
-    return found;
-}
-
-/* Can this device run gemm_coopmat.comp? 1 when it can, else 0 with the reason in why.
- * glslang 11 (the build's glslc) knows only GL_NV_cooperative_matrix, so the shader needs
- * VK_NV_cooperative_matrix (NVIDIA drivers still list it next to the KHR extension) with a
- * subgroup-scope 16x16x16 f16 x f16 -> f32 shape, plus what its SPIR-V declares: Float16
- * (shaderFloat16) and the Vulkan memory model. The shader's tile assumes subgroups of 32. */
-static int coop_detect(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *sg, char *why, size_t cap)
-{
-    if (!has_ext(c->pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
-        snprintf(why, cap, "no VK_NV_cooperative_matrix");
-        return 0;
-    }
-    VkPhysicalDeviceCooperativeMatrixFeaturesNV cf = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, .pNext = &cf};
-    VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
-    g_vk.vkGetPhysicalDeviceFeatures2(c->pd, &f);
-    if (!cf.cooperativeMatrix) { snprintf(why, cap, "cooperativeMatrix feature off"); return 0; }
-    if (!f12.shaderFloat16) { snprintf(why, cap, "no shaderFloat16"); return 0; }
-    if (!f12.vulkanMemoryModel) { snprintf(why, cap, "no vulkanMemoryModel"); return 0; }
-    if (sg->subgroupSize != 32 || !(sg->supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
-        !(sg->supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT)) {
-        snprintf(why, cap, "subgroup size %u (the tile needs 32 with basic ops)", sg->subgroupSize);
-        return 0;
-    }
-    if (c->props.limits.maxComputeSharedMemorySize < 32 * 1024) {
-        snprintf(why, cap, "shared memory < 32 KB");
-        return 0;
-    }
-    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV props =
-        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)g_vk.GetInstanceProcAddr(
-            g_vk.instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
-    if (!props) { snprintf(why, cap, "loader lacks vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"); return 0; }
-    uint32_t n = 0;
-    if (props(c->pd, &n, NULL) != VK_SUCCESS || n == 0) { snprintf(why, cap, "no cooperative-matrix shapes"); return 0; }
-    VkCooperativeMatrixPropertiesNV *cp = calloc(n, sizeof *cp);
-    if (!cp) { snprintf(why, cap, "out of host memory"); return 0; }
-    for (uint32_t i = 0; i < n; ++i) cp[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
-    int ok = 0;
-    if (props(c->pd, &n, cp) == VK_SUCCESS)
-        for (uint32_t i = 0; i < n && !ok; ++i)
-            ok = cp[i].MSize == 16 && cp[i].NSize == 16 && cp[i].KSize == 16 &&
-                 cp[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV && cp[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                 cp[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV && cp[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-                 cp[i].scope == VK_SCOPE_SUBGROUP_NV;
-    free(cp);
-    if (!ok) snprintf(why, cap, "no 16x16x16 f16*f16->f32 subgroup shape among %u", n);
-    return ok;
-}
-
 static int mem_type(vk_ctx *c, uint32_t bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer)
 {
     for (int pass = 0; pass < 2; ++pass)
@@ -273,26 +212,11 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
     g_vk.vkGetPhysicalDeviceProperties2(c->pd, &p2);
     c->subgroup_size = sg.subgroupSize;
-    c->has_coopmat = has_ext(c->pd, "VK_KHR_cooperative_matrix");
     {
-        const int can = coop_detect(c, &sg, c->coop_why, sizeof c->coop_why);
-        const char *want = getenv("QGMM_VULKAN_GEMM_PATH");
-        if (want && want[0] && strcmp(want, "tiled") && strcmp(want, "coopmat")) {
+        const qgmm_status cs = vk_coop_choose(c, &sg);
+        if (cs != QGMM_OK) {
             free(c);
-            return qgmm_set_error(api, QGMM_ERR_INVALID_ARGUMENT,
-                                  "QGMM_VULKAN_GEMM_PATH=\"%s\": expected tiled or coopmat", want);
-        }
-        if (want && !strcmp(want, "coopmat") && !can) {
-            qgmm_status e = qgmm_set_error(api, QGMM_ERR_UNSUPPORTED,
-                                           "QGMM_VULKAN_GEMM_PATH=coopmat but %s: %s", c->props.deviceName,
-                                           c->coop_why);
-            free(c);
-            return e;
-        }
-        c->gemm_path = can ? VK_GEMM_COOPMAT : VK_GEMM_TILED;
-        if (can && want && !strcmp(want, "tiled")) {
-            c->gemm_path = VK_GEMM_TILED;
-            snprintf(c->coop_why, sizeof c->coop_why, "QGMM_VULKAN_GEMM_PATH=tiled");
+            return cs;
         }
     }
 
@@ -321,14 +245,8 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
                                             .storageBuffer16BitAccess = VK_TRUE};
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11};
     f.features.shaderInt64 = VK_TRUE;
-    VkPhysicalDeviceCooperativeMatrixFeaturesNV coopf = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
-                                                         .cooperativeMatrix = VK_TRUE};
-    const char *coop_ext[] = {VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
-    if (c->gemm_path == VK_GEMM_COOPMAT) { /* what gemm_coopmat.comp's SPIR-V declares */
-        f12.pNext = &coopf;
-        f12.shaderFloat16 = VK_TRUE;
-        f12.vulkanMemoryModel = VK_TRUE;
-    }
+    vk_coop_features coopf;
+    vk_coop_enable(c, &coopf, &f12);
     {
         VkPhysicalDeviceFeatures2 have = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
         g_vk.vkGetPhysicalDeviceFeatures2(c->pd, &have);
@@ -343,8 +261,8 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
                               .pNext = &f,
                               .queueCreateInfoCount = 1,
                               .pQueueCreateInfos = &qci,
-                              .enabledExtensionCount = c->gemm_path == VK_GEMM_COOPMAT ? 1u : 0u,
-                              .ppEnabledExtensionNames = coop_ext};
+                              .enabledExtensionCount = coopf.next,
+                              .ppEnabledExtensionNames = coopf.ext};
     VkResult r = g_vk.vkCreateDevice(c->pd, &dci, NULL, &c->dev);
     if (r != VK_SUCCESS) {
         free(c);
@@ -386,15 +304,21 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
         vk_ctx_destroy(c);
         return st;
     }
-    char gemm[256];
-    if (c->gemm_path == VK_GEMM_COOPMAT)
-        snprintf(gemm, sizeof gemm,
-                 "gemm: FP8 recipes on VK_NV_cooperative_matrix 16x16x16 f16*f16->f32 (128x128x32 tiles, "
-                 "exact fp8->f16, per-scale-block f32 promotion), BF16 on shared-memory tiled f32 FMA 64x64x16");
-    else
+    char gemm[320];
+    if (c->gemm_path == VK_GEMM_TILED)
         snprintf(gemm, sizeof gemm,
                  "gemm: shared-memory tiled f32 FMA 64x64x16, 4x4 per lane (cooperative matrix off: %s)",
                  c->coop_why);
+    else if (c->coop_bf16)
+        snprintf(gemm, sizeof gemm,
+                 "gemm: every recipe on VK_KHR_cooperative_matrix 16x16x16 -> f32 (bf16 operands as "
+                 "bfloat16, fp8 exactly as f16; 128x128x32 tiles, double-buffered, per-scale-block f32 promotion)");
+    else
+        snprintf(gemm, sizeof gemm,
+                 "gemm: FP8 recipes on %s 16x16x16 f16*f16->f32 (fp8 exactly as f16; 128x128x32 tiles, "
+                 "double-buffered, per-scale-block f32 promotion); BF16 on the tiled f32 FMA shader (%s)",
+                 c->gemm_path == VK_GEMM_COOP_KHR ? "VK_KHR_cooperative_matrix" : "VK_NV_cooperative_matrix",
+                 c->bf16_why);
     snprintf(c->describe, sizeof c->describe,
              "vulkan: %s (driver %u.%u.%u, Vulkan %u.%u, subgroup %u, shared %u KB, timestamps %s); "
              "casts: integer-exact codec (f64 scale division emulated with integers, shaderFloat64 %s); %s",

@@ -63,7 +63,9 @@ enum vk_pipe {
     VKP_PAD,
     VKP_GEMM,
     VKP_GEMM_FP8,
-    VKP_GEMM_COOP_FP8, /* gemm_coopmat.comp: only created when gemm_path == VK_GEMM_COOPMAT */
+    VKP_GEMM_COOP_FP8,      /* gemm_coopmat.comp on VK_NV_cooperative_matrix (fp8 -> f16) */
+    VKP_GEMM_COOP_FP8_KHR,  /* the same, rewritten to VK_KHR_cooperative_matrix */
+    VKP_GEMM_COOP_BF16_KHR, /* bf16 operands, KHR matrices with bfloat16 components */
     VKP_COUNT
 };
 typedef struct vk_spirv { const char *name; const uint32_t *code; size_t bytes; } vk_spirv;
@@ -99,12 +101,14 @@ typedef struct vk_ctx {
     uint32_t qfam;
     VkPhysicalDeviceProperties props;
     uint32_t subgroup_size;
-    int has_coopmat, has_f64, ts_ok;
-    /* GEMM path for the FP8 recipes (BF16 always runs tiled): VK_GEMM_COOPMAT only when
-     * the device lists VK_NV_cooperative_matrix with a 16x16x16 f16 x f16 -> f32 subgroup
-     * shape, subgroup size 32, shaderFloat16 and vulkanMemoryModel (vk_device.c) */
-    int gemm_path;
+    int has_f64, ts_ok;
+    /* GEMM path (vk_device.c, coop_detect): VK_GEMM_COOP_KHR when the device has
+     * VK_KHR_cooperative_matrix with a 16x16x16 f16 x f16 -> f32 subgroup shape, else
+     * VK_GEMM_COOP_NV with the NV extension's, else VK_GEMM_TILED; coop_bf16 when it also
+     * has VK_KHR_shader_bfloat16 and a 16x16x16 bf16 x bf16 -> f32 shape (BF16 recipe) */
+    int gemm_path, coop_bf16;
     char coop_why[128]; /* why the cooperative-matrix path is off ("" when on) */
+    char bf16_why[128]; /* why BF16 has no cooperative-matrix path ("" when it has) */
     uint64_t ts_mask;
     VkPhysicalDeviceMemoryProperties memprops;
 
@@ -123,10 +127,12 @@ typedef struct vk_ctx {
     vk_mem status;     /* device status word (device-local) */
     vk_mem readback;   /* host-visible: status word copy */
     vk_mem staging;    /* host-visible transfers */
-    char describe[640];
+    char describe[1024];
 } vk_ctx;
 
-enum { VK_GEMM_TILED = 0, VK_GEMM_COOPMAT = 1 };
+enum { VK_GEMM_TILED = 0, VK_GEMM_COOP_NV = 1, VK_GEMM_COOP_KHR = 2 };
+/* shared memory gemm_coopmat.comp declares: 4 tiles of 640 x 16 B + 2 x 2 x 128 floats */
+#define VK_COOP_SHARED_BYTES (4u * 640u * 16u + 4u * 128u * 4u)
 
 typedef struct vk_buf { vk_mem m; int owned; } vk_buf;
 
@@ -134,6 +140,17 @@ static inline vk_ctx *vk_of(const qgmm_context *ctx) { return (vk_ctx *)qgmm_con
 static inline vk_buf *vkbuf_of(const qgmm_buffer *b) { return (vk_buf *)qgmm_buffer_impl(b); }
 /* Device address of a tensor's first element (0 for an absent tensor). */
 uint64_t vk_tensor_addr(const qgmm_tensor *t);
+
+/* vk_coop.c: choose gemm_path / coop_bf16 (QGMM_VULKAN_GEMM_PATH honoured), then add what
+ * the chosen path needs to vkCreateDevice's feature chain (hung off f12) and extension list.
+ * The feature structs live in opaque storage because the system headers may predate them. */
+typedef struct vk_coop_features {
+    uint64_t nv[4], khr[4], bf16[4]; /* VkPhysicalDeviceCooperativeMatrixFeatures{NV,KHR}, bfloat16 */
+    const char *ext[2];
+    uint32_t next;
+} vk_coop_features;
+qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *sg);
+void vk_coop_enable(vk_ctx *c, vk_coop_features *e, VkPhysicalDeviceVulkan12Features *f12);
 
 /* vk_device.c */
 qgmm_status vk_loader_init(char *reason, size_t cap);

@@ -4,9 +4,10 @@
  * number of 64-row tiles before it; the host dispatches the upper bound of tiles
  * (ceil(M/64) + G row tiles x column tiles) and surplus workgroups exit on the device,
  * so no offsets are read on the host.
- * FP8 recipes run on gemm_coopmat.comp (128x128 tiles) when the context chose the
- * cooperative-matrix path (vk_device.c); BF16 stays on the tiled shader, because bf16
- * operands do not convert to f16 exactly.
+ * On devices with cooperative matrices (vk_coop.c) gemm_coopmat.comp (128x128 tiles) runs
+ * the FP8 recipes (fp8 -> f16 is exact) and, where VK_KHR_shader_bfloat16 is there too, BF16
+ * (bf16 -> f16 would not be exact). It stages 16-byte chunks along a unit-stride dim of each
+ * operand, so an operand with no unit stride falls back to the tiled shader.
  */
 #include "vk_internal.h"
 #include "../../kernels/glsl/params.h"
@@ -24,8 +25,17 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
     vk_ctx *c = vk_of(ctx);
     const int mg = prm->kind == QGMM_GEMM_M_GROUPED;
     const int recipe = prm->recipe;
-    const int coop = c->gemm_path == VK_GEMM_COOPMAT && recipe != QGMM_RECIPE_BF16 &&
-                     qgmm_dtype_is_fp8(a->dtype) && qgmm_dtype_is_fp8(b->dtype);
+    /* unit stride along the depth or along the rows/cols, for A (i, c) and B (j, c) */
+    const int a_unit = mg ? (a->strides[1] == 1 || a->strides[0] == 1) : (a->strides[0] == 1 || a->strides[1] == 1);
+    const int b_unit = mg ? (b->strides[2] == 1 || b->strides[1] == 1) : (b->strides[0] == 1 || b->strides[1] == 1);
+    int pipe;
+    if (recipe == QGMM_RECIPE_BF16)
+        pipe = c->coop_bf16 && a_unit && b_unit ? VKP_GEMM_COOP_BF16_KHR : VKP_GEMM;
+    else if (qgmm_dtype_is_fp8(a->dtype) && qgmm_dtype_is_fp8(b->dtype) && a_unit && b_unit && c->gemm_path != VK_GEMM_TILED)
+        pipe = c->gemm_path == VK_GEMM_COOP_KHR ? VKP_GEMM_COOP_FP8_KHR : VKP_GEMM_COOP_FP8;
+    else
+        pipe = qgmm_dtype_is_fp8(a->dtype) ? VKP_GEMM_FP8 : VKP_GEMM;
+    const int coop = pipe == VKP_GEMM_COOP_BF16_KHR || pipe == VKP_GEMM_COOP_FP8_KHR || pipe == VKP_GEMM_COOP_FP8;
     const int64_t GEMM_BM = coop ? GEMM_COOP_TILE : GEMM_TILE, GEMM_BN = GEMM_BM;
     if (offs->shape[0] > 1 && offs->strides[0] != 1)
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs: vulkan needs a contiguous i32 vector");
@@ -107,6 +117,5 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
     p[GM_TABLE] = (int64_t)c->scratch.addr;
     const int64_t row_tiles = mg ? (M + GEMM_BM - 1) / GEMM_BM + G : G * p[GM_NTI];
     p[GM_NWG] = row_tiles * p[GM_NTJ];
-    const int fp8 = qgmm_dtype_is_fp8(a->dtype);
-    return vk_dispatch(c, coop ? VKP_GEMM_COOP_FP8 : fp8 ? VKP_GEMM_FP8 : VKP_GEMM, p, QP_MAX, p[GM_NWG]);
+    return vk_dispatch(c, pipe, p, QP_MAX, p[GM_NWG]);
 }

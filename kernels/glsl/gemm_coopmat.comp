@@ -1,23 +1,31 @@
 #version 460
-// gemm_coopmat.comp — grouped GEMM (M- and K-grouped) for the FP8 recipes (rowwise,
-// blockwise, MXFP8) on VK_NV_cooperative_matrix tensor-core MMAs: 16x16x16 f16 x f16 -> f32.
+// gemm_coopmat.comp — grouped GEMM (M- and K-grouped) on tensor-core cooperative matrices:
+// 16x16x16 MMAs with f32 accumulation, every recipe.
+//   QG_BF16=1: bf16 operands staged as raw bits. Compiled with GL_NV_cooperative_matrix
+//              f16 types, then backends/vulkan/spirv_coop_khr.c rewrites the SPIR-V to
+//              VK_KHR_cooperative_matrix with bfloat16 components (this glslc, glslang 11,
+//              knows neither KHR extension). Operands are exact: nothing is converted.
+//   QG_BF16=0: fp8 operands (e4m3fn, e4m3fnuz, e5m2) decoded to f16 bits while staging.
+//              Every fp8 value (subnormals, max, e5m2 inf, NaN) is an f16 value, so the
+//              MMA multiplies exactly what the CPU reference multiplies; each f16 x f16
+//              product is exact in f32. Runs on the NV extension as compiled, or rewritten
+//              to KHR.
+// Scales (cpu_gemm.c order): blockwise / MX block sums are promoted in f32 as
+// total += (sa * sb) * block_sum; rowwise: epilogue (total * ra) * rb.
 //
-// Why f16 operands are exact: every e4m3fn / e4m3fnuz / e5m2 value (normals, subnormals,
-// inf, NaN) is representable in f16, so the 256-entry decode table (built with the integer
-// codec of codec.glsl, then converted f32 -> f16, an exact conversion for these values)
-// feeds the MMA the same numbers the CPU reference multiplies, and each f16 x f16 product
-// is exact in f32. Per scale block (rowwise: the whole depth; blockwise: 128; MX: 32) the
-// products are summed in f32 accumulator fragments, then promoted as cpu_gemm.c does:
-//   total += (sa * sb) * block_sum;  rowwise epilogue: total * ra * rb.
-// The fragment layout of NV cooperative matrices is opaque, so promotion stores each
-// fragment to a per-subgroup shared scratch and every lane scales the elements it owns
-// (fixed lane -> element map) into f32 registers.
+// Why the shape of this kernel (see docs/backends-vulkan.md): the earlier version staged one
+// byte per lane per load through 64-bit index math and was staging-bound at 2 % of the
+// peer. Here every lane moves 16-byte chunks along whichever dim of an operand is
+// contiguous in memory, tiles are double-buffered in shared memory (the next K step's
+// global loads are in flight in registers while the MMAs run, one barrier per step), and
+// the shared tile keeps the global orientation so that the fragment load's row/column-major
+// flag, not a transposing copy, absorbs the layout.
 //
-// Tile: 128x128 outputs per workgroup of 256 lanes = 8 subgroups of 32 (the host enables
-// this path only for subgroup size 32), each subgroup 64 rows x 32 cols = 4x2 fragments;
-// 32-deep K steps staged through shared memory. Group bounds come from the device table
-// (offs_prep.comp, tile 128), exactly as in gemm.comp; rows / cols / depth past the ends
-// stage as zeros and write nothing.
+// Tile: 128x128 outputs per workgroup of 8 subgroups of 32 (the host enables this path only
+// for subgroup size 32); subgroup (wm, wn) owns rows wm*64.., cols wn*32..: 4x2 fragments.
+// Depth steps of 32. Fragment element -> (row, col) maps are implementation-defined, so the
+// kernel reads the map once from a matrix of known contents (idmap) and uses it for the
+// scale promotion and the epilogue.
 #include "params.h"
 #include "common.glsl"
 #include "codec.glsl"
@@ -28,27 +36,107 @@
 #extension GL_KHR_shader_subgroup_basic : require
 layout(local_size_x = 256) in;
 
+#ifndef QG_BF16
+#define QG_BF16 0
+#endif
 #define BM 128
 #define BN 128
 #define BK 32
-#define LDA (BK + 8)  // f16 row pitch of the A tile (multiple of 8 elements = 16 bytes)
-#define LDB (BN + 8)  // f16 row pitch of the B tile (K x N, row-major)
-shared float16_t As[BM * LDA];
-shared float16_t Bs[BK * LDB];
-shared float scratch[8 * 256];  // one 16x16 f32 fragment per subgroup
-shared float16_t lutA[256];
-shared float16_t lutB[256];
-shared float scA[BM];  // scale of the current block per row / per column
-shared float scB[BN];
+// Shared tiles in 16-byte units (8 halves). K-contiguous operand: BM rows x (BK+8) halves;
+// outer-contiguous operand: BK rows x (BM+8) halves. The +8 halves keep the 8 rows an
+// ldmatrix-style fragment load touches on distinct banks.
+#define PITCH_KC 5     // (BK + 8) / 8
+#define PITCH_OC 17    // (BM + 8) / 8
+#define TILE_U4 640    // max(BM * PITCH_KC, BK * PITCH_OC)
+shared uvec4 tiles[4 * TILE_U4];  // [stage 0 A, stage 0 B, stage 1 A, stage 1 B]
+shared float scA[2 * BM];         // per stage: scale of each row / column for the step
+shared float scB[2 * BN];
 
+#define R_BF16 0
 #define R_ROWWISE 1
 #define R_BLOCKWISE 2
 #define R_MX 3
+#if QG_BF16
+#define CH 8      // elements per 16-byte chunk
+#define NCH 2     // chunks per lane per operand and step: 128*32*2 B / 16 B / 256 lanes
+#else
+#define CH 16
+#define NCH 1
+#endif
+
+// One fp8 byte -> f16 bits, exact (QGMM codec semantics of kernels/qgmm_fp8_codec.h).
+// e4m3fn: normals re-bias the exponent (+8), subnormals m*2^-9 become f16 normals, 0x7F/0xFF
+// are NaN. e4m3fnuz: the same values at half the magnitude (bias 8), 0x80 is the only NaN,
+// no negative zero. e5m2 is f16 with the low byte cut off.
+uint fp8_to_h16(uint b, int fmt)
+{
+    if (fmt == DT_E5M2) return b << 8;
+    const uint m = b & 0x7Fu;
+    const uint p = uint(findMSB(max(m, 1u)));  // subnormal: position of the leading bit
+    uint h = m >= 8u ? (m << 7) + 0x2000u : (m == 0u ? 0u : ((6u + p) << 10) | ((m << (10u - p)) & 0x3FFu));
+    if (fmt == DT_E4M3FNUZ) {
+        if (b == 0x80u) return 0x7E00u;
+        if (m != 0u) h -= 0x400u;
+        return ((b & 0x80u) << 8) | h;
+    }
+    if (m == 0x7Fu) h = 0x7E00u;
+    return ((b & 0x80u) << 8) | h;
+}
+uint fp8x2_to_h16x2(uint w, int fmt) { return fp8_to_h16(w & 0xFFu, fmt) | (fp8_to_h16((w >> 8) & 0xFFu, fmt) << 16); }
+
+// One operand's staging geometry. kc: the operand's contiguous dim is the GEMM depth.
+struct Opnd {
+    uint64_t base;   // element (0, 0) of this operand (group offset applied)
+    int64_t ostride; // elements between consecutive outer indices (rows if kc, depth if !kc)
+    int es;          // element size
+    bool kc;
+};
+
+// Loads this lane's chunk q of the (outer, contiguous) tile starting at (o0, x0), with
+// valid ranges o < ohi, x < xhi; out-of-range elements read as zero. A chunk that is whole
+// and 16-byte aligned is one load; any other chunk goes element by element.
+uvec4 load_chunk(Opnd op, int q, int64_t o0, int64_t x0, int64_t ohi, int64_t xhi)
+{
+    const int c = int(gl_LocalInvocationID.x) + 256 * q;
+    const int runlen = op.kc ? BK / CH : BM / CH;  // chunks per run
+    const int64_t o = o0 + c / runlen, x = x0 + (c % runlen) * CH;
+    if (o >= ohi) return uvec4(0);
+    const uint64_t addr = op.base + uint64_t(o * op.ostride + x) * uint64_t(op.es);
+    if (x + CH <= xhi && (addr & 15ul) == 0ul) return QV16(addr).v;
+    uvec4 v = uvec4(0);
+    for (int e = 0; e < CH; ++e) {
+        if (x + e >= xhi) break;
+        const uint bits = op.es == 2 ? ld_u16(addr, e) : ld_u8(addr, e);
+        const int word = (e * op.es) / 4, sh = ((e * op.es) % 4) * 8;
+        v[word] |= bits << sh;
+    }
+    return v;
+}
+
+// Writes chunk q (as loaded) into the shared tile of `which` (0 A, 1 B) in stage st.
+void store_chunk(int which, int st, bool kc, int q, uvec4 v, int fmt)
+{
+    const int c = int(gl_LocalInvocationID.x) + 256 * q;
+    const int runlen = kc ? BK / CH : BM / CH;
+    const int run = c / runlen, part = c % runlen;
+    const int base = (2 * st + which) * TILE_U4 + run * (kc ? PITCH_KC : PITCH_OC);
+#if QG_BF16
+    tiles[base + part] = v;
+#else
+    tiles[base + 2 * part] = uvec4(fp8x2_to_h16x2(v.x, fmt), fp8x2_to_h16x2(v.x >> 16, fmt),
+                                   fp8x2_to_h16x2(v.y, fmt), fp8x2_to_h16x2(v.y >> 16, fmt));
+    tiles[base + 2 * part + 1] = uvec4(fp8x2_to_h16x2(v.z, fmt), fp8x2_to_h16x2(v.z >> 16, fmt),
+                                       fp8x2_to_h16x2(v.w, fmt), fp8x2_to_h16x2(v.w >> 16, fmt));
+#endif
+}
 
 float e8m0f(uint64_t base, int64_t byteoff, int64_t stride)
 {
     return uintBitsToFloat(e8m0_to_f32(ld_u8(base, byteoff * stride)));
 }
+
+#define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+#define FRAG fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 
 void main()
 {
@@ -61,7 +149,7 @@ void main()
     if (wid >= P(GM_NWG)) return;
     const int64_t tj = wid % ntj, ti_all = wid / ntj;
 
-    // ---- which group and which rows (same as gemm.comp, tile BM)
+    // ---- which group, rows and depth (same schedule as gemm.comp, tile BM)
     int64_t g, i0, i1, c0, c1;
     if (kind == 0) {
         const int t = int(ti_all);
@@ -88,15 +176,30 @@ void main()
         c1 = tab_get(table, g, 1);
     }
     const int64_t j0 = tj * BN, j1 = min(j0 + BN, P(GM_COLS));
+    const int afmt = PI(GM_ADT), bfmt = PI(GM_BDT);
 
-    lutA[tid] = float16_t(uintBitsToFloat(fp8_to_f32(uint(tid), PI(GM_ADT))));
-    lutB[tid] = float16_t(uintBitsToFloat(fp8_to_f32(uint(tid), PI(GM_BDT))));
-    const uint64_t A = PA(GM_A), B = PA(GM_B);
-    const int64_t bgoff = g * P(GM_BG);
-    const int64_t sAi = P(GM_AI), sAc = P(GM_AC), sBj = P(GM_BJ), sBc = P(GM_BC);
-    const bool a_ic = PI(GM_A_ICONTIG) != 0, b_jc = PI(GM_B_JCONTIG) != 0;
+    // ---- operand geometry: A is (rows i, depth c), B is (depth c, cols j)
+    Opnd A, B;
+    A.es = QG_BF16 != 0 ? 2 : 1;
+    B.es = A.es;
+    A.kc = PI(GM_AC) == 1;
+    B.kc = PI(GM_BC) == 1;
+    A.base = PA(GM_A);
+    B.base = PA(GM_B) + uint64_t(g * P(GM_BG) * B.es);
+    A.ostride = A.kc ? P(GM_AI) : P(GM_AC);
+    B.ostride = B.kc ? P(GM_BJ) : P(GM_BC);
+    // outer / contiguous tile origins and limits at depth kc: K-contiguous: (row, depth),
+    // otherwise (depth, row)
+#define A_O0(kc_) (A.kc ? i0 : (kc_))
+#define A_X0(kc_) (A.kc ? (kc_) : i0)
+#define A_OHI (A.kc ? i1 : c1)
+#define A_XHI (A.kc ? c1 : i1)
+#define B_O0(kc_) (B.kc ? j0 : (kc_))
+#define B_X0(kc_) (B.kc ? (kc_) : j0)
+#define B_OHI (B.kc ? j1 : c1)
+#define B_XHI (B.kc ? c1 : j1)
 
-    // MX geometry of this group (see cpu_gemm.c a_block_scale / b_block_scale)
+    // ---- scales
     int64_t mxa_base = 0, mxa_row0 = 0, mxa_c0 = 0, mxa_cp = 1, mxb_base = 0, mxb_c0 = 0, mxb_cp = 1;
     if (recipe == R_MX) {
         const int64_t ps = tab_get(table, g, 2), pe = tab_get(table, g, 3);
@@ -112,99 +215,179 @@ void main()
     const int64_t sSAg = P(GM_SAG), sSAi = P(GM_SAI), sSAc = P(GM_SAC);
     const int64_t sSBg = P(GM_SBG), sSBj = P(GM_SBJ), sSBc = P(GM_SBC), sbjdiv = max(P(GM_SBJDIV), 1l);
     const int64_t sastride = P(GM_SASTRIDE), sbstride = P(GM_SBSTRIDE);
-    const int odt = PI(GM_ODT);
-    const int64_t sOi = P(GM_OI), sOj = P(GM_OJ);
-    // depth of one scale block; rowwise promotes once, at the end, with unit scales
-    const int64_t bd = recipe == R_BLOCKWISE ? 128 : recipe == R_MX ? 32 : (1l << 62);
-    if (recipe == R_ROWWISE) {
-        if (tid < BM) scA[tid] = 1.0; else scB[tid - BM] = 1.0;
-    }
+    const bool promote_blocks = recipe == R_BLOCKWISE || recipe == R_MX;
+    const int64_t bd = recipe == R_BLOCKWISE ? 128 : 32;  // depth of one scale block
 
+    // ---- fragment element -> (row, col) map: load a matrix holding r*16+c
     const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-    const int wm = int(sg) / 4, wn = int(sg) % 4;  // subgroup tile: rows wm*64, cols wn*32
-    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[8];
-    for (int f = 0; f < 8; ++f) acc[f] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    const int wm = int(sg) / 4, wn = int(sg) % 4;
+    for (int e = int(lane); e < 64; e += 32)
+        tiles[sg * 64u + uint(e)] = uvec4(floatBitsToUint(float(4 * e)), floatBitsToUint(float(4 * e + 1)),
+                                          floatBitsToUint(float(4 * e + 2)), floatBitsToUint(float(4 * e + 3)));
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    ACC idmap;
+    coopMatLoadNV(idmap, tiles, sg * 64u, 4u, false);
+    // A 16x16 fragment spread over 32 lanes holds 8 elements per lane. (length() would be
+    // a spec-constant op, which the KHR rewrite does not carry over.)
+    const int flen = 8;
+    int rc[8];
+    for (int i = 0; i < 8; ++i) rc[i] = int(idmap[i]);
+
+    ACC acc[8];
+    for (int f = 0; f < 8; ++f) acc[f] = ACC(0.0);
     float tot[64];
     for (int e = 0; e < 64; ++e) tot[e] = 0.0;
     barrier();
 
-    for (int64_t kc = c0; kc < c1; kc += BK) {
-        if (recipe != R_ROWWISE && (kc - c0) % bd == 0) {  // a scale block starts here
-            if (tid < BM) {
-                const int64_t gi = min(i0 + tid, i1 - 1);
-                scA[tid] = recipe == R_BLOCKWISE
-                    ? uintBitsToFloat(ld_u32(SA, gi * sSAi + (kc / 128) * sSAc))
-                    : e8m0f(SA, mxa_base + blocked_offset(gi - mxa_row0, (kc - mxa_c0) / 32, mxa_cp), sastride);
-            } else {
-                const int64_t gj = min(j0 + tid - BM, j1 - 1);
-                scB[tid - BM] = recipe == R_BLOCKWISE
-                    ? uintBitsToFloat(ld_u32(SB, g * sSBg + (gj / sbjdiv) * sSBj + (kc / 128) * sSBc))
-                    : e8m0f(SB, mxb_base + blocked_offset(gj, (kc - mxb_c0) / 32, mxb_cp), sbstride);
-            }
+    // ---- prologue: stage step 0
+    const int nsteps = int((c1 - c0 + BK - 1) / BK);
+    uvec4 pa[NCH], pb[NCH];
+    float psa = 1.0, psb = 1.0;
+    if (nsteps > 0) {
+        for (int q = 0; q < NCH; ++q) {
+            pa[q] = load_chunk(A, q, A_O0(c0), A_X0(c0), A_OHI, A_XHI);
+            pb[q] = load_chunk(B, q, B_O0(c0), B_X0(c0), B_OHI, B_XHI);
         }
-        // ---- stage: 128x32 A bytes and 32x128 B bytes, 16 each per lane, decoded to f16
-        for (int q = 0; q < 16; ++q) {
-            const int el = tid + 256 * q;
-            int ii, kk;
-            if (a_ic) { ii = el % BM; kk = el / BM; } else { ii = el / BK; kk = el % BK; }
-            float16_t va = float16_t(0.0);
-            const int64_t gi = i0 + ii, gc = kc + kk;
-            if (gi < i1 && gc < c1) va = lutA[ld_u8(A, gi * sAi + gc * sAc)];
-            As[ii * LDA + kk] = va;
-            int jj;
-            if (b_jc) { jj = el % BN; kk = el / BN; } else { jj = el / BK; kk = el % BK; }
-            float16_t vb = float16_t(0.0);
-            const int64_t gj = j0 + jj, gd = kc + kk;
-            if (gj < j1 && gd < c1) vb = lutB[ld_u8(B, bgoff + gj * sBj + gd * sBc)];
-            Bs[kk * LDB + jj] = vb;
-        }
-        barrier();
-        for (int ks = 0; ks < BK; ks += 16) {
-            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[4];
-            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb[2];
-            for (int fm = 0; fm < 4; ++fm)
-                coopMatLoadNV(fa[fm], As, uint((wm * 64 + fm * 16) * LDA + ks), uint(LDA), false);
-            for (int fn = 0; fn < 2; ++fn)
-                coopMatLoadNV(fb[fn], Bs, uint(ks * LDB + wn * 32 + fn * 16), uint(LDB), false);
-            for (int fm = 0; fm < 4; ++fm)
-                for (int fn = 0; fn < 2; ++fn)
-                    acc[fm * 2 + fn] = coopMatMulAddNV(fa[fm], fb[fn], acc[fm * 2 + fn]);
-        }
-        // ---- promote at the end of a scale block (or of the depth)
-        if ((kc + BK - c0) % bd == 0 || kc + BK >= c1) {
-            for (int f = 0; f < 8; ++f) {
-                coopMatStoreNV(acc[f], scratch, sg * 256u, 16u, false);
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
-                const int rb = wm * 64 + (f / 2) * 16, cb = wn * 32 + (f % 2) * 16;
-                for (int q = 0; q < 8; ++q) {
-                    const int e = int(lane) + 32 * q;
-                    const float v = scratch[sg * 256u + uint(e)];
-                    tot[f * 8 + q] += (scA[rb + e / 16] * scB[cb + e % 16]) * v;
-                }
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
-                acc[f] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
-            }
-        }
-        barrier();
     }
 
-    // ---- epilogue: rowwise scales, stores through the out strides
-    const uint64_t OUT = PA(GM_OUT) + uint64_t(g * P(GM_OG) * (odt == DT_BF16 ? 2 : 4));
-    for (int f = 0; f < 8; ++f) {
-        const int rb = wm * 64 + (f / 2) * 16, cb = wn * 32 + (f % 2) * 16;
-        for (int q = 0; q < 8; ++q) {
-            const int e = int(lane) + 32 * q;
-            const int64_t gi = i0 + rb + e / 16, gj = j0 + cb + e % 16;
-            if (gi >= i1 || gj >= j1) continue;
-            float v = tot[f * 8 + q];
-            if (recipe == R_ROWWISE)
-                v = v * uintBitsToFloat(ld_u32(SA, g * sSAg + gi * sSAi)) *
-                    uintBitsToFloat(ld_u32(SB, g * sSBg + gj * sSBj));
-            const int64_t oi = gi * sOi + gj * sOj;
-            if (odt == DT_BF16) st_u16(OUT, oi, f32_to_bf16(floatBitsToUint(v)));
-            else st_u32(OUT, oi, floatBitsToUint(v));
+    for (int s = 0; s <= nsteps; ++s) {
+        const int cur = s & 1;
+        const int64_t kc = c0 + int64_t(s) * BK;
+        // stage step s (loaded during step s-1) and its scales; then start step s+1's loads
+        if (s < nsteps) {
+            if (promote_blocks) {
+                if (tid < BM) {
+                    const int64_t gi = min(i0 + tid, i1 - 1);
+                    psa = recipe == R_BLOCKWISE
+                        ? uintBitsToFloat(ld_u32(SA, gi * sSAi + (kc / 128) * sSAc))
+                        : e8m0f(SA, mxa_base + blocked_offset(gi - mxa_row0, (kc - mxa_c0) / 32, mxa_cp), sastride);
+                    scA[cur * BM + tid] = psa;
+                } else {
+                    const int64_t gj = min(j0 + tid - BM, j1 - 1);
+                    psb = recipe == R_BLOCKWISE
+                        ? uintBitsToFloat(ld_u32(SB, g * sSBg + (gj / sbjdiv) * sSBj + (kc / 128) * sSBc))
+                        : e8m0f(SB, mxb_base + blocked_offset(gj, (kc - mxb_c0) / 32, mxb_cp), sbstride);
+                    scB[cur * BN + tid - BM] = psb;
+                }
+            }
+            for (int q = 0; q < NCH; ++q) {
+                store_chunk(0, cur, A.kc, q, pa[q], afmt);
+                store_chunk(1, cur, B.kc, q, pb[q], bfmt);
+            }
         }
+        barrier();
+        if (s == nsteps) break;
+        if (s + 1 < nsteps) {
+            const int64_t kn = kc + BK;
+            for (int q = 0; q < NCH; ++q) {
+                pa[q] = load_chunk(A, q, A_O0(kn), A_X0(kn), A_OHI, A_XHI);
+                pb[q] = load_chunk(B, q, B_O0(kn), B_X0(kn), B_OHI, B_XHI);
+            }
+        }
+        // ---- MMAs of step s from stage cur
+        const uint ta = uint((2 * cur) * TILE_U4), tb = uint((2 * cur + 1) * TILE_U4);
+        for (int ks = 0; ks < BK; ks += 16) {
+            FRAG a0, a1, a2, a3, b0, b1;
+            if (A.kc) {  // tile [row][depth]: row-major
+                const uint e = ta + uint(wm * 64) * PITCH_KC + uint(ks / 8);
+                coopMatLoadNV(a0, tiles, e, PITCH_KC, false);
+                coopMatLoadNV(a1, tiles, e + 16 * PITCH_KC, PITCH_KC, false);
+                coopMatLoadNV(a2, tiles, e + 32 * PITCH_KC, PITCH_KC, false);
+                coopMatLoadNV(a3, tiles, e + 48 * PITCH_KC, PITCH_KC, false);
+            } else {     // tile [depth][row]: column-major
+                const uint e = ta + uint(ks) * PITCH_OC + uint(wm * 64 / 8);
+                coopMatLoadNV(a0, tiles, e, PITCH_OC, true);
+                coopMatLoadNV(a1, tiles, e + 2, PITCH_OC, true);
+                coopMatLoadNV(a2, tiles, e + 4, PITCH_OC, true);
+                coopMatLoadNV(a3, tiles, e + 6, PITCH_OC, true);
+            }
+            if (B.kc) {  // tile [col][depth]: B (depth x col) is column-major
+                const uint e = tb + uint(wn * 32) * PITCH_KC + uint(ks / 8);
+                coopMatLoadNV(b0, tiles, e, PITCH_KC, true);
+                coopMatLoadNV(b1, tiles, e + 16 * PITCH_KC, PITCH_KC, true);
+            } else {     // tile [depth][col]: row-major
+                const uint e = tb + uint(ks) * PITCH_OC + uint(wn * 32 / 8);
+                coopMatLoadNV(b0, tiles, e, PITCH_OC, false);
+                coopMatLoadNV(b1, tiles, e + 2, PITCH_OC, false);
+            }
+            acc[0] = coopMatMulAddNV(a0, b0, acc[0]);
+            acc[1] = coopMatMulAddNV(a0, b1, acc[1]);
+            acc[2] = coopMatMulAddNV(a1, b0, acc[2]);
+            acc[3] = coopMatMulAddNV(a1, b1, acc[3]);
+            acc[4] = coopMatMulAddNV(a2, b0, acc[4]);
+            acc[5] = coopMatMulAddNV(a2, b1, acc[5]);
+            acc[6] = coopMatMulAddNV(a3, b0, acc[6]);
+            acc[7] = coopMatMulAddNV(a3, b1, acc[7]);
+        }
+        // ---- promote at the end of a scale block (or of the depth)
+        if (promote_blocks && ((kc + BK - c0) % bd == 0 || s + 1 == nsteps)) {
+            for (int f = 0; f < 8; ++f) {
+                const int rb = wm * 64 + (f / 2) * 16, cb = wn * 32 + (f % 2) * 16;
+                for (int i = 0; i < flen; ++i)
+                    tot[f * 8 + i] += (scA[cur * BM + rb + rc[i] / 16] * scB[cur * BN + cb + rc[i] % 16]) * acc[f][i];
+                acc[f] = ACC(0.0);
+            }
+        }
+    }
+
+    // ---- epilogue: per subgroup, one 16-row strip (2 fragments) at a time through its own
+    // part of the (now free) tile memory, then 16 contiguous outputs per lane
+    barrier();
+    const int odt = PI(GM_ODT);
+    const int64_t sOi = P(GM_OI), sOj = P(GM_OJ);
+    const int oes = odt == DT_BF16 ? 2 : 4;
+    const uint64_t OUT = PA(GM_OUT) + uint64_t(g * P(GM_OG) * oes);
+    const uint strip = sg * 128u;  // 16 x 32 f32 = 128 uvec4 per subgroup
+    for (int fm = 0; fm < 4; ++fm) {
+        for (int fn = 0; fn < 2; ++fn) {
+            const int f = fm * 2 + fn;
+            for (int i = 0; i < flen; ++i) {
+                const float v = promote_blocks ? tot[f * 8 + i] : acc[f][i];
+                const int r = rc[i] / 16, cc = fn * 16 + rc[i] % 16;
+                tiles[strip + uint(r * 8 + cc / 4)][cc % 4] = floatBitsToUint(v);
+            }
+        }
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        const int r = int(lane) / 2, cbase = (int(lane) % 2) * 16;
+        const int64_t gi = i0 + wm * 64 + fm * 16 + r, gj0 = j0 + wn * 32 + cbase;
+        if (gi < i1 && gj0 < j1) {
+            float v[16];
+            for (int k = 0; k < 4; ++k) {
+                const uvec4 w = tiles[strip + uint(r * 8 + cbase / 4 + k)];
+                v[4 * k] = uintBitsToFloat(w.x); v[4 * k + 1] = uintBitsToFloat(w.y);
+                v[4 * k + 2] = uintBitsToFloat(w.z); v[4 * k + 3] = uintBitsToFloat(w.w);
+            }
+            if (recipe == R_ROWWISE) {
+                const float ra = uintBitsToFloat(ld_u32(SA, g * sSAg + gi * sSAi));
+                for (int k = 0; k < 16; ++k)
+                    if (gj0 + k < j1) v[k] = v[k] * ra * uintBitsToFloat(ld_u32(SB, g * sSBg + (gj0 + k) * sSBj));
+            }
+            const int64_t oi = gi * sOi + gj0 * sOj;
+            const uint64_t oaddr = OUT + uint64_t(oi) * uint64_t(oes);
+            if (sOj == 1 && gj0 + 16 <= j1 && (oaddr & 15ul) == 0ul) {
+                if (odt == DT_BF16) {
+                    uint h[8];
+                    for (int k = 0; k < 8; ++k)
+                        h[k] = f32_to_bf16(floatBitsToUint(v[2 * k])) | (f32_to_bf16(floatBitsToUint(v[2 * k + 1])) << 16);
+                    QV16(oaddr).v = uvec4(h[0], h[1], h[2], h[3]);
+                    QV16(oaddr + 16ul).v = uvec4(h[4], h[5], h[6], h[7]);
+                } else {
+                    for (int k = 0; k < 4; ++k)
+                        QV16(oaddr + uint64_t(16 * k)).v = uvec4(floatBitsToUint(v[4 * k]), floatBitsToUint(v[4 * k + 1]),
+                                                                 floatBitsToUint(v[4 * k + 2]), floatBitsToUint(v[4 * k + 3]));
+                }
+            } else {
+                for (int k = 0; k < 16; ++k) {
+                    if (gj0 + k >= j1) break;
+                    const int64_t o = oi + k * sOj;
+                    if (odt == DT_BF16) st_u16(OUT, o, f32_to_bf16(floatBitsToUint(v[k])));
+                    else st_u32(OUT, o, floatBitsToUint(v[k]));
+                }
+            }
+        }
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
     }
 }

@@ -1,0 +1,187 @@
+/*
+ * vk_coop.c — which cooperative-matrix GEMM a Vulkan device can run (gemm_coopmat.comp in
+ * its NV, KHR and KHR-bfloat16 builds), and what vkCreateDevice must enable for it.
+ *
+ * Order of preference: VK_KHR_cooperative_matrix (the ratified extension; with
+ * VK_KHR_shader_bfloat16 it also runs the BF16 recipe), then VK_NV_cooperative_matrix
+ * (FP8 recipes only), then the tiled shader. Every path needs what the shader's SPIR-V
+ * declares: the Vulkan memory model, Float16 (fp8 is decoded to f16), subgroups of 32 (the
+ * tile assumes them) and VK_COOP_SHARED_BYTES of shared memory.
+ * QGMM_VULKAN_GEMM_PATH: tiled | coopmat (the best available; error where none is) |
+ * coopmat-nv (the NV build; for comparisons).
+ */
+#include "vk_internal.h"
+#include "vk_khr_compat.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int has_ext(VkPhysicalDevice pd, const char *name)
+{
+    uint32_t n = 0;
+    g_vk.vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL);
+    VkExtensionProperties *e = calloc(n ? n : 1, sizeof *e);
+    if (!e) return 0;
+    g_vk.vkEnumerateDeviceExtensionProperties(pd, NULL, &n, e);
+    int found = 0;
+    for (uint32_t i = 0; i < n && !found; ++i) found = strcmp(e[i].extensionName, name) == 0;
+    free(e);
+    return found;
+}
+
+/* What every cooperative-matrix build needs besides the extension itself. */
+static int common_ok(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *sg, char *why, size_t cap)
+{
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
+    g_vk.vkGetPhysicalDeviceFeatures2(c->pd, &f);
+    if (!f12.shaderFloat16) { snprintf(why, cap, "no shaderFloat16"); return 0; }
+    if (!f12.vulkanMemoryModel) { snprintf(why, cap, "no vulkanMemoryModel"); return 0; }
+    if (sg->subgroupSize != 32 || !(sg->supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+        !(sg->supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT)) {
+        snprintf(why, cap, "subgroup size %u (the tile needs 32 with basic ops)", sg->subgroupSize);
+        return 0;
+    }
+    if (c->props.limits.maxComputeSharedMemorySize < VK_COOP_SHARED_BYTES) {
+        snprintf(why, cap, "shared memory %u B < %u B", c->props.limits.maxComputeSharedMemorySize,
+                 VK_COOP_SHARED_BYTES);
+        return 0;
+    }
+    return 1;
+}
+
+static int nv_ok(vk_ctx *c, char *why, size_t cap)
+{
+    if (!has_ext(c->pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) { snprintf(why, cap, "no VK_NV_cooperative_matrix"); return 0; }
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cf = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &cf};
+    g_vk.vkGetPhysicalDeviceFeatures2(c->pd, &f);
+    if (!cf.cooperativeMatrix) { snprintf(why, cap, "NV cooperativeMatrix feature off"); return 0; }
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV props =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)g_vk.GetInstanceProcAddr(
+            g_vk.instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+    uint32_t n = 0;
+    if (!props || props(c->pd, &n, NULL) != VK_SUCCESS || n == 0) { snprintf(why, cap, "no NV matrix shapes"); return 0; }
+    VkCooperativeMatrixPropertiesNV *cp = calloc(n, sizeof *cp);
+    if (!cp) { snprintf(why, cap, "out of host memory"); return 0; }
+    for (uint32_t i = 0; i < n; ++i) cp[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+    int ok = 0;
+    if (props(c->pd, &n, cp) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !ok; ++i)
+            ok = cp[i].MSize == 16 && cp[i].NSize == 16 && cp[i].KSize == 16 &&
+                 cp[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV && cp[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                 cp[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV && cp[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                 cp[i].scope == VK_SCOPE_SUBGROUP_NV;
+    free(cp);
+    if (!ok) snprintf(why, cap, "no NV 16x16x16 f16*f16->f32 subgroup shape among %u", n);
+    return ok;
+}
+
+/* 1 when the KHR list has a 16x16x16 subgroup shape of `in` x `in` -> f32. */
+static int khr_shape(vk_ctx *c, uint32_t in)
+{
+    qgmm_PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR props =
+        (qgmm_PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)g_vk.GetInstanceProcAddr(
+            g_vk.instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+    uint32_t n = 0;
+    if (!props || props(c->pd, &n, NULL) != VK_SUCCESS || n == 0) return 0;
+    qgmm_VkCooperativeMatrixPropertiesKHR *cp = calloc(n, sizeof *cp);
+    if (!cp) return 0;
+    for (uint32_t i = 0; i < n; ++i) cp[i].sType = QGMM_VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
+    int ok = 0;
+    if (props(c->pd, &n, cp) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !ok; ++i)
+            ok = cp[i].MSize == 16 && cp[i].NSize == 16 && cp[i].KSize == 16 && cp[i].AType == in &&
+                 cp[i].BType == in && cp[i].CType == QGMM_VK_COMPONENT_TYPE_FLOAT32_KHR &&
+                 cp[i].ResultType == QGMM_VK_COMPONENT_TYPE_FLOAT32_KHR && !cp[i].saturatingAccumulation &&
+                 cp[i].scope == QGMM_VK_SCOPE_SUBGROUP_KHR;
+    free(cp);
+    return ok;
+}
+
+static int khr_ok(vk_ctx *c, int *bf16, char *why, size_t cap, char *bfwhy, size_t bfcap)
+{
+    *bf16 = 0;
+    if (!has_ext(c->pd, QGMM_VK_KHR_COOPERATIVE_MATRIX_NAME)) { snprintf(why, cap, "no VK_KHR_cooperative_matrix"); return 0; }
+    qgmm_VkPhysicalDeviceCooperativeMatrixFeaturesKHR kf = {.sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &kf};
+    g_vk.vkGetPhysicalDeviceFeatures2(c->pd, &f);
+    if (!kf.cooperativeMatrix) { snprintf(why, cap, "KHR cooperativeMatrix feature off"); return 0; }
+    if (!khr_shape(c, QGMM_VK_COMPONENT_TYPE_FLOAT16_KHR)) { snprintf(why, cap, "no KHR 16x16x16 f16*f16->f32 subgroup shape"); return 0; }
+    if (!has_ext(c->pd, QGMM_VK_KHR_SHADER_BFLOAT16_NAME)) { snprintf(bfwhy, bfcap, "no VK_KHR_shader_bfloat16"); return 1; }
+    qgmm_VkPhysicalDeviceShaderBfloat16FeaturesKHR bf = {.sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &bf};
+    g_vk.vkGetPhysicalDeviceFeatures2(c->pd, &f2);
+    if (!bf.shaderBFloat16Type || !bf.shaderBFloat16CooperativeMatrix) { snprintf(bfwhy, bfcap, "bfloat16 matrix features off"); return 1; }
+    if (!khr_shape(c, QGMM_VK_COMPONENT_TYPE_BFLOAT16_KHR)) { snprintf(bfwhy, bfcap, "no 16x16x16 bf16*bf16->f32 shape"); return 1; }
+    *bf16 = 1;
+    return 1;
+}
+
+qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *sg)
+{
+    const char *want = getenv("QGMM_VULKAN_GEMM_PATH");
+    if (want && want[0] && strcmp(want, "tiled") && strcmp(want, "coopmat") && strcmp(want, "coopmat-nv"))
+        return qgmm_set_error(c->api, QGMM_ERR_INVALID_ARGUMENT,
+                              "QGMM_VULKAN_GEMM_PATH=\"%s\": expected tiled, coopmat or coopmat-nv", want);
+    const int force_nv = want && !strcmp(want, "coopmat-nv");
+    c->gemm_path = VK_GEMM_TILED;
+    c->coop_bf16 = 0;
+    c->bf16_why[0] = 0;
+    char why_khr[128] = "", why_nv[128] = "";
+    int bf16 = 0;
+    if (!common_ok(c, sg, c->coop_why, sizeof c->coop_why)) {
+        /* coop_why says why */
+    } else if (!force_nv && khr_ok(c, &bf16, why_khr, sizeof why_khr, c->bf16_why, sizeof c->bf16_why)) {
+        c->gemm_path = VK_GEMM_COOP_KHR;
+        c->coop_bf16 = bf16;
+    } else if (nv_ok(c, why_nv, sizeof why_nv)) {
+        c->gemm_path = VK_GEMM_COOP_NV;
+        snprintf(c->bf16_why, sizeof c->bf16_why, "%s", force_nv ? "QGMM_VULKAN_GEMM_PATH=coopmat-nv" : why_khr);
+    } else {
+        snprintf(c->coop_why, sizeof c->coop_why, "%s%s%s", force_nv ? "" : why_khr, force_nv ? "" : "; ", why_nv);
+    }
+    if (c->gemm_path != VK_GEMM_TILED) c->coop_why[0] = 0;
+    if (want && (!strcmp(want, "coopmat") || force_nv) && c->gemm_path == VK_GEMM_TILED)
+        return qgmm_set_error(c->api, QGMM_ERR_UNSUPPORTED, "QGMM_VULKAN_GEMM_PATH=%s but %s: %s", want,
+                              c->props.deviceName, c->coop_why);
+    if (want && !strcmp(want, "tiled") && c->gemm_path != VK_GEMM_TILED) {
+        c->gemm_path = VK_GEMM_TILED;
+        c->coop_bf16 = 0;
+        snprintf(c->coop_why, sizeof c->coop_why, "QGMM_VULKAN_GEMM_PATH=tiled");
+    }
+    return QGMM_OK;
+}
+
+void vk_coop_enable(vk_ctx *c, vk_coop_features *e, VkPhysicalDeviceVulkan12Features *f12)
+{
+    memset(e, 0, sizeof *e);
+    if (c->gemm_path == VK_GEMM_TILED) return;
+    f12->shaderFloat16 = VK_TRUE;
+    f12->vulkanMemoryModel = VK_TRUE;
+    if (c->gemm_path == VK_GEMM_COOP_NV) {
+        VkPhysicalDeviceCooperativeMatrixFeaturesNV *nv = (VkPhysicalDeviceCooperativeMatrixFeaturesNV *)e->nv;
+        nv->sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+        nv->cooperativeMatrix = VK_TRUE;
+        nv->pNext = f12->pNext;
+        f12->pNext = nv;
+        e->ext[e->next++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+        return;
+    }
+    qgmm_VkPhysicalDeviceCooperativeMatrixFeaturesKHR *khr = (qgmm_VkPhysicalDeviceCooperativeMatrixFeaturesKHR *)e->khr;
+    khr->sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR;
+    khr->cooperativeMatrix = VK_TRUE;
+    khr->pNext = f12->pNext;
+    f12->pNext = khr;
+    e->ext[e->next++] = QGMM_VK_KHR_COOPERATIVE_MATRIX_NAME;
+    if (c->coop_bf16) {
+        qgmm_VkPhysicalDeviceShaderBfloat16FeaturesKHR *bf = (qgmm_VkPhysicalDeviceShaderBfloat16FeaturesKHR *)e->bf16;
+        bf->sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR;
+        bf->shaderBFloat16Type = VK_TRUE;
+        bf->shaderBFloat16CooperativeMatrix = VK_TRUE;
+        bf->pNext = f12->pNext;
+        f12->pNext = bf;
+        e->ext[e->next++] = QGMM_VK_KHR_SHADER_BFLOAT16_NAME;
+    }
+}
