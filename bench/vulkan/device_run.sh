@@ -1,17 +1,29 @@
 #!/bin/sh
-# device_run.sh — the one H100 call of the Vulkan cooperative-matrix GEMM work (run from
-# the repo root on the GPU machine with .gl and build-vkcoop-bin carried): conformance on
-# the NVIDIA Vulkan driver with QGMM_VULKAN_GEMM_PATH=coopmat forced, then vk_gemm_bench
-# (tiled vs coopmat timings). Logs under $OUT. --help: this text.
-case "$1" in -h|--help) sed -n 2,5p "$0"; exit 0;; esac
+# device_run.sh — one H100 call for the Vulkan cooperative-matrix GEMM (run from the repo
+# root on the GPU machine, with .gl and the build folder DIR carried; DIR holds lib/ and bin/
+# with libqgmm*, qgmm-conformance, test_gemm_reference, test_moe_composite, vk_gemm_bench):
+# conformance on the NVIDIA Vulkan driver with QGMM_VULKAN_GEMM_PATH=coopmat (KHR) and
+# =coopmat-nv, the GEMM reference and composite tests, then vk_gemm_bench (tiled vs coopmat)
+# and torch._grouped_mm on the same shapes. Logs under $OUT.
+# usage: device_run.sh DIR [BENCH ARGS...]     --help: this text.
+case "$1" in -h|--help|"") sed -n 2,9p "$0"; exit 0;; esac
+B=$(cd "$1" && pwd); shift
 OUT=${OUT:-/tmp/vk_out}; mkdir -p "$OUT"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-B=$PWD/build-vkcoop-bin
 export QGMM_PLUGIN_PATH=$B/lib LD_LIBRARY_PATH=$B/lib
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$OUT/env.txt" 2>&1
-QGMM_VULKAN_GEMM_PATH=coopmat timeout 140 "$B/bin/qgmm-conformance" --backend vulkan --require-reference \
-  > "$OUT/conformance_coopmat.log" 2>&1; echo "conformance rc=$?" >> "$OUT/env.txt"
-timeout 80 "$B/bin/vk_gemm_bench" --iters 5 > "$OUT/bench.md" 2> "$OUT/bench.err"; echo "bench rc=$?" >> "$OUT/env.txt"
-cat "$OUT/env.txt"; head -2 "$OUT/conformance_coopmat.log"; grep -v " PASS " "$OUT/conformance_coopmat.log" | tail -25
-cat "$OUT/bench.md" "$OUT/bench.err"
+for path in coopmat coopmat-nv; do
+  QGMM_VULKAN_GEMM_PATH=$path timeout 150 "$B/bin/qgmm-conformance" --backend vulkan --require-reference \
+    > "$OUT/conformance_$path.log" 2>&1; echo "conformance $path rc=$?" >> "$OUT/env.txt"
+done
+QGMM_VULKAN_GEMM_PATH=coopmat timeout 120 "$B/bin/test_gemm_reference" vulkan --big > "$OUT/gemm_reference.log" 2>&1
+echo "test_gemm_reference rc=$?" >> "$OUT/env.txt"
+QGMM_VULKAN_GEMM_PATH=coopmat timeout 60 "$B/bin/test_moe_composite" vulkan > "$OUT/moe_composite.log" 2>&1
+echo "test_moe_composite rc=$?" >> "$OUT/env.txt"
+timeout 150 "$B/bin/vk_gemm_bench" "$@" > "$OUT/bench.md" 2> "$OUT/bench.err"; echo "bench rc=$?" >> "$OUT/env.txt"
+timeout 60 python3 bench/vulkan/torch_grouped_mm_peer.py > "$OUT/torch.md" 2>&1; echo "torch rc=$?" >> "$OUT/env.txt"
+cat "$OUT/env.txt"
+for f in "$OUT"/conformance_*.log; do echo "== $f"; grep -v " PASS " "$f" | tail -12; done
+tail -3 "$OUT/gemm_reference.log" "$OUT/moe_composite.log"
+cat "$OUT/bench.md" "$OUT/bench.err" "$OUT/torch.md"

@@ -1,13 +1,15 @@
 /*
- * vk_gemm_bench.c — device time of the Vulkan backend's M-grouped FP8 grouped GEMMs
- * (rowwise, blockwise, MXFP8; e4m3fn operands, bf16 out) on the tiled and the
- * cooperative-matrix paths, side by side, with qgmm_event timestamps. The path is chosen
- * per context through QGMM_VULKAN_GEMM_PATH. Besides timing, the two paths' outputs are
- * compared (relative Frobenius difference), a sanity check on large shapes only: the
- * conformance suite is the numerics proof.
+ * vk_gemm_bench.c — device time of the Vulkan backend's grouped GEMMs on the tiled and the
+ * cooperative-matrix paths, side by side: M-grouped BF16, FP8 rowwise, FP8 blockwise, MXFP8
+ * (e4m3fn operands, weights (E, N, K), bf16 out) and the K-grouped BF16 wgrad
+ * (a (M, N), b (M, K), out (E, N, K)). Each GEMM is bracketed by qgmm_event timestamps;
+ * the median of --iters runs after a warm-up is reported. The path is chosen per context
+ * through QGMM_VULKAN_GEMM_PATH. The two paths' outputs are compared (relative Frobenius
+ * difference), a sanity check on large shapes only: the conformance suite is the numerics
+ * proof.
  *
- * usage: vk_gemm_bench [--iters N] [--shape M,N,K,G]...   (default: the two MoE shapes
- *        16384,1536,5120,16 and 32768,2048,7168,8)
+ * usage: vk_gemm_bench [--iters N] [--shape M,N,K,G]... [--only RECIPE]  (default: the MoE
+ *        shapes 16384,1536,5120,16 and 32768,2048,7168,8)
  */
 #include "qgmm.h"
 
@@ -40,6 +42,7 @@ typedef struct shape { int64_t M, N, K, G; } shape;
 /* Host data of one problem (shared by both paths). */
 typedef struct host {
     uint8_t *a, *b, *sa_mx, *sb_mx;
+    uint16_t *a16, *b16; /* bf16 operands: M-grouped a (M, K), b (E, N, K); K-grouped a (M, N), b (M, K) */
     float *sa_row, *sb_row, *sa_blk, *sb_blk;
     int32_t *offs;
     size_t sa_mx_bytes, sb_mx_bytes;
@@ -68,23 +71,42 @@ static float bf16f(uint16_t h)
     return f;
 }
 
-/* Times one recipe; returns ms per GEMM and leaves the output in *out_host. */
-static double run(qgmm_context *ctx, const shape *s, const host *h, int recipe, int iters, uint16_t *out_host)
+static int cmp_double(const void *x, const void *y)
+{
+    const double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Times one recipe (kg: the K-grouped BF16 wgrad); returns the median ms per GEMM and
+ * leaves the output in *out_host. */
+static double run(qgmm_context *ctx, const shape *s, const host *h, int recipe, int kg, int iters, uint16_t *out_host)
 {
     const int64_t M = s->M, N = s->N, K = s->K, E = s->G;
-    qgmm_buffer *ba = upload(ctx, h->a, (size_t)(M * K));
-    qgmm_buffer *bb = upload(ctx, h->b, (size_t)(E * N * K));
+    const int bf = recipe == QGMM_RECIPE_BF16;
+    const size_t es = bf ? 2 : 1;
+    const int64_t a_elems = kg ? M * N : M * K, b_elems = kg ? M * K : E * N * K, o_elems = kg ? E * N * K : M * N;
+    qgmm_buffer *ba = upload(ctx, bf ? (const void *)h->a16 : h->a, es * (size_t)a_elems);
+    qgmm_buffer *bb = upload(ctx, bf ? (const void *)h->b16 : h->b, es * (size_t)b_elems);
     qgmm_buffer *bo = upload(ctx, h->offs, sizeof(int32_t) * (size_t)E);
-    qgmm_buffer *bsa, *bsb, *bout;
-    qgmm_tensor ta, tb, tsa, tsb, toffs, tout;
+    qgmm_buffer *bsa = NULL, *bsb = NULL, *bout;
+    qgmm_tensor ta, tb, tsa = {0}, tsb = {0}, toffs, tout;
+    const qgmm_dtype dt = bf ? QGMM_BF16 : QGMM_F8E4M3FN;
     int64_t sh[3];
-    sh[0] = M; sh[1] = K;
-    ta = qgmm_tensor_make(ba, 0, QGMM_F8E4M3FN, 2, sh);
-    sh[0] = E; sh[1] = N; sh[2] = K;
-    tb = qgmm_tensor_make(bb, 0, QGMM_F8E4M3FN, 3, sh);
+    if (kg) {
+        sh[0] = M; sh[1] = N;
+        ta = qgmm_tensor_make(ba, 0, dt, 2, sh);
+        sh[0] = M; sh[1] = K;
+        tb = qgmm_tensor_make(bb, 0, dt, 2, sh);
+    } else {
+        sh[0] = M; sh[1] = K;
+        ta = qgmm_tensor_make(ba, 0, dt, 2, sh);
+        sh[0] = E; sh[1] = N; sh[2] = K;
+        tb = qgmm_tensor_make(bb, 0, dt, 3, sh);
+    }
     sh[0] = E;
     toffs = qgmm_tensor_make(bo, 0, QGMM_I32, 1, sh);
-    if (recipe == QGMM_RECIPE_FP8_ROWWISE) {
+    if (bf) {
+    } else if (recipe == QGMM_RECIPE_FP8_ROWWISE) {
         bsa = upload(ctx, h->sa_row, sizeof(float) * (size_t)M);
         bsb = upload(ctx, h->sb_row, sizeof(float) * (size_t)(E * N));
         sh[0] = M;
@@ -106,43 +128,66 @@ static double run(qgmm_context *ctx, const shape *s, const host *h, int recipe, 
         sh[0] = (int64_t)h->sb_mx_bytes;
         tsb = qgmm_tensor_make(bsb, 0, QGMM_E8M0, 1, sh);
     }
-    OK(qgmm_buffer_alloc(ctx, sizeof(uint16_t) * (size_t)(M * N), &bout));
-    sh[0] = M; sh[1] = N;
-    tout = qgmm_tensor_make(bout, 0, QGMM_BF16, 2, sh);
-    qgmm_grouped_gemm_params p = {QGMM_GEMM_M_GROUPED, (qgmm_recipe)recipe};
-    OK(qgmm_grouped_gemm(ctx, &p, &ta, &tb, &tsa, &tsb, &toffs, &tout)); /* warm-up */
+    OK(qgmm_buffer_alloc(ctx, sizeof(uint16_t) * (size_t)o_elems, &bout));
+    OK(qgmm_buffer_fill(bout, 0, sizeof(uint16_t) * (size_t)o_elems, 0xFF)); /* poison: NaN */
+    if (kg) { sh[0] = E; sh[1] = N; sh[2] = K; } else { sh[0] = M; sh[1] = N; }
+    tout = qgmm_tensor_make(bout, 0, QGMM_BF16, kg ? 3 : 2, sh);
+    qgmm_grouped_gemm_params p = {kg ? QGMM_GEMM_K_GROUPED : QGMM_GEMM_M_GROUPED, (qgmm_recipe)recipe};
+    const qgmm_tensor *psa = bf ? NULL : &tsa, *psb = bf ? NULL : &tsb;
+    OK(qgmm_grouped_gemm(ctx, &p, &ta, &tb, psa, psb, &toffs, &tout)); /* warm-up */
     OK(qgmm_synchronize(ctx));
-    qgmm_event *e0, *e1;
-    OK(qgmm_event_create(ctx, &e0));
-    OK(qgmm_event_create(ctx, &e1));
-    OK(qgmm_event_record(e0));
-    for (int i = 0; i < iters; ++i) OK(qgmm_grouped_gemm(ctx, &p, &ta, &tb, &tsa, &tsb, &toffs, &tout));
-    OK(qgmm_event_record(e1));
-    double ms = 0;
-    OK(qgmm_event_elapsed_ms(e0, e1, &ms));
+    qgmm_event *ev[65];
+    if (iters > 64) iters = 64;
+    for (int i = 0; i <= iters; ++i) OK(qgmm_event_create(ctx, &ev[i]));
+    OK(qgmm_event_record(ev[0]));
+    for (int i = 0; i < iters; ++i) {
+        OK(qgmm_grouped_gemm(ctx, &p, &ta, &tb, psa, psb, &toffs, &tout));
+        OK(qgmm_event_record(ev[i + 1]));
+    }
     OK(qgmm_synchronize(ctx));
-    OK(qgmm_buffer_download(bout, 0, out_host, sizeof(uint16_t) * (size_t)(M * N)));
-    qgmm_event_destroy(e0);
-    qgmm_event_destroy(e1);
+    double ms[64];
+    for (int i = 0; i < iters; ++i) OK(qgmm_event_elapsed_ms(ev[i], ev[i + 1], &ms[i]));
+    qsort(ms, (size_t)iters, sizeof ms[0], cmp_double);
+    OK(qgmm_buffer_download(bout, 0, out_host, sizeof(uint16_t) * (size_t)o_elems));
+    for (int i = 0; i <= iters; ++i) qgmm_event_destroy(ev[i]);
     qgmm_buffer *all[] = {ba, bb, bo, bsa, bsb, bout};
-    for (int i = 0; i < 6; ++i) qgmm_buffer_free(all[i]);
-    return ms / iters;
+    for (int i = 0; i < 6; ++i)
+        if (all[i]) qgmm_buffer_free(all[i]);
+    return ms[iters / 2];
+}
+
+static uint16_t bf16_rand(void)
+{
+    /* N(0,1)-ish: sum of uniforms, rounded to bf16 by truncation (never zero data) */
+    float x = ((float)(rnd() % 2001) + (float)(rnd() % 2001) + (float)(rnd() % 2001) - 3000.0f) / 1000.0f;
+    if (x == 0.0f) x = 0.001f;
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return (uint16_t)(u >> 16);
 }
 
 int main(int argc, char **argv)
 {
     shape shapes[8] = {{16384, 1536, 5120, 16}, {32768, 2048, 7168, 8}};
-    int nshapes = 2, custom = 0, iters = 5;
+    int nshapes = 2, custom = 0, iters = 10, only = -1;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: vk_gemm_bench [--iters N] [--shape M,N,K,G]...\n"
-                   "Times the Vulkan backend's M-grouped FP8 rowwise / blockwise / MXFP8 grouped GEMMs\n"
-                   "(e4m3fn, bf16 out, jagged groups of multiples of 16) on QGMM_VULKAN_GEMM_PATH=tiled\n"
-                   "and =coopmat with qgmm_event timestamps; prints ms, TFLOP/s and the relative\n"
-                   "Frobenius difference between the two paths' outputs.\n");
+            printf("usage: vk_gemm_bench [--iters N] [--shape M,N,K,G]... [--only bf16|bf16_kgrouped|fp8_rowwise|fp8_blockwise|mxfp8]\n"
+                   "Times the Vulkan backend's grouped GEMMs (M-grouped BF16 / FP8 rowwise / FP8 blockwise /\n"
+                   "MXFP8 with weights (E,N,K), and the K-grouped BF16 wgrad; e4m3fn, bf16 out, jagged groups\n"
+                   "of multiples of 16) on QGMM_VULKAN_GEMM_PATH=tiled and =coopmat: median of N event-timed\n"
+                   "runs after a warm-up; prints ms, TFLOP/s and the relative Frobenius difference between\n"
+                   "the two paths' outputs.\n");
             return 0;
         } else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
             iters = atoi(argv[++i]);
+            if (iters < 1) iters = 1;
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            static const char *nm[5] = {"bf16", "fp8_rowwise", "fp8_blockwise", "mxfp8", "bf16_kgrouped"};
+            ++i;
+            for (int r = 0; r < 5; ++r)
+                if (!strcmp(argv[i], nm[r])) only = r;
+            if (only < 0) { fprintf(stderr, "--only: unknown recipe %s\n", argv[i]); return 1; }
         } else if (!strcmp(argv[i], "--shape") && i + 1 < argc && nshapes < 8) {
             if (!custom) nshapes = 0;
             custom = 1;
@@ -157,7 +202,7 @@ int main(int argc, char **argv)
         }
     }
     static const char *paths[2] = {"tiled", "coopmat"};
-    static const char *rname[4] = {"bf16", "fp8_rowwise", "fp8_blockwise", "mxfp8"};
+    static const char *rname[5] = {"bf16", "fp8_rowwise", "fp8_blockwise", "mxfp8", "bf16_kgrouped"};
     printf("| shape (M,N,K,G) | recipe | tiled ms | tiled TFLOP/s | coopmat ms | coopmat TFLOP/s | speedup | rel diff |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
     for (int si = 0; si < nshapes; ++si) {
@@ -165,10 +210,13 @@ int main(int argc, char **argv)
         const int64_t M = s->M, N = s->N, K = s->K, E = s->G;
         host h;
         memset(&h, 0, sizeof h);
-        h.a = malloc((size_t)(M * K));
-        h.b = malloc((size_t)(E * N * K));
-        for (int64_t i = 0; i < M * K; ++i) h.a[i] = fp8_byte();
-        for (int64_t i = 0; i < E * N * K; ++i) h.b[i] = fp8_byte();
+        const int64_t nb = E * N * K > M * K ? E * N * K : M * K, na = M * (N > K ? N : K);
+        h.a = malloc((size_t)na);
+        h.b = malloc((size_t)nb);
+        h.a16 = malloc(2 * (size_t)na);
+        h.b16 = malloc(2 * (size_t)nb);
+        for (int64_t i = 0; i < na; ++i) { h.a[i] = fp8_byte(); h.a16[i] = bf16_rand(); }
+        for (int64_t i = 0; i < nb; ++i) { h.b[i] = fp8_byte(); h.b16[i] = bf16_rand(); }
         h.offs = malloc(sizeof(int32_t) * (size_t)E);
         { /* jagged split of M into E groups, sizes multiples of 16 */
             int64_t units = M / 16, left = units;
@@ -194,23 +242,26 @@ int main(int argc, char **argv)
         h.sb_mx = malloc(h.sb_mx_bytes);
         for (size_t i = 0; i < h.sa_mx_bytes; ++i) h.sa_mx[i] = (uint8_t)(124 + rnd() % 7);
         for (size_t i = 0; i < h.sb_mx_bytes; ++i) h.sb_mx[i] = (uint8_t)(124 + rnd() % 7);
+        const int64_t omax = E * N * K > M * N ? E * N * K : M * N;
         uint16_t *out[2];
-        out[0] = malloc(sizeof(uint16_t) * (size_t)(M * N));
-        out[1] = malloc(sizeof(uint16_t) * (size_t)(M * N));
-        for (int r = 1; r <= 3; ++r) {
+        out[0] = malloc(sizeof(uint16_t) * (size_t)omax);
+        out[1] = malloc(sizeof(uint16_t) * (size_t)omax);
+        for (int r = 0; r <= 4; ++r) {
+            if (only >= 0 && r != only) continue;
+            const int kg = r == 4, recipe = kg ? QGMM_RECIPE_BF16 : r;
             double ms[2];
             for (int pi = 0; pi < 2; ++pi) {
                 setenv("QGMM_VULKAN_GEMM_PATH", paths[pi], 1);
                 qgmm_context *ctx;
                 OK(qgmm_context_create("vulkan", 0, &ctx));
-                if (si == 0 && r == 1) fprintf(stderr, "[%s] %s\n", paths[pi], qgmm_context_describe(ctx));
-                /* rows past offs[E-1] are untouched: zero them so the comparison sees 0 */
-                memset(out[pi], 0, sizeof(uint16_t) * (size_t)(M * N));
-                ms[pi] = run(ctx, s, &h, r, iters, out[pi]);
+                if (si == 0 && r == (only >= 0 ? only : 0)) fprintf(stderr, "[%s] %s\n", paths[pi], qgmm_context_describe(ctx));
+                ms[pi] = run(ctx, s, &h, recipe, kg, iters, out[pi]);
                 qgmm_context_destroy(ctx);
             }
+            /* compare the rows the groups cover (M-grouped: up to offs[E-1]; K-grouped: all) */
+            const int64_t n = kg ? E * N * K : (int64_t)h.offs[E - 1] * N;
             double num = 0, den = 0;
-            for (int64_t i = 0; i < (int64_t)h.offs[E - 1] * N; ++i) {
+            for (int64_t i = 0; i < n; ++i) {
                 const double x = bf16f(out[0][i]), y = bf16f(out[1][i]);
                 num += (x - y) * (x - y);
                 den += x * x;
@@ -221,8 +272,8 @@ int main(int argc, char **argv)
                    ms[0] / ms[1], den > 0 ? sqrt(num / den) : 0.0);
             fflush(stdout);
         }
-        free(h.a); free(h.b); free(h.offs); free(h.sa_row); free(h.sb_row); free(h.sa_blk);
-        free(h.sb_blk); free(h.sa_mx); free(h.sb_mx); free(out[0]); free(out[1]);
+        free(h.a); free(h.b); free(h.a16); free(h.b16); free(h.offs); free(h.sa_row); free(h.sb_row);
+        free(h.sa_blk); free(h.sb_blk); free(h.sa_mx); free(h.sb_mx); free(out[0]); free(out[1]);
     }
     return 0;
 }
