@@ -70,6 +70,11 @@
 #define CP_C_INV 34
 #define CP_NOTILES 35
 #define CP_VEC 36      /* 8: each lane takes 8 consecutive reduce elements per step (16-byte loads) */
+#define CP_FAST 37     /* register-resident paths: 0 none, 1 segments, 2 MX dim1 (8 columns per lane), 3 128x128 tiles */
+#define CP_LS 38       /* CP_FAST 1: lanes per segment (power of two) */
+#define CP_KPS 39      /* CP_FAST 1: 8-element units per lane per segment */
+#define CP_NSEGT 40    /* CP_FAST 1: segments in all, E * O * NSEG (< 2^31) */
+#define CP_OTILES 41   /* CP_FAST 2: 1024-column tiles per block row */
 
 /* ---- dequant.comp: elementwise inverse of the casts */
 #define DQ_Q 0
@@ -135,6 +140,7 @@
 #define PD_TABLE 11
 #define PD_PADDED 12   /* row ids: table fields 2/3 come from padded_offs */
 #define PD_VEC 13      /* >0: rows move as this many 16-byte units (host-checked alignment) */
+#define PD_SPAN 14     /* vector path: 16-byte units per workgroup (rows touched <= 256) */
 
 /* ---- gemm.comp */
 #define GM_KIND 0      /* 0 M-grouped, 1 K-grouped */
