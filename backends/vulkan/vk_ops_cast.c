@@ -10,6 +10,7 @@
 #include "qgmm_scale_rules.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The f32 constants of codec.glsl's FmtConsts for fp8 format fmt. */
@@ -65,15 +66,68 @@ static int can_vec(const int64_t *p, const qgmm_tensor *x, int64_t seglen)
     return 1;
 }
 
+static int is_bf16(const qgmm_tensor *x) { return x->dtype == QGMM_BF16; } /* the fast paths decode bf16 only */
+
+/* QGMM_VULKAN_CAST_LANES (a tuning aid for bench/vulkan/vk_cast_bench.c): "generic" keeps
+ * every cast on the generic two-pass path (the pre-register-resident kernel), "wide" gives
+ * segments twice the lanes (fewer units per lane); unset or anything else: the defaults. */
+static int lanes_mode(void)
+{
+    const char *v = getenv("QGMM_VULKAN_CAST_LANES");
+    if (v && !strcmp(v, "generic")) return 0;
+    if (v && !strcmp(v, "wide")) return 2;
+    return 1;
+}
+
+/* cast.comp's register-resident paths (its header says what each needs). Segment path:
+ * LS lanes per segment, the fewest that hold it in <= 8 units each; MX blocks (4 units)
+ * go to lane pairs with 4 blocks per pair, so each warp load covers whole sectors. */
+static void fast_segments(int64_t *p, const qgmm_tensor *x, int64_t seglen, int combine)
+{
+    const int mode = lanes_mode();
+    if (!mode || !is_bf16(x) || p[CP_VEC] != 8 || seglen <= 0) return;
+    if (combine) {
+        if (seglen == 128) p[CP_FAST] = 3;
+        return;
+    }
+    const int64_t U = seglen / 8, nsegt = p[CP_E] * p[CP_O] * p[CP_NSEG];
+    if (U > 2048 || nsegt >= (int64_t)1 << 30) return;
+    int64_t ls = 1;
+    while (ls * 8 < U) ls <<= 1;
+    if (U == 4) ls = 2;
+    if (mode == 2 && ls < 256) ls <<= 1;
+    p[CP_FAST] = 1;
+    p[CP_LS] = ls;
+    p[CP_KPS] = (U + ls - 1) / ls;
+    p[CP_NSEGT] = nsegt;
+}
+
 static void lanes_auto(int64_t *p, const qgmm_tensor *x, int64_t seglen, int combine)
 {
     p[CP_VEC] = can_vec(p, x, seglen) ? 8 : 1;
     choose_lanes(p, p[CP_XO], p[CP_XR], seglen > 0 ? seglen / p[CP_VEC] : 0, combine, p[CP_O]);
+    fast_segments(p, x, seglen, combine);
+}
+
+/* MX along a strided dim whose other dim is contiguous (dim1): 8 columns per lane. */
+static void fast_dim1(int64_t *p, const qgmm_tensor *x)
+{
+    const int64_t xr = p[CP_XR];
+    if (!lanes_mode() || !is_bf16(x) || p[CP_XO] != 1 || p[CP_O] % 8 || xr % 8 || xr <= 0 || xr > ((int64_t)1 << 26)) return;
+    if (p[CP_X] % 16 || p[CP_XE] % 8 || p[CP_QR] != 1 || p[CP_QO] % 16 || p[CP_QE] % 16 || p[CP_Q] % 16) return;
+    p[CP_FAST] = 2;
+    p[CP_OTILES] = (p[CP_O] + 1023) / 1024;
 }
 
 static qgmm_status run_cast(vk_ctx *c, int64_t *p)
 {
-    const int64_t groups = p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
+    int64_t groups = p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
+    if (p[CP_FAST] == 1) {
+        const int64_t per = (256 / p[CP_LS]) * (p[CP_LS] == 2 && p[CP_KPS] == 2 ? 4 : 1); /* cast_seg_2x4 */
+        groups = (p[CP_NSEGT] + per - 1) / per;
+    } else if (p[CP_FAST] == 2) {
+        groups = p[CP_E] * p[CP_NSEG] * p[CP_OTILES];
+    }
     return vk_dispatch(c, VKP_CAST_E4M3FN + (int)(p[CP_FMT] - QGMM_F8E4M3FN), p, QP_MAX, groups);
 }
 
@@ -175,6 +229,7 @@ qgmm_status vk_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *prm, c
         else { p[CP_SE] = s[0]; p[CP_SO] = s[1]; p[CP_SG] = s[2]; }
     }
     lanes_auto(p, x, 32, 0);
+    if (!along_last) fast_dim1(p, x);
     return run_cast(c, p);
 }
 

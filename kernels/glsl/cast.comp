@@ -2,22 +2,36 @@
 // cast.comp — every quantize of ops-spec §1-§3 as one segmented-reduction kernel.
 // The tensor is viewed as (E, O, R): E batches (experts), O independent slices, R the
 // dim the amax is taken over. R is cut into segments (the whole dim, fixed blocks of
-// 32/128, or jagged groups from the device group table). A workgroup owns one
-// (e, segment, tile of OT slices) and runs: amax -> scale (codec.glsl, integer-exact)
-// -> quantize. Lanes are laid out TO (slices) x TR (reduce positions) with the lane
-// order chosen by the host so that consecutive lanes touch consecutive addresses.
-// COMBINE folds the whole tile into one amax (128x128 blockwise).
-// VEC = 8 (host-checked: reduce dim contiguous in x and q, 16/8-byte aligned rows,
-// segments multiples of 8): each lane moves 8 elements per step with one or two 16-byte
-// loads and one 8-byte store, which is what makes the cast memory-bound on a GPU.
+// 32/128, or jagged groups from the device group table); each segment gets
+// amax -> scale (codec.glsl, integer-exact) -> quantize.
+//
+// Four paths, chosen by the host (vk_ops_cast.c) through CP_FAST:
+//  1 segments (cast_seg.glsl): bf16 x, reduce dim contiguous in x and q, segments of at
+//    most 2048 units of 8 elements: x is held in registers between amax and quantize
+//    (one read), lanes of a segment combine amax through shared memory.
+//  2 MX dim1: bf16 x with the blocked dim strided and the other dim contiguous, q
+//    contiguous along the block: a lane holds 8 columns x 16 rows (one 16-byte load per
+//    row), two lanes make a 32-row block, each lane writes 8 columns' 16 bytes.
+//  3 128x128 tiles: bf16 x, reduce dim contiguous; a lane holds 8 rows of 8 elements.
+//  0 generic (cast_generic): any strides, f32/f16 x, jagged groups; two passes over x.
+// Paths 1-3 quantize with codec.glsl's quantize_fast where its preconditions hold for the
+// segment (finite amax, normal scale below 2^100), else with the exact integer path; both
+// give the CPU reference's bytes.
 #include "params.h"
 #include "common.glsl"
 #include "codec.glsl"
 #include "layout.glsl"
 
+#ifdef QG_FMT
+#define FMT QG_FMT // compiled per fp8 format: the codec's format branches fold away
+#else
+#define FMT PI(CP_FMT)
+#endif
+
 layout(local_size_x = 256) in;
 shared uint sh[256];
 shared uint sh_mult[256];
+shared uint sh_f[2048];
 
 uint cvt_in(uint h, int dt) { return dt == DT_BF16 ? bf16_to_f32(h) : f16_to_f32(h); }
 
@@ -42,7 +56,163 @@ void load8(uint64_t base, int64_t i, int dt, out uint v[8])
     }
 }
 
-void main()
+// The two bf16 elements of a word as f32 bits (the fast paths take bf16 x only: a dtype
+// branch here would be if-converted into both conversions per element).
+uint bf_lo(uint w) { return w << 16; }
+uint bf_hi(uint w) { return w & 0xFFFF0000u; }
+// The amax of bf16 magnitudes, as f32 bits: magnitudes (NaNs above inf) order like
+// integers and widen monotonically, so max-then-widen = widen-then-max.
+uint amax_bf_to_f32(uint m) { return m << 16; }
+
+// Segment scale from its amax (ops-spec §1-§3 rule of the call); stores it when `store`
+// (plain f32/byte scales at e*SE + so*SO + g*SG, blocked bytes at the §4 offset). Returns
+// the multiplier x is quantized with.
+uint scale_and_store(uint amax, int64_t e, int64_t so, int64_t g, bool store)
+{
+    const FmtConsts c = FmtConsts(PU(CP_C_MAX), PU(CP_C_CLAMP), PU(CP_C_EPS), PU(CP_C_INV));
+    const int rule = PI(CP_RULE);
+    const uint64_t S = PA(CP_S);
+    const int64_t sidx = e * P(CP_SE) + so * P(CP_SO) + g * P(CP_SG);
+    if (rule == 0) {
+        uint s = rowwise_scale(amax, c);
+        if (PI(CP_POW2) != 0) s = scale_pow2_floor(s);
+        if (store) st_u32(S, sidx, PI(CP_RECIP) != 0 ? scale_reciprocal(s) : s);
+        return s;
+    }
+    const uint b = rule == 1 ? mx_scale_floor(amax, FMT) : mx_scale_rceil(amax, c);
+    if (store) {
+        if (PI(CP_SKIND) == 2) st_u8(S, e * P(CP_EXPBYTES) + blocked_offset(so, g, P(CP_COLSPAD)), b);
+        else st_u8(S, sidx, b);
+    }
+    return e8m0_reciprocal(b);
+}
+
+// One element, fast or exact (see the header).
+uint q1(uint x, uint mult, bool fast)
+{
+    return fast ? quantize_fast(x, mult, FMT) : f32_to_fp8(f32_mul_fast(x, mult), FMT);
+}
+
+// 4 fp8 bytes from two words of bf16 pairs.
+uint q4_fast(uint a, uint b, uint mult)
+{
+    return quantize_fast(bf_lo(a), mult, FMT) | (quantize_fast(bf_hi(a), mult, FMT) << 8) |
+           (quantize_fast(bf_lo(b), mult, FMT) << 16) | (quantize_fast(bf_hi(b), mult, FMT) << 24);
+}
+uint q4_exact(uint a, uint b, uint mult)
+{
+    return q1(bf_lo(a), mult, false) | (q1(bf_hi(a), mult, false) << 8) | (q1(bf_lo(b), mult, false) << 16) |
+           (q1(bf_hi(b), mult, false) << 24);
+}
+
+// 8 bf16 elements (one 16-byte unit) -> 8 fp8 bytes.
+uvec2 encode_unit(uvec4 a, uint mult, bool fast)
+{
+    if (fast) return uvec2(q4_fast(a.x, a.y, mult), q4_fast(a.z, a.w, mult));
+    return uvec2(q4_exact(a.x, a.y, mult), q4_exact(a.z, a.w, mult));
+}
+
+// Path 1, two shapes: 2 units x 4 segments per lane (MX blocks of 32, lane pairs) and up to
+// 8 units of one segment per lane (1x128 blocks, whole rows of up to 2048 units).
+#define SEG_KPS 2
+#define SEG_SPL 4
+#define SEG_FN cast_seg_2x4
+#include "cast_seg.glsl"
+#undef SEG_KPS
+#undef SEG_SPL
+#undef SEG_FN
+#define SEG_KPS 8
+#define SEG_SPL 1
+#define SEG_FN cast_seg_8x1
+#include "cast_seg.glsl"
+
+// Path 3: one 128x128 tile per workgroup; lane (lo, lr) holds rows lo + 16k (k < 8),
+// elements [8 lr, 8 lr + 8) of the tile's 128.
+void cast_tile128()
+{
+    const int64_t lin = wg_linear(), notiles = P(CP_NOTILES), nseg = P(CP_NSEG);
+    const int64_t ot = lin % notiles, g = (lin / notiles) % nseg, e = lin / (notiles * nseg);
+    const int tid = int(gl_LocalInvocationID.x), lo = tid >> 4, lr = tid & 15;
+    const int64_t o0 = ot * 128, O = P(CP_O), rs = g * 128 + 8 * lr;
+    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + rs) * 2), qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + rs);
+    const int64_t xo = P(CP_XO), qo = P(CP_QO);
+    uvec4 c[8];
+    uvec4 ml = uvec4(0u), mh = uvec4(0u);
+    for (int k = 0; k < 8; ++k) {
+        const int64_t o = o0 + lo + 16 * k;
+        c[k] = o < O ? QV16(xb + uint64_t(o * xo * 2)).v : uvec4(0u);
+        ml = max(ml, c[k] & 0x7FFFu);
+        mh = max(mh, c[k] & 0x7FFF0000u);
+    }
+    ml = max(ml, mh >> 16);
+    sh[tid] = max(max(ml.x, ml.y), max(ml.z, ml.w));
+    barrier();
+    for (int s = 128; s > 0; s >>= 1) {
+        if (tid < s) sh[tid] = max(sh[tid], sh[tid + s]);
+        barrier();
+    }
+    const uint amax = amax_bf_to_f32(sh[0]);
+    const uint mult = scale_and_store(amax, e, ot, g, tid == 0);
+    const bool fast = quantize_fast_ok(amax, mult);
+    for (int k = 0; k < 8; ++k) {
+        const int64_t o = o0 + lo + 16 * k;
+        if (o < O) QV8(qb + uint64_t(o * qo)).v = encode_unit(c[k], mult, fast);
+    }
+}
+
+// Path 2: MX blocks along a strided dim (dim1). Workgroup = one 32-row block x 1024
+// columns; lanes 2p, 2p+1 hold columns [8p, 8p + 8) of rows [0, 16) and [16, 32), so a
+// warp's load covers 16 columns groups x 2 rows (whole sectors) and the pair's two 16-byte
+// stores fill one 32-byte sector of each column of q.
+void cast_dim1()
+{
+    const int64_t lin = wg_linear(), otl = P(CP_OTILES), nseg = P(CP_NSEG);
+    const int64_t ct = lin % otl, g = (lin / otl) % nseg, e = lin / (otl * nseg);
+    const int tid = int(gl_LocalInvocationID.x), h = tid & 1;
+    const int64_t c0 = ct * 1024 + 8 * (tid >> 1), rs = g * 32 + 16 * h;
+    const bool valid = c0 < P(CP_O);
+    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + rs * P(CP_XR) + c0) * 2);
+    const uint rowb = uint(P(CP_XR)) * 2u;
+    uvec4 w[16];
+    uvec4 ml = uvec4(0u), mh = uvec4(0u);
+    for (int i = 0; i < 16; ++i) {
+        w[i] = valid ? QV16(xb + uint64_t(uint(i) * rowb)).v : uvec4(0u);
+        ml = max(ml, w[i] & 0x7FFFu);
+        mh = max(mh, w[i] & 0x7FFF0000u);
+    }
+    mh >>= 16;
+    for (int k = 0; k < 4; ++k) {
+        sh_f[(2 * k) * 256 + tid] = ml[k];
+        sh_f[(2 * k + 1) * 256 + tid] = mh[k];
+    }
+    barrier();
+    for (int k = 0; k < 4; ++k) {
+        ml[k] = max(ml[k], sh_f[(2 * k) * 256 + (tid ^ 1)]);
+        mh[k] = max(mh[k], sh_f[(2 * k + 1) * 256 + (tid ^ 1)]);
+    }
+    if (!valid) return;
+    const uint64_t qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + c0 * P(CP_QO) + rs);
+    const uint64_t qo = uint64_t(P(CP_QO));
+    for (int j = 0; j < 8; ++j) {
+        const uint amax = amax_bf_to_f32(j % 2 == 0 ? ml[j / 2] : mh[j / 2]);
+        const uint mult = scale_and_store(amax, e, c0 + j, g, h == 0);
+        uvec4 out4 = uvec4(0u);
+        if (quantize_fast_ok(amax, mult)) {
+            for (int i = 0; i < 16; ++i) {
+                const uint x = j % 2 == 0 ? bf_lo(w[i][j / 2]) : bf_hi(w[i][j / 2]);
+                out4[i / 4] |= quantize_fast(x, mult, FMT) << (8 * (i % 4));
+            }
+        } else {
+            for (int i = 0; i < 16; ++i) {
+                const uint x = j % 2 == 0 ? bf_lo(w[i][j / 2]) : bf_hi(w[i][j / 2]);
+                out4[i / 4] |= q1(x, mult, false) << (8 * (i % 4));
+            }
+        }
+        QV16(qb + uint64_t(j) * qo).v = out4;
+    }
+}
+
+void cast_generic()
 {
     const int64_t nseg = P(CP_NSEG), E = P(CP_E), O = P(CP_O);
     const int64_t notiles = P(CP_NOTILES);
@@ -108,34 +278,9 @@ void main()
         }
     }
 
-#ifdef QG_FMT
-    const int fmt = QG_FMT; // compiled per fp8 format: the codec's format branches fold away
-#else
-    const int fmt = PI(CP_FMT);
-#endif
     const int64_t so_idx = combine ? ot : o0 + lo;
-    if (lr == 0 && (!combine || lo == 0) && (combine || o0 + lo < o1)) {
-        const FmtConsts c = FmtConsts(PU(CP_C_MAX), PU(CP_C_CLAMP), PU(CP_C_EPS), PU(CP_C_INV));
-        const uint amax = sh[lo];
-        const int rule = PI(CP_RULE);
-        const uint64_t S = PA(CP_S);
-        const int64_t sidx = e * P(CP_SE) + so_idx * P(CP_SO) + g * P(CP_SG);
-        uint mult;
-        if (rule == 0) {
-            uint s = rowwise_scale(amax, c);
-            if (PI(CP_POW2) != 0) s = scale_pow2_floor(s);
-            mult = s;
-            st_u32(S, sidx, PI(CP_RECIP) != 0 ? scale_reciprocal(s) : s);
-        } else {
-            const uint b = rule == 1 ? mx_scale_floor(amax, fmt) : mx_scale_rceil(amax, c);
-            mult = e8m0_reciprocal(b);
-            if (PI(CP_SKIND) == 2)
-                st_u8(S, e * P(CP_EXPBYTES) + blocked_offset(so_idx, g, P(CP_COLSPAD)), b);
-            else
-                st_u8(S, sidx, b);
-        }
-        sh_mult[lo] = mult;
-    }
+    if (lr == 0 && (!combine || lo == 0) && (combine || o0 + lo < o1))
+        sh_mult[lo] = scale_and_store(sh[lo], e, so_idx, g, true);
     barrier();
     const uint mult = sh_mult[combine ? 0 : lo];
     const uint64_t Q = PA(CP_Q);
@@ -148,14 +293,29 @@ void main()
                 load8(X, b + r, xdt, v);
                 uvec2 w = uvec2(0u);
                 for (int k = 0; k < 4; ++k) {
-                    w.x |= f32_to_fp8(f32_mul_fast(v[k], mult), fmt) << (8 * k);
-                    w.y |= f32_to_fp8(f32_mul_fast(v[k + 4], mult), fmt) << (8 * k);
+                    w.x |= f32_to_fp8(f32_mul_fast(v[k], mult), FMT) << (8 * k);
+                    w.y |= f32_to_fp8(f32_mul_fast(v[k + 4], mult), FMT) << (8 * k);
                 }
                 QV8(Q + uint64_t(bq + r)).v = w;
             }
         } else {
             for (int64_t r = rfirst; r < re; r += rstep)
-                st_u8(Q, bq + r * qr, f32_to_fp8(f32_mul_fast(load_x_bits(X, b + r * xr, xdt), mult), fmt));
+                st_u8(Q, bq + r * qr, f32_to_fp8(f32_mul_fast(load_x_bits(X, b + r * xr, xdt), mult), FMT));
         }
+    }
+}
+
+void main()
+{
+    const int fast = PI(CP_FAST);
+    if (fast == 1) {
+        if (PI(CP_KPS) == 2 && PI(CP_LS) == 2) cast_seg_2x4();
+        else cast_seg_8x1();
+    } else if (fast == 2) {
+        cast_dim1();
+    } else if (fast == 3) {
+        cast_tile128();
+    } else {
+        cast_generic();
     }
 }

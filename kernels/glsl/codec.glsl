@@ -324,3 +324,44 @@ uint mx_scale_rceil(uint amax, FmtConsts c)
 
 // qgmm_mx_quantize_value
 uint mx_quantize_value(uint x, uint b, int fmt) { return f32_to_fp8(f32_mul_fast(x, e8m0_reciprocal(b)), fmt); }
+
+// ---- Fast exact quantize (no C twin: it is proved equal to
+// f32_to_fp8(f32_mul_rn(x, s), fmt), and the conformance suite checks it on every driver).
+// Preconditions, checked once per segment by quantize_fast_ok: the segment has no inf/NaN
+// (its amax is finite) and s is a positive normal below 2^100. Then:
+// - |x| * s through the float unit (`precise`: no contraction): Vulkan makes OpFMul correctly
+//   rounded. A subnormal x or product may be flushed to zero, and an implementation need not
+//   produce NaN, but neither matters here: x is finite, s is normal, and every product whose
+//   exact value is below 2^-124 — all that flushing can touch, with s < 2^100 also the product
+//   of a flushed subnormal x — encodes to code 0 in every fp8 format (their smallest half
+//   subnormal is 2^-17), which is what the float path below gives for 0, a subnormal or the
+//   smallest normal binade. A product that overflows is +inf on both sides.
+// - the sign of x*s is the sign of x (s > 0), so it is taken from x's bits.
+// - fp8 normal range: the rebias-and-round-half-even shift of f32_to_fp8 in 5 integer ops
+//   (adding half-1 plus the kept lsb, then shifting, is round-half-even), clamped to maxcode.
+// - fp8 subnormal range (|y| < 2^emin): |y| + 2^(emin-mbits+23) in the float unit rounds |y|
+//   to a multiple of 2^(emin-mbits), the fp8 subnormal unit, half to even (correctly rounded
+//   OpFAdd, both operands normal or the tiny case above); the integer difference of the bit
+//   patterns is the code, 2^mbits when it rounds up into the smallest normal, as on the CPU.
+bool quantize_fast_ok(uint amax, uint s) { return amax < 0x7F800000u && s - 0x00800000u < 0x71000000u; }
+
+uint fp8_encode_fast(uint a, uint sgn, int fmt) // a = |y| bits (>= 0, may be +inf), sgn 0 or 0x80
+{
+    int mbits, bias; uint maxcode; bool has_inf, fnuz;
+    fp8_format_of(fmt, mbits, bias, maxcode, has_inf, fnuz);
+    const uint sh = uint(23 - mbits);
+    const uint norm = min((a - (uint(127 - bias) << 23) + ((1u << (sh - 1u)) - 1u) + ((a >> sh) & 1u)) >> sh, maxcode);
+    const uint magic = uint(128 - bias - mbits + 23) << 23; // 2^(emin - mbits + 23)
+    precise float t = uintBitsToFloat(a) + uintBitsToFloat(magic);
+    uint code = a < (uint(128 - bias) << 23) ? floatBitsToUint(t) - magic : norm;
+    if (has_inf && a == 0x7F800000u) code = 0x7Cu;
+    if (fnuz && code == 0u) return 0u;
+    return sgn | code;
+}
+
+// x: f32 bits of a finite value; s: the multiplier (quantize_fast_ok held for the segment).
+uint quantize_fast(uint x, uint s, int fmt)
+{
+    precise float p = abs(uintBitsToFloat(x)) * uintBitsToFloat(s);
+    return fp8_encode_fast(floatBitsToUint(p), (x >> 24) & 0x80u, fmt);
+}
