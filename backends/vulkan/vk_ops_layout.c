@@ -81,13 +81,16 @@ static void pad_params(int64_t *p, int mode, const qgmm_tensor *x, const qgmm_te
     p[PD_TABLE] = (int64_t)table;
     /* 16-byte units when rows are contiguous and every row start is 16-byte aligned */
     if (x && mode != 2 && p[PD_XS1] == 1 && p[PD_OS1] == 1 && (d * esize) % 16 == 0 && (p[PD_XS0] * esize) % 16 == 0 &&
-        (p[PD_OS0] * esize) % 16 == 0 && p[PD_X] % 16 == 0 && p[PD_OUT] % 16 == 0)
+        (p[PD_OS0] * esize) % 16 == 0 && p[PD_X] % 16 == 0 && p[PD_OUT] % 16 == 0 && d * esize < ((int64_t)1 << 31))
         p[PD_VEC] = d * esize / 16;
+    /* 2048 units (8 per lane) per workgroup, fewer when rows are so short that a
+     * workgroup would touch more than the 256 rows whose sources it looks up */
+    if (p[PD_VEC] > 0) p[PD_SPAN] = p[PD_VEC] * 255 < 2048 ? p[PD_VEC] * 255 : 2048;
 }
 
 static int64_t pad_groups(const int64_t *p)
 {
-    if (p[PD_VEC] > 0) return p[PD_ROWS] * ((p[PD_VEC] + 1023) / 1024); /* row chunks of 1024 units */
+    if (p[PD_VEC] > 0) return (p[PD_ROWS] * p[PD_VEC] + p[PD_SPAN] - 1) / p[PD_SPAN];
     return (p[PD_ROWS] * p[PD_D] + 255) / 256;
 }
 

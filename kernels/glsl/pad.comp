@@ -6,41 +6,60 @@
 #include "common.glsl"
 #include "layout.glsl"
 layout(local_size_x = 256) in;
-// Vector path (host-checked: rows contiguous, row starts 16-byte aligned): a workgroup
-// owns 1024 16-byte units of one output row, finds the row's source once, and keeps four
-// 16-byte loads in flight per lane.
-void main_vec(int64_t U)
+// Vector path (host-checked: rows contiguous, row starts 16-byte aligned): the output is
+// viewed as one flat sequence of 16-byte units (rows x U) and a workgroup moves PD_SPAN
+// consecutive units of it, 8 per lane, all loads before the stores, so short rows do not
+// leave lanes idle and every lane keeps 128 bytes in flight. The source row of each output
+// row the workgroup touches (at most 256, host-checked) is found once, by one lane, into
+// shared memory; unit addresses are 32-bit offsets from 64-bit row bases.
+shared int sh_src[256];
+
+int64_t source_row(uint64_t table, int mode, int64_t G, int64_t row)
 {
-    const int64_t chunks = (U + 1023) / 1024;
-    const int64_t lin = wg_linear();
-    if (lin >= P(PD_ROWS) * chunks) return;
-    const uint64_t table = PA(PD_TABLE);
-    if (tab_bad(table)) return;
-    const int64_t row = lin / chunks, u0 = (lin % chunks) * 1024 + int64_t(gl_LocalInvocationID.x);
-    const int mode = PI(PD_MODE);
-    const int64_t G = P(PD_G);
-    int64_t src = -1;
     if (mode == 0) {
         const int64_t g = tab_group_of(table, G, 3, row);
         if (g >= 0) {
             const int64_t local = row - tab_get(table, g, 2);
             const int64_t r0 = tab_get(table, g, 0);
-            if (local >= 0 && local < tab_get(table, g, 1) - r0) src = r0 + local;
+            if (local >= 0 && local < tab_get(table, g, 1) - r0) return r0 + local;
         }
-    } else {
-        const int64_t g = tab_group_of(table, G, 1, row);
-        if (g >= 0) src = tab_get(table, g, 2) + (row - tab_get(table, g, 0));
+        return -1;
     }
-    const int64_t es = P(PD_ESIZE);
-    const uint64_t xrow = PA(PD_X) + uint64_t(src * P(PD_XS0) * es), orow = PA(PD_OUT) + uint64_t(row * P(PD_OS0) * es);
-    uvec4 v[4];
-    for (int k = 0; k < 4; ++k) {
-        const int64_t u = u0 + 256 * k;
-        v[k] = (src >= 0 && u < U) ? QV16(xrow + uint64_t(u * 16)).v : uvec4(0u);
+    const int64_t g = tab_group_of(table, G, 1, row);
+    return g >= 0 ? tab_get(table, g, 2) + (row - tab_get(table, g, 0)) : -1;
+}
+
+void main_vec(int64_t U)
+{
+    const int64_t span = P(PD_SPAN), total = P(PD_ROWS) * U;
+    const int64_t f0 = wg_linear() * span;
+    if (f0 >= total) return;
+    const uint64_t table = PA(PD_TABLE);
+    if (tab_bad(table)) return;
+    const int tid = int(gl_LocalInvocationID.x);
+    const int64_t row0 = f0 / U;
+    const uint u0 = uint(f0 - row0 * U), n = uint(min(span, total - f0)), uu = uint(U);
+    const int nrows = int((u0 + n - 1u) / uu) + 1;
+    if (tid < nrows) sh_src[tid] = int(source_row(table, PI(PD_MODE), P(PD_G), row0 + tid));
+    barrier();
+    const int64_t es = P(PD_ESIZE), xs = P(PD_XS0) * es, os = P(PD_OS0) * es;
+    const uint64_t X = PA(PD_X), Y = PA(PD_OUT);
+    uvec4 v[8];
+    for (int k = 0; k < 8; ++k) {
+        const uint l = uint(tid + 256 * k);
+        v[k] = uvec4(0u);
+        if (l < n) {
+            const uint f = u0 + l, rl = f / uu;
+            const int src = sh_src[rl];
+            if (src >= 0) v[k] = QV16(X + uint64_t(int64_t(src) * xs) + uint64_t((f - rl * uu) * 16u)).v;
+        }
     }
-    for (int k = 0; k < 4; ++k) {
-        const int64_t u = u0 + 256 * k;
-        if (u < U) QV16(orow + uint64_t(u * 16)).v = v[k];
+    for (int k = 0; k < 8; ++k) {
+        const uint l = uint(tid + 256 * k);
+        if (l < n) {
+            const uint f = u0 + l, rl = f / uu;
+            QV16(Y + uint64_t((row0 + int64_t(rl)) * os) + uint64_t((f - rl * uu) * 16u)).v = v[k];
+        }
     }
 }
 
