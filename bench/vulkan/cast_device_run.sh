@@ -1,0 +1,48 @@
+#!/bin/sh
+# cast_device_run.sh — one H100 call of the Vulkan cast/pad work, run from the repo root on
+# the GPU machine with .gl (Vulkan loader debs) and .devbin-vkcast/{lib,bin} carried:
+# conformance on the NVIDIA Vulkan driver (--require-reference), the vulkan runs of
+# test_kat_casts / test_props_casts, the copy baselines (vk_copy_probe: copy shader and
+# vkCmdCopyBuffer; PyTorch copy_), vk_cast_bench (timings; again with
+# QGMM_VULKAN_CAST_LANES=generic, the previous kernel, and =wide), and vk_cast_bench --verify
+# (every output byte against the cpu backend, random and every-bf16-pattern inputs).
+# Logs under $OUT. --help: this text.
+case "$1" in -h|--help) sed -n 2,8p "$0"; exit 0;; esac
+OUT=${OUT:-/tmp/vk_out}; mkdir -p "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+B=$PWD/.devbin-vkcast
+export QGMM_PLUGIN_PATH=$B/lib LD_LIBRARY_PATH=$B/lib
+{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader; } > "$OUT/env.txt" 2>&1
+step() { # name timeout command...
+  n=$1; t=$2; shift 2
+  s=$(date +%s); timeout "$t" "$@" > "$OUT/$n.log" 2>&1; rc=$?
+  echo "$n rc=$rc $(( $(date +%s) - s ))s" >> "$OUT/env.txt"
+}
+step conformance 90 "$B/bin/qgmm-conformance" --backend vulkan --require-reference
+step copy_probe 20 "$B/bin/vk_copy_probe" --mib 1024 --iters 20
+step torch_copy 30 python3 -c '
+import torch
+def med(n):
+    a = torch.empty(n, dtype=torch.uint8, device="cuda"); a.random_(0, 255); b = torch.empty_like(a)
+    t = []
+    for i in range(23):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); b.copy_(a); e.record(); e.synchronize()
+        if i >= 3: t.append(s.elapsed_time(e))
+    t.sort(); m = 0.5 * (t[9] + t[10])
+    print(f"| torch copy_ {n / 2**20:.0f} MiB, read + write | {m:.4f} | {2 * n / (m * 1e6):.0f} |")
+print("| copy | ms | GB/s |\n|---|---|---|")
+med(1 << 30); med(32768 * 5120 * 2)
+'
+step bench 30 "$B/bin/vk_cast_bench" --iters 20
+QGMM_VULKAN_CAST_LANES=generic step bench_generic 30 "$B/bin/vk_cast_bench" --iters 20
+QGMM_VULKAN_CAST_LANES=wide step bench_wide 30 "$B/bin/vk_cast_bench" --iters 20
+step verify 40 "$B/bin/vk_cast_bench" --rows 8192 --cols 5120 --iters 3 --verify
+step verify_exhaustive 25 "$B/bin/vk_cast_bench" --rows 2048 --cols 5120 --iters 3 --verify --exhaustive
+step kat_casts 20 "$B/bin/test_kat_casts" vulkan
+step props_casts 20 "$B/bin/test_props_casts" vulkan
+cat "$OUT/env.txt"
+tail -1 "$OUT/conformance.log"; grep -E " FAIL |ERROR" "$OUT/conformance.log" | head -20
+tail -1 "$OUT/kat_casts.log"; tail -1 "$OUT/props_casts.log"
+cat "$OUT/copy_probe.log" "$OUT/torch_copy.log" "$OUT/bench.log" "$OUT/bench_generic.log" "$OUT/bench_wide.log" "$OUT/verify.log" "$OUT/verify_exhaustive.log"

@@ -1,0 +1,329 @@
+/*
+ * vk_cast_bench.c — device time and bandwidth of the Vulkan backend's casts and token-group
+ * padding on inputs of >= 256 MB, over the public API, with qgmm_event timestamps: warm-up,
+ * then the median of --iters individually timed runs. Bytes = input read + q written +
+ * scales written (pad: x read + every output row written; unpad: the real rows read and
+ * written). Also times qgmm_buffer_copy (vkCmdCopyBuffer) of 1 GiB, counted as read + write.
+ * The copy-shader and PyTorch copy_ baselines are separate programs (vk_copy_probe.c and
+ * cast_device_run.sh) so that this one only touches the public API.
+ *
+ * --verify runs every op once more on a cpu context and compares q, scales and padded
+ * outputs byte for byte with the Vulkan ones (the conformance suite is the numerics proof;
+ * this checks the big shapes and the fast paths' wide lanes on the driver being timed).
+ * With --exhaustive, f32 scales of slices holding NaNs of different payloads may differ
+ * in the payload (codec.glsl's amax_combine keeps the largest, the CPU the first): the
+ * documented exception; every q byte must still match.
+ * --exhaustive fills x with every bf16 bit pattern (NaN, inf, zeros, subnormals included,
+ * permuted per row) instead of random finite non-zero values.
+ *
+ * usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--verify] [--exhaustive]
+ *        (default 32768 x 5120 bf16 = 335 MB, 20 iterations)
+ */
+#include "qgmm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OK(call)                                                                          \
+    do {                                                                                  \
+        qgmm_status s_ = (call);                                                          \
+        if (s_ != QGMM_OK) {                                                              \
+            fprintf(stderr, "FATAL %s:%d: %s -> %s (%s)\n", __FILE__, __LINE__, #call,     \
+                    qgmm_status_string(s_), qgmm_last_error(NULL));                       \
+            exit(2);                                                                      \
+        }                                                                                 \
+    } while (0)
+
+static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
+static uint64_t rnd(void)
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return g_rng;
+}
+
+enum { OP_ROWWISE, OP_MX_FLOOR, OP_MX_RCEIL, OP_MX_DIM1, OP_BW_1X128, OP_BW_128, OP_PAD, OP_UNPAD, OP_COUNT };
+static const char *const op_name[OP_COUNT] = {
+    "FP8 rowwise e4m3fn, reciprocal scales", "MXFP8 dim0 FLOOR, blocked scales",
+    "MXFP8 dim0 RCEIL, blocked scales",      "MXFP8 dim1 FLOOR, column-major q, plain scales",
+    "FP8 blockwise 1x128",                   "FP8 blockwise 128x128",
+    "pad token groups (G 16, A 32)",         "unpad token groups (G 16, A 32)"};
+
+enum { G_PAD = 16, A_PAD = 32 };
+
+/* One context's buffers for every op (the same sizes on vulkan and cpu). */
+typedef struct bufs {
+    qgmm_context *ctx;
+    qgmm_buffer *x, *q, *s, *offs, *pstart, *poffs, *padded, *unpadded;
+} bufs;
+
+typedef struct dims { int64_t M, K, P; size_t sbytes; } dims;
+
+static qgmm_buffer *alloc(qgmm_context *ctx, size_t bytes)
+{
+    qgmm_buffer *b;
+    OK(qgmm_buffer_alloc(ctx, bytes, &b));
+    return b;
+}
+
+static void make_bufs(bufs *b, qgmm_context *ctx, const dims *d, const uint16_t *x, const int32_t *offs)
+{
+    const size_t mk = (size_t)(d->M * d->K);
+    b->ctx = ctx;
+    b->x = alloc(ctx, 2 * mk);
+    OK(qgmm_buffer_upload(b->x, 0, x, 2 * mk));
+    b->q = alloc(ctx, mk);
+    b->s = alloc(ctx, d->sbytes);
+    b->offs = alloc(ctx, 4 * G_PAD);
+    OK(qgmm_buffer_upload(b->offs, 0, offs, 4 * G_PAD));
+    b->pstart = alloc(ctx, 4 * G_PAD);
+    b->poffs = alloc(ctx, 4 * G_PAD);
+    b->padded = alloc(ctx, (size_t)(2 * d->P * d->K));
+    b->unpadded = alloc(ctx, 2 * mk);
+}
+
+static void free_bufs(bufs *b)
+{
+    qgmm_buffer *all[] = {b->x, b->q, b->s, b->offs, b->pstart, b->poffs, b->padded, b->unpadded};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) qgmm_buffer_free(all[i]);
+}
+
+/* Bytes the op moves (read + written). */
+static double op_bytes(int op, const dims *d)
+{
+    const double mk = (double)d->M * (double)d->K;
+    switch (op) {
+    case OP_ROWWISE: return 3 * mk + 4.0 * (double)d->M;
+    case OP_MX_FLOOR:
+    case OP_MX_RCEIL: return 3 * mk + (double)qgmm_blocked_scales_bytes(d->M, d->K / 32);
+    case OP_MX_DIM1: return 3 * mk + mk / 32;
+    case OP_BW_1X128: return 3 * mk + 4 * mk / 128;
+    case OP_BW_128: return 3 * mk + 4 * mk / (128.0 * 128.0);
+    case OP_PAD: return 2 * mk + 2.0 * (double)d->P * (double)d->K;
+    default: return 4 * mk;
+    }
+}
+
+/* Enqueues op on b's context. */
+static void enqueue(int op, const bufs *b, const dims *d)
+{
+    const int64_t M = d->M, K = d->K;
+    const int64_t shx[2] = {M, K}, shg[1] = {G_PAD}, shp[2] = {d->P, K};
+    const qgmm_tensor x = qgmm_tensor_make(b->x, 0, QGMM_BF16, 2, shx);
+    const qgmm_tensor q = qgmm_tensor_make(b->q, 0, QGMM_F8E4M3FN, 2, shx);
+    qgmm_tensor s;
+    switch (op) {
+    case OP_ROWWISE: {
+        const qgmm_fp8_rowwise_params p = {1, 0, QGMM_SCALE_RECIPROCAL};
+        const int64_t sh[1] = {M};
+        s = qgmm_tensor_make(b->s, 0, QGMM_F32, 1, sh);
+        OK(qgmm_quantize_fp8_rowwise(b->ctx, &p, &x, NULL, &q, &s));
+        break;
+    }
+    case OP_MX_FLOOR:
+    case OP_MX_RCEIL: {
+        const qgmm_mxfp8_params p = {1, op == OP_MX_RCEIL ? QGMM_MX_RCEIL : QGMM_MX_FLOOR, QGMM_SCALES_BLOCKED};
+        const int64_t sh[1] = {(int64_t)qgmm_blocked_scales_bytes(M, K / 32)};
+        s = qgmm_tensor_make(b->s, 0, QGMM_E8M0, 1, sh);
+        OK(qgmm_quantize_mxfp8(b->ctx, &p, &x, &q, &s));
+        break;
+    }
+    case OP_MX_DIM1: {
+        const qgmm_mxfp8_params p = {0, QGMM_MX_FLOOR, QGMM_SCALES_PLAIN};
+        const int64_t sh[2] = {K, M / 32};
+        const qgmm_tensor qc = qgmm_tensor_make_colmajor(b->q, 0, QGMM_F8E4M3FN, M, K);
+        s = qgmm_tensor_make(b->s, 0, QGMM_E8M0, 2, sh);
+        OK(qgmm_quantize_mxfp8(b->ctx, &p, &x, &qc, &s));
+        break;
+    }
+    case OP_BW_1X128:
+    case OP_BW_128: {
+        const qgmm_fp8_blockwise_params p = {op == OP_BW_128 ? QGMM_BLOCK_128X128 : QGMM_BLOCK_1X128};
+        size_t bytes;
+        OK(qgmm_blockwise_scales_view(p.block, QGMM_BLOCKWISE_ROW_MAJOR, 2, shx, b->s, 0, &s, &bytes));
+        OK(qgmm_quantize_fp8_blockwise(b->ctx, &p, &x, &q, &s));
+        break;
+    }
+    case OP_PAD: {
+        const qgmm_tensor offs = qgmm_tensor_make(b->offs, 0, QGMM_I32, 1, shg);
+        const qgmm_tensor ps = qgmm_tensor_make(b->pstart, 0, QGMM_I32, 1, shg);
+        const qgmm_tensor po = qgmm_tensor_make(b->poffs, 0, QGMM_I32, 1, shg);
+        const qgmm_tensor out = qgmm_tensor_make(b->padded, 0, QGMM_BF16, 2, shp);
+        OK(qgmm_pad_token_groups(b->ctx, A_PAD, &x, &offs, &out, &ps, &po));
+        break;
+    }
+    default: {
+        const qgmm_tensor offs = qgmm_tensor_make(b->offs, 0, QGMM_I32, 1, shg);
+        const qgmm_tensor in = qgmm_tensor_make(b->padded, 0, QGMM_BF16, 2, shp);
+        const qgmm_tensor out = qgmm_tensor_make(b->unpadded, 0, QGMM_BF16, 2, shx);
+        OK(qgmm_unpad_token_groups(b->ctx, A_PAD, &in, &offs, &out));
+        break;
+    }
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median device ms of `iters` runs of op (after 3 warm-ups); op < 0 times the 1 GiB copy. */
+static double time_op(int op, const bufs *b, const dims *d, int iters, qgmm_buffer *c0, qgmm_buffer *c1)
+{
+    double *ms = calloc((size_t)iters, sizeof *ms);
+    for (int i = -3; i < iters; ++i) {
+        qgmm_event *e0, *e1;
+        OK(qgmm_event_create(b->ctx, &e0));
+        OK(qgmm_event_create(b->ctx, &e1));
+        OK(qgmm_event_record(e0));
+        if (op < 0) OK(qgmm_buffer_copy(c1, 0, c0, 0, qgmm_buffer_size(c0)));
+        else enqueue(op, b, d);
+        OK(qgmm_event_record(e1));
+        double t;
+        OK(qgmm_event_elapsed_ms(e0, e1, &t));
+        if (i >= 0) ms[i] = t;
+        qgmm_event_destroy(e0);
+        qgmm_event_destroy(e1);
+    }
+    qsort(ms, (size_t)iters, sizeof *ms, cmp_double);
+    const double med = iters % 2 ? ms[iters / 2] : 0.5 * (ms[iters / 2 - 1] + ms[iters / 2]);
+    free(ms);
+    return med;
+}
+
+/* Byte mismatches between [0, bytes) of two buffers of different contexts. */
+static size_t diff_bytes(qgmm_buffer *a, qgmm_buffer *b, size_t bytes)
+{
+    uint8_t *ha = malloc(bytes), *hb = malloc(bytes);
+    OK(qgmm_buffer_download(a, 0, ha, bytes));
+    OK(qgmm_buffer_download(b, 0, hb, bytes));
+    size_t n = 0;
+    for (size_t i = 0; i < bytes; ++i) n += ha[i] != hb[i];
+    free(ha);
+    free(hb);
+    return n;
+}
+
+/* Compares every output of op between the two contexts (outputs poisoned first, so an
+ * unwritten byte shows): mismatching bytes of the data output, and of the scales in *ns
+ * (pad: of padded_offs). */
+static size_t verify(int op, const bufs *v, const bufs *c, const dims *d, size_t *ns)
+{
+    const bufs *both[2] = {v, c};
+    const size_t mk = (size_t)(d->M * d->K);
+    for (int i = 0; i < 2; ++i) {
+        OK(qgmm_buffer_fill(both[i]->q, 0, mk, 0xA5));
+        OK(qgmm_buffer_fill(both[i]->s, 0, d->sbytes, 0xA5));
+        if (op == OP_UNPAD) OK(qgmm_buffer_fill(both[i]->unpadded, 0, 2 * mk, 0xA5));
+        if (op == OP_PAD) OK(qgmm_buffer_fill(both[i]->padded, 0, (size_t)(2 * d->P * d->K), 0xA5));
+        enqueue(op, both[i], d);
+    }
+    *ns = 0;
+    if (op == OP_PAD) {
+        *ns = diff_bytes(v->poffs, c->poffs, 4 * G_PAD);
+        return diff_bytes(v->padded, c->padded, (size_t)(2 * d->P * d->K));
+    }
+    if (op == OP_UNPAD) return diff_bytes(v->unpadded, c->unpadded, 2 * mk);
+    *ns = diff_bytes(v->s, c->s, d->sbytes);
+    return diff_bytes(v->q, c->q, mk);
+}
+
+int main(int argc, char **argv)
+{
+    dims d = {32768, 5120, 0, 0};
+    int iters = 20, do_verify = 0, exhaustive = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--rows") && i + 1 < argc) d.M = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--cols") && i + 1 < argc) d.K = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--verify")) do_verify = 1;
+        else if (!strcmp(argv[i], "--exhaustive")) exhaustive = 1;
+        else {
+            printf("usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--verify] [--exhaustive]\n"
+                   "Vulkan casts and token-group padding on a bf16 (M, K) input (default 32768 x 5120,\n"
+                   "335 MB): median device ms of N runs (default 20) after warm-up, GB/s of bytes read +\n"
+                   "written, plus qgmm_buffer_copy of 1 GiB. --verify: compare every output byte with\n"
+                   "the cpu backend; --exhaustive: x cycles through every bf16 bit pattern.\n");
+            return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
+        }
+    }
+    if (d.M % 128 || d.K % 128 || iters < 1) {
+        fprintf(stderr, "rows and cols must be multiples of 128, iters >= 1\n");
+        return 2;
+    }
+    const size_t mk = (size_t)(d.M * d.K);
+    d.P = qgmm_padded_rows_bound(d.M, G_PAD, A_PAD);
+    d.sbytes = 4 * mk / 32 + 4096; /* the largest scales of any op (MX dim1 / 1x128 f32 / blocked) */
+
+    uint16_t *x = malloc(2 * mk);
+    for (size_t i = 0; i < mk; ++i) {
+        if (exhaustive) {
+            /* row r: pattern (i * 40503 + r * 977) mod 2^16 runs through all 65536 */
+            const size_t r = i / (size_t)d.K;
+            x[i] = (uint16_t)(i * 40503u + r * 977u);
+        } else {
+            /* finite, non-zero, |x| in [2^-20, 2^21): sign, 8-bit exponent 107..147, mantissa */
+            const uint64_t v = rnd();
+            x[i] = (uint16_t)((v & 0x8000) | ((107 + (v >> 16) % 41) << 7) | ((v >> 32) & 0x7F));
+        }
+    }
+    int32_t offs[G_PAD];
+    {
+        int64_t left = d.M;
+        for (int g = 0; g < G_PAD; ++g) {
+            const int64_t share = g == G_PAD - 1 ? left : (int64_t)(rnd() % (uint64_t)(2 * d.M / G_PAD + 1));
+            const int64_t sz = share < left ? share : left;
+            left -= sz;
+            offs[g] = (int32_t)(d.M - left);
+        }
+    }
+
+    qgmm_context *vk, *cpu = NULL;
+    OK(qgmm_context_create("vulkan", 0, &vk));
+    const char *lanes = getenv("QGMM_VULKAN_CAST_LANES");
+    printf("# %s\n# QGMM_VULKAN_CAST_LANES=%s\n", qgmm_context_describe(vk), lanes ? lanes : "(unset)");
+    printf("# x bf16 (%lld, %lld) = %.0f MB, %s data; median of %d after 3 warm-ups\n", (long long)d.M,
+           (long long)d.K, 2e-6 * (double)mk, exhaustive ? "every-bf16-pattern" : "random finite non-zero", iters);
+    bufs bv, bc;
+    make_bufs(&bv, vk, &d, x, offs);
+    if (do_verify) {
+        OK(qgmm_context_create("cpu", 0, &cpu));
+        make_bufs(&bc, cpu, &d, x, offs);
+    }
+    /* unpad reads what pad wrote */
+    enqueue(OP_PAD, &bv, &d);
+    if (do_verify) enqueue(OP_PAD, &bc, &d);
+
+    printf("| op | ms | GB/s |%s\n|---|---|---|%s\n", do_verify ? " bytes differing from cpu: q / scales |" : "",
+           do_verify ? "---|" : "");
+    for (int op = 0; op < OP_COUNT; ++op) {
+        const double ms = time_op(op, &bv, &d, iters, NULL, NULL);
+        printf("| %s | %.4f | %.0f |", op_name[op], ms, op_bytes(op, &d) / (ms * 1e6));
+        if (do_verify) {
+            size_t ns;
+            const size_t nq = verify(op, &bv, &bc, &d, &ns);
+            printf(" %zu / %zu |", nq, ns);
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    const size_t gib = (size_t)1 << 30;
+    qgmm_buffer *c0 = alloc(vk, gib), *c1 = alloc(vk, gib);
+    OK(qgmm_buffer_fill(c0, 0, gib, 0x3C));
+    const double ms = time_op(-1, &bv, &d, iters, c0, c1);
+    printf("| qgmm_buffer_copy 1 GiB (vkCmdCopyBuffer), read + write | %.4f | %.0f |%s\n", ms,
+           2.0 * (double)gib / (ms * 1e6), do_verify ? " |" : "");
+    qgmm_buffer_free(c0);
+    qgmm_buffer_free(c1);
+    free_bufs(&bv);
+    if (cpu) {
+        free_bufs(&bc);
+        qgmm_context_destroy(cpu);
+    }
+    qgmm_context_destroy(vk);
+    free(x);
+    return 0;
+}
