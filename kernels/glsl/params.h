@@ -70,11 +70,12 @@
 #define CP_C_INV 34
 #define CP_NOTILES 35
 #define CP_VEC 36      /* 8: each lane takes 8 consecutive reduce elements per step (16-byte loads) */
-#define CP_FAST 37     /* register-resident paths: 0 none, 1 segments, 2 MX dim1 (8 columns per lane), 3 128x128 tiles */
+#define CP_FAST 37     /* register-resident paths: 0 none, 1 segments, 2 MX dim1 (8 columns per lane), 3 128x128 tiles, 4 MX dim0 chunks of 4 blocks */
 #define CP_LS 38       /* CP_FAST 1: lanes per segment (power of two) */
 #define CP_KPS 39      /* CP_FAST 1: 8-element units per lane per segment */
-#define CP_NSEGT 40    /* CP_FAST 1: segments in all, E * O * NSEG (< 2^31) */
+#define CP_NSEGT 40    /* CP_FAST 1: segments in all, E * O * NSEG (< 2^30); CP_FAST 4: chunks, a quarter of that */
 #define CP_OTILES 41   /* CP_FAST 2: 1024-column tiles per block row */
+#define CP_ENC 42      /* fast encoder: 1 quantize_fast per element (default), 0 fp8_mag_fast + word-wise signs */
 
 /* ---- dequant.comp: elementwise inverse of the casts */
 #define DQ_Q 0
