@@ -68,20 +68,25 @@ static int can_vec(const int64_t *p, const qgmm_tensor *x, int64_t seglen)
 
 static int is_bf16(const qgmm_tensor *x) { return x->dtype == QGMM_BF16; } /* the fast paths decode bf16 only */
 
-/* QGMM_VULKAN_CAST_LANES (a tuning aid for bench/vulkan/vk_cast_bench.c): "generic" keeps
- * every cast on the generic two-pass path (the pre-register-resident kernel), "wide" gives
- * segments twice the lanes (fewer units per lane); unset or anything else: the defaults. */
+/* Tuning aids for bench/vulkan/vk_cast_bench.c (unset or anything else: the defaults).
+ * QGMM_VULKAN_CAST_LANES: "generic" keeps every cast on the generic two-pass path (the
+ * pre-register-resident kernel); "v1" the first register-resident layouts: rows with
+ * at most 8 units per lane, MX dim0 blocks as 4 separate segments per
+ * lane pair instead of 4-block chunks. QGMM_VULKAN_CAST_ENC: "b" quantizes with codec.glsl's
+ * fp8_mag_fast plus word-wise signs instead of quantize_fast per element (the default,
+ * "a": the H100 timed them within 1 % of each other, bench/vulkan/results/h100_cast_run2.md). */
 static int lanes_mode(void)
 {
     const char *v = getenv("QGMM_VULKAN_CAST_LANES");
     if (v && !strcmp(v, "generic")) return 0;
-    if (v && !strcmp(v, "wide")) return 2;
+    if (v && !strcmp(v, "v1")) return 2;
     return 1;
 }
 
 /* cast.comp's register-resident paths (its header says what each needs). Segment path:
- * LS lanes per segment, the fewest that hold it in <= 8 units each; MX blocks (4 units)
- * go to lane pairs with 4 blocks per pair, so each warp load covers whole sectors. */
+ * LS lanes per segment, the fewest that hold it in <= 8 units each (rows of more than 64
+ * units: <= 16, which measured faster on the H100 than more lanes per row); MX blocks
+ * (4 units) go to lane pairs, so each warp load covers whole sectors. */
 static void fast_segments(int64_t *p, const qgmm_tensor *x, int64_t seglen, int combine)
 {
     const int mode = lanes_mode();
@@ -95,7 +100,8 @@ static void fast_segments(int64_t *p, const qgmm_tensor *x, int64_t seglen, int 
     int64_t ls = 1;
     while (ls * 8 < U) ls <<= 1;
     if (U == 4) ls = 2;
-    if (mode == 2 && ls < 256) ls <<= 1;
+    /* long rows: up to 16 units per lane (fewer lanes and barriers per row) */
+    if (U > 64 && mode != 2) while (ls > 1 && (U + ls / 2 - 1) / (ls / 2) <= 16) ls >>= 1;
     p[CP_FAST] = 1;
     p[CP_LS] = ls;
     p[CP_KPS] = (U + ls - 1) / ls;
@@ -119,10 +125,22 @@ static void fast_dim1(int64_t *p, const qgmm_tensor *x)
     p[CP_OTILES] = (p[CP_O] + 1023) / 1024;
 }
 
+/* MX dim0 rows of 4k blocks: a lane pair per 4-block chunk (cast.comp path 4). */
+static void fast_mx_chunks(int64_t *p)
+{
+    if (p[CP_FAST] != 1 || p[CP_NSEG] % 4 || lanes_mode() == 2) return;
+    p[CP_FAST] = 4;
+    p[CP_NSEGT] /= 4;
+}
+
 static qgmm_status run_cast(vk_ctx *c, int64_t *p)
 {
+    const char *enc = getenv("QGMM_VULKAN_CAST_ENC");
+    p[CP_ENC] = !(enc && !strcmp(enc, "b"));
     int64_t groups = p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
-    if (p[CP_FAST] == 1) {
+    if (p[CP_FAST] == 4) {
+        groups = (p[CP_NSEGT] + 127) / 128;
+    } else if (p[CP_FAST] == 1) {
         const int64_t per = (256 / p[CP_LS]) * (p[CP_LS] == 2 && p[CP_KPS] == 2 ? 4 : 1); /* cast_seg_2x4 */
         groups = (p[CP_NSEGT] + per - 1) / per;
     } else if (p[CP_FAST] == 2) {
@@ -229,7 +247,8 @@ qgmm_status vk_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *prm, c
         else { p[CP_SE] = s[0]; p[CP_SO] = s[1]; p[CP_SG] = s[2]; }
     }
     lanes_auto(p, x, 32, 0);
-    if (!along_last) fast_dim1(p, x);
+    if (along_last) fast_mx_chunks(p);
+    else fast_dim1(p, x);
     return run_cast(c, p);
 }
 

@@ -18,6 +18,7 @@ void SEG_FN()
     const int seg0 = int(wg_linear()) * groups * SEG_SPL + tid / LS;
     const int64_t xe = P(CP_XE), xo = P(CP_XO), qe = P(CP_QE), qo = P(CP_QO);
     const uint64_t X = PA(CP_X), Q = PA(CP_Q);
+    const int enc = PI(CP_ENC);
 
     uint64_t xb[SEG_SPL], qb[SEG_SPL];
     int se[SEG_SPL], so[SEG_SPL], sg[SEG_SPL];
@@ -71,7 +72,7 @@ void SEG_FN()
         for (int j = 0; j < SEG_KPS; ++j) {
             const int u = lr + LS * j;
             if (sv[t] && j < KPS && u < U)
-                QV8(qb[t] + uint64_t(u) * 8ul).v = encode_unit(c[t * SEG_KPS + j], mult, fast);
+                QV8(qb[t] + uint64_t(u) * 8ul).v = encode_unit(c[t * SEG_KPS + j], mult, fast, enc);
         }
     }
 }

@@ -365,3 +365,41 @@ uint quantize_fast(uint x, uint s, int fmt)
     precise float p = abs(uintBitsToFloat(x)) * uintBitsToFloat(s);
     return fp8_encode_fast(floatBitsToUint(p), (x >> 24) & 0x80u, fmt);
 }
+
+// The magnitude code of quantize_fast, for callers that apply the signs of four bytes at
+// once: a = |x| * s as a float (quantize_fast's preconditions). The clamp to fp8max is done
+// on the float (the integer rounding below then never exceeds maxcode: every value up to
+// fp8max rounds to at most maxcode) and the range test is a float compare, so two of the
+// integer operations move to the float pipe; +inf (e5m2's 0x7C) is still told apart.
+// Not for fnuz formats, where a zero code must not take a sign.
+uint fp8_max_bits(int fmt) { return fmt == FMT_E5M2 ? 0x47600000u : fmt == FMT_E4M3FNUZ ? 0x43700000u : 0x43E00000u; }
+
+uint fp8_mag_fast(float a, int fmt)
+{
+    int mbits, bias; uint maxcode; bool has_inf, fnuz;
+    fp8_format_of(fmt, mbits, bias, maxcode, has_inf, fnuz);
+    const uint sh = uint(23 - mbits);
+    const uint magic = uint(128 - bias - mbits + 23) << 23;
+    const uint c = floatBitsToUint(min(a, uintBitsToFloat(fp8_max_bits(fmt))));
+    precise float t = a + uintBitsToFloat(magic);
+    uint code = a < uintBitsToFloat(uint(128 - bias) << 23) ? floatBitsToUint(t) - magic
+                                                           : (c - (uint(127 - bias) << 23) + ((1u << (sh - 1u)) - 1u) + ((c >> sh) & 1u)) >> sh;
+    if (has_inf && floatBitsToUint(a) == 0x7F800000u) code = 0x7Cu;
+    return code;
+}
+
+// qgmm_mx_scale_rceil with the product through f32_mul_fast, which equals f32_mul_rn
+// bit for bit (see there): the same scale byte, without the 64-bit integer multiply.
+uint mx_scale_rceil_fast(uint amax, FmtConsts c)
+{
+    const uint d = f32_mul_fast(amax, c.inv_max);
+    const uint u = d & 0x7FFFFFFFu;
+    const uint ex = u >> 23;
+    const uint man = u & 0x7FFFFFu;
+    if (ex == 0xFFu) return 255u;
+    if (u == 0u) return 0u;
+    uint b = ex;
+    if ((ex != 0u && man != 0u) || (ex == 0u && man > 0x400000u)) b++;
+    if (b > 255u) b = 255u;
+    return b;
+}
