@@ -3,25 +3,27 @@
 # the GPU machine with .gl (Vulkan loader debs) and .devbin-vkcast/{lib,bin} carried:
 # conformance on the NVIDIA Vulkan driver (--require-reference), the vulkan runs of
 # test_kat_casts / test_props_casts, the copy baselines (vk_copy_probe: copy shader and
-# vkCmdCopyBuffer; PyTorch copy_), vk_cast_bench (timings; again with
-# QGMM_VULKAN_CAST_LANES=generic, the previous kernel, and =wide), and vk_cast_bench --verify
-# (every output byte against the cpu backend, random and every-bf16-pattern inputs).
-# Logs under $OUT. --help: this text.
-case "$1" in -h|--help) sed -n 2,8p "$0"; exit 0;; esac
+# vkCmdCopyBuffer; PyTorch copy_), vk_cast_bench (timings; again with the tuning aids
+# QGMM_VULKAN_CAST_ENC=b, QGMM_VULKAN_CAST_LANES=v1 and =generic, see vk_ops_cast.c), and
+# vk_cast_bench --verify (every output byte against the cpu backend, random and
+# every-bf16-pattern inputs). Logs under $OUT: env.txt, conformance.log, tests.log,
+# bench.md. --help: this text.
+case "$1" in -h|--help) sed -n 2,10p "$0"; exit 0;; esac
 OUT=${OUT:-/tmp/vk_out}; mkdir -p "$OUT"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 B=$PWD/.devbin-vkcast
 export QGMM_PLUGIN_PATH=$B/lib LD_LIBRARY_PATH=$B/lib
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader; } > "$OUT/env.txt" 2>&1
-step() { # name timeout command...
-  n=$1; t=$2; shift 2
-  s=$(date +%s); timeout "$t" "$@" > "$OUT/$n.log" 2>&1; rc=$?
-  echo "$n rc=$rc $(( $(date +%s) - s ))s" >> "$OUT/env.txt"
+step() { # log name timeout command...: appends to $OUT/log
+  l=$1; n=$2; t=$3; shift 3
+  echo "## $n" >> "$OUT/$l"
+  s=$(date +%s); timeout "$t" "$@" >> "$OUT/$l" 2>&1; rc=$?
+  echo "$n rc=$rc $(( $(date +%s) - s ))s" >> "$OUT/env.txt"; echo >> "$OUT/$l"
 }
-step conformance 90 "$B/bin/qgmm-conformance" --backend vulkan --require-reference
-step copy_probe 20 "$B/bin/vk_copy_probe" --mib 1024 --iters 20
-step torch_copy 30 python3 -c '
+step conformance.log conformance 90 "$B/bin/qgmm-conformance" --backend vulkan --require-reference
+step bench.md copy_probe 20 "$B/bin/vk_copy_probe" --mib 1024 --iters 20
+step bench.md torch_copy 30 python3 -c '
 import torch
 def med(n):
     a = torch.empty(n, dtype=torch.uint8, device="cuda"); a.random_(0, 255); b = torch.empty_like(a)
@@ -35,14 +37,16 @@ def med(n):
 print("| copy | ms | GB/s |\n|---|---|---|")
 med(1 << 30); med(32768 * 5120 * 2)
 '
-step bench 30 "$B/bin/vk_cast_bench" --iters 20
-QGMM_VULKAN_CAST_LANES=generic step bench_generic 30 "$B/bin/vk_cast_bench" --iters 20
-QGMM_VULKAN_CAST_LANES=wide step bench_wide 30 "$B/bin/vk_cast_bench" --iters 20
-step verify 40 "$B/bin/vk_cast_bench" --rows 8192 --cols 5120 --iters 3 --verify
-step verify_exhaustive 25 "$B/bin/vk_cast_bench" --rows 2048 --cols 5120 --iters 3 --verify --exhaustive
-step kat_casts 20 "$B/bin/test_kat_casts" vulkan
-step props_casts 20 "$B/bin/test_props_casts" vulkan
+step bench.md bench 30 "$B/bin/vk_cast_bench" --iters 20
+QGMM_VULKAN_CAST_ENC=b step bench.md bench_enc_b 30 "$B/bin/vk_cast_bench" --iters 20
+QGMM_VULKAN_CAST_LANES=v1 step bench.md bench_v1 30 "$B/bin/vk_cast_bench" --iters 20
+QGMM_VULKAN_CAST_LANES=generic step bench.md bench_generic 30 "$B/bin/vk_cast_bench" --iters 20
+step bench.md verify 40 "$B/bin/vk_cast_bench" --rows 8192 --cols 5120 --iters 3 --verify
+step bench.md verify_exhaustive 25 "$B/bin/vk_cast_bench" --rows 2048 --cols 5120 --iters 3 --verify --exhaustive
+QGMM_VULKAN_CAST_ENC=b step bench.md verify_exhaustive_enc_b 25 "$B/bin/vk_cast_bench" --rows 2048 --cols 5120 --iters 3 --verify --exhaustive
+step tests.log kat_casts 20 "$B/bin/test_kat_casts" vulkan
+step tests.log props_casts 20 "$B/bin/test_props_casts" vulkan
 cat "$OUT/env.txt"
 tail -1 "$OUT/conformance.log"; grep -E " FAIL |ERROR" "$OUT/conformance.log" | head -20
-tail -1 "$OUT/kat_casts.log"; tail -1 "$OUT/props_casts.log"
-cat "$OUT/copy_probe.log" "$OUT/torch_copy.log" "$OUT/bench.log" "$OUT/bench_generic.log" "$OUT/bench_wide.log" "$OUT/verify.log" "$OUT/verify_exhaustive.log"
+grep -E "cases, " "$OUT/tests.log"
+grep -v "^# vulkan:" "$OUT/bench.md"
