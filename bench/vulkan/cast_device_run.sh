@@ -7,8 +7,10 @@
 # QGMM_VULKAN_CAST_ENC=b, QGMM_VULKAN_CAST_LANES=v1 and =generic, see vk_ops_cast.c), and
 # vk_cast_bench --verify (every output byte against the cpu backend, random and
 # every-bf16-pattern inputs). Logs under $OUT: env.txt, conformance.log, tests.log,
-# bench.md. --help: this text.
-case "$1" in -h|--help) sed -n 2,10p "$0"; exit 0;; esac
+# bench.md. Build here first: lib/libqgmm.so, lib/libqgmm-vulkan.so and bin/{qgmm-conformance,
+# test_kat_casts,test_props_casts} from a Release build, bin/vk_cast_bench and
+# bin/vk_copy_probe as their headers say, all under .devbin-vkcast. --help: this text.
+case "$1" in -h|--help) sed -n 2,12p "$0"; exit 0;; esac
 OUT=${OUT:-/tmp/vk_out}; mkdir -p "$OUT"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json

@@ -18,6 +18,7 @@
  *
  * usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--verify] [--exhaustive]
  *        (default 32768 x 5120 bf16 = 335 MB, 20 iterations)
+ * build: gcc -O2 -Iapi bench/vulkan/vk_cast_bench.c -L<build>/lib -lqgmm -lm -o vk_cast_bench
  */
 #include "qgmm.h"
 
