@@ -247,6 +247,18 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
     f.features.shaderInt64 = VK_TRUE;
     vk_coop_features coopf;
     vk_coop_enable(c, &coopf, &f12);
+    const char *exts[4];
+    uint32_t next = 0;
+    for (uint32_t i = 0; i < coopf.next; ++i) exts[next++] = coopf.ext[i];
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pef = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pipelineExecutableInfo = VK_TRUE};
+    c->pipestats = vk_pipestats_wanted(c);
+    if (c->pipestats) {
+        pef.pNext = f.pNext;
+        f.pNext = &pef;
+        exts[next++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+    }
     {
         VkPhysicalDeviceFeatures2 have = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
         g_vk.vkGetPhysicalDeviceFeatures2(c->pd, &have);
@@ -261,8 +273,8 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
                               .pNext = &f,
                               .queueCreateInfoCount = 1,
                               .pQueueCreateInfos = &qci,
-                              .enabledExtensionCount = coopf.next,
-                              .ppEnabledExtensionNames = coopf.ext};
+                              .enabledExtensionCount = next,
+                              .ppEnabledExtensionNames = exts};
     VkResult r = g_vk.vkCreateDevice(c->pd, &dci, NULL, &c->dev);
     if (r != VK_SUCCESS) {
         free(c);
@@ -339,6 +351,8 @@ void vk_ctx_destroy(vk_ctx *c)
         g_vk.vkDeviceWaitIdle(c->dev);
         for (int i = 0; i < VKP_COUNT; ++i)
             if (c->pipes[i]) g_vk.vkDestroyPipeline(c->dev, c->pipes[i], NULL);
+        for (int i = 0; i < c->nspec_pipes; ++i)
+            if (c->spec_pipes[i].pl) g_vk.vkDestroyPipeline(c->dev, c->spec_pipes[i].pl, NULL);
         if (c->layout) g_vk.vkDestroyPipelineLayout(c->dev, c->layout, NULL);
         vk_mem_destroy(c, &c->params);
         vk_mem_destroy(c, &c->scratch);

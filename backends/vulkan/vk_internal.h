@@ -63,8 +63,10 @@ enum vk_pipe {
     VKP_PAD,
     VKP_GEMM,
     VKP_GEMM_FP8,
-    VKP_GEMM_COOP_FP8,      /* gemm_coopmat.comp on VK_NV_cooperative_matrix (fp8 -> f16) */
-    VKP_GEMM_COOP_FP8_KHR,  /* the same, rewritten to VK_KHR_cooperative_matrix */
+    VKP_GEMM_COOP_FP8,      /* gemm_coopmat.comp on VK_NV_cooperative_matrix (fp8 -> f16), rowwise */
+    VKP_GEMM_COOP_FP8_BLK,  /* the same, blockwise / MX (per-scale-block promotion) */
+    VKP_GEMM_COOP_FP8_KHR,  /* the two above, rewritten to VK_KHR_cooperative_matrix */
+    VKP_GEMM_COOP_FP8_BLK_KHR,
     VKP_GEMM_COOP_BF16_KHR, /* bf16 operands, KHR matrices with bfloat16 components */
     VKP_COUNT
 };
@@ -87,6 +89,14 @@ typedef struct vk_mem {
 #define VK_SCRATCH_BYTES (4u << 20)
 #define VK_STAGING_BYTES (32u << 20)
 
+#define VK_MAX_SPEC_CONST 8
+#define VK_MAX_SPEC_PIPES 64
+typedef struct vk_spec_pipe {
+    int pipe, nspec;
+    int32_t spec[VK_MAX_SPEC_CONST];
+    VkPipeline pl;
+} vk_spec_pipe;
+
 typedef struct vk_cmd {
     VkCommandBuffer cb;
     VkFence fence;
@@ -102,6 +112,7 @@ typedef struct vk_ctx {
     VkPhysicalDeviceProperties props;
     uint32_t subgroup_size;
     int has_f64, ts_ok;
+    int pipestats; /* QGMM_VK_PIPELINE_STATS: print each pipeline's driver statistics */
     /* GEMM path (vk_device.c, coop_detect): VK_GEMM_COOP_KHR when the device has
      * VK_KHR_cooperative_matrix with a 16x16x16 f16 x f16 -> f32 subgroup shape, else
      * VK_GEMM_COOP_NV with the NV extension's, else VK_GEMM_TILED; coop_bf16 when it also
@@ -120,6 +131,8 @@ typedef struct vk_ctx {
 
     VkPipelineLayout layout;
     VkPipeline pipes[VKP_COUNT];
+    vk_spec_pipe spec_pipes[VK_MAX_SPEC_PIPES]; /* specialized pipelines (vk_pipeline_spec) */
+    int nspec_pipes;
 
     vk_mem params;     /* host-visible ring of per-dispatch parameter blocks */
     size_t param_cursor;
@@ -152,6 +165,10 @@ typedef struct vk_coop_features {
 qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *sg);
 void vk_coop_enable(vk_ctx *c, vk_coop_features *e, VkPhysicalDeviceVulkan12Features *f12);
 
+/* vk_pipestats.c */
+int vk_pipestats_wanted(vk_ctx *c);
+void vk_pipestats_print(vk_ctx *c, VkPipeline pl, const char *name);
+
 /* vk_device.c */
 qgmm_status vk_loader_init(char *reason, size_t cap);
 qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out);
@@ -169,6 +186,9 @@ qgmm_status vk_wait_all(vk_ctx *c);             /* submit and wait for everythin
 qgmm_status vk_pipeline(vk_ctx *c, int pipe, VkPipeline *out);
 /* Enqueues pipe over `groups` workgroups (folded into x/y) with parameter block p[n]. */
 qgmm_status vk_dispatch(vk_ctx *c, int pipe, const int64_t *p, int n, int64_t groups);
+qgmm_status vk_pipeline_spec(vk_ctx *c, int pipe, const int32_t *spec, int nspec, VkPipeline *out);
+qgmm_status vk_dispatch_spec(vk_ctx *c, int pipe, const int32_t *spec, int nspec, const int64_t *p, int n,
+                             int64_t groups);
 qgmm_status vk_fill(vk_ctx *c, uint64_t addr, int64_t bytes, uint8_t value);
 /* Runs offs_prep.comp for offs; the main kernel then reads the table at scratch.addr. */
 qgmm_status vk_offs_prep(vk_ctx *c, const qgmm_tensor *offs, int64_t extent, int64_t multiple,

@@ -71,10 +71,36 @@ qgmm_status vk_wait_all(vk_ctx *c)
     return st;
 }
 
-qgmm_status vk_pipeline(vk_ctx *c, int pipe, VkPipeline *out)
+/* The pipeline of shader `pipe` with specialization constants spec[0..nspec) (ids 0..), built
+ * on first use and kept for the context's life. Why specialization: the GEMM's operand
+ * layouts and formats, folded at pipeline creation, leave the driver one lean loop instead
+ * of one loop per combination. */
+qgmm_status vk_pipeline_spec(vk_ctx *c, int pipe, const int32_t *spec, int nspec, VkPipeline *out)
 {
-    if (c->pipes[pipe]) {
-        *out = c->pipes[pipe];
+    VkPipeline *slot = NULL;
+    if (nspec == 0) {
+        slot = &c->pipes[pipe];
+    } else {
+        if (nspec > VK_MAX_SPEC_CONST)
+            return qgmm_set_error(c->api, QGMM_ERR_INTERNAL, "%d specialization constants > %d", nspec, VK_MAX_SPEC_CONST);
+        for (int i = 0; i < c->nspec_pipes && !slot; ++i) {
+            vk_spec_pipe *e = &c->spec_pipes[i];
+            if (e->pipe == pipe && e->nspec == nspec && !memcmp(e->spec, spec, sizeof(int32_t) * (size_t)nspec))
+                slot = &e->pl;
+        }
+        if (!slot) {
+            if (c->nspec_pipes == VK_MAX_SPEC_PIPES)
+                return qgmm_set_error(c->api, QGMM_ERR_UNSUPPORTED, "more than %d specialized pipelines", VK_MAX_SPEC_PIPES);
+            vk_spec_pipe *e = &c->spec_pipes[c->nspec_pipes];
+            memset(e, 0, sizeof *e);
+            e->pipe = pipe;
+            e->nspec = nspec;
+            memcpy(e->spec, spec, sizeof(int32_t) * (size_t)nspec);
+            slot = &e->pl;
+        }
+    }
+    if (*slot) {
+        *out = *slot;
         return QGMM_OK;
     }
     const vk_spirv *s = &g_vk_spirv[pipe];
@@ -84,28 +110,40 @@ qgmm_status vk_pipeline(vk_ctx *c, int pipe, VkPipeline *out)
     VkShaderModule mod;
     if (g_vk.vkCreateShaderModule(c->dev, &mi, NULL, &mod) != VK_SUCCESS)
         return qgmm_set_error(c->api, QGMM_ERR_DEVICE, "vkCreateShaderModule(%s) failed", s->name);
+    VkSpecializationMapEntry map[VK_MAX_SPEC_CONST];
+    for (int i = 0; i < nspec; ++i)
+        map[i] = (VkSpecializationMapEntry){.constantID = (uint32_t)i, .offset = (uint32_t)(4 * i), .size = 4};
+    VkSpecializationInfo si = {.mapEntryCount = (uint32_t)nspec, .pMapEntries = map,
+                               .dataSize = 4 * (size_t)nspec, .pData = spec};
     VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
                                       .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
                                                 .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                                                 .module = mod,
-                                                .pName = "main"},
+                                                .pName = "main",
+                                                .pSpecializationInfo = nspec ? &si : NULL},
+                                      .flags = c->pipestats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
                                       .layout = c->layout};
-    VkResult r = g_vk.vkCreateComputePipelines(c->dev, VK_NULL_HANDLE, 1, &ci, NULL, &c->pipes[pipe]);
+    VkResult r = g_vk.vkCreateComputePipelines(c->dev, VK_NULL_HANDLE, 1, &ci, NULL, slot);
     g_vk.vkDestroyShaderModule(c->dev, mod, NULL);
     if (r != VK_SUCCESS) {
-        c->pipes[pipe] = VK_NULL_HANDLE;
+        *slot = VK_NULL_HANDLE;
         return qgmm_set_error(c->api, QGMM_ERR_DEVICE, "vkCreateComputePipelines(%s) failed (VkResult %d)",
                               s->name, (int)r);
     }
-    *out = c->pipes[pipe];
+    if (nspec) c->nspec_pipes += slot == &c->spec_pipes[c->nspec_pipes].pl;
+    if (c->pipestats) vk_pipestats_print(c, *slot, s->name);
+    *out = *slot;
     return QGMM_OK;
 }
 
-qgmm_status vk_dispatch(vk_ctx *c, int pipe, const int64_t *p, int n, int64_t groups)
+qgmm_status vk_pipeline(vk_ctx *c, int pipe, VkPipeline *out) { return vk_pipeline_spec(c, pipe, NULL, 0, out); }
+
+qgmm_status vk_dispatch_spec(vk_ctx *c, int pipe, const int32_t *spec, int nspec, const int64_t *p, int n,
+                             int64_t groups)
 {
     if (groups <= 0) return QGMM_OK;
     VkPipeline pl;
-    qgmm_status st = vk_pipeline(c, pipe, &pl);
+    qgmm_status st = vk_pipeline_spec(c, pipe, spec, nspec, &pl);
     if (st != QGMM_OK) return st;
     if (c->param_cursor + VK_PARAM_SLOT > VK_PARAM_RING) {
         st = vk_wait_all(c); /* ring full: wait until no dispatch reads it */
@@ -124,6 +162,11 @@ qgmm_status vk_dispatch(vk_ctx *c, int pipe, const int64_t *p, int n, int64_t gr
     g_vk.vkCmdDispatch(cb, gx, gy, 1);
     vk_barrier(c, cb);
     return QGMM_OK;
+}
+
+qgmm_status vk_dispatch(vk_ctx *c, int pipe, const int64_t *p, int n, int64_t groups)
+{
+    return vk_dispatch_spec(c, pipe, NULL, 0, p, n, groups);
 }
 
 qgmm_status vk_fill(vk_ctx *c, uint64_t addr, int64_t bytes, uint8_t value)
