@@ -38,6 +38,11 @@ static int common_ok(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *sg, ch
     g_vk.vkGetPhysicalDeviceFeatures2(c->pd, &f);
     if (!f12.shaderFloat16) { snprintf(why, cap, "no shaderFloat16"); return 0; }
     if (!f12.vulkanMemoryModel) { snprintf(why, cap, "no vulkanMemoryModel"); return 0; }
+    /* the fp8 -> f16 decode scales f16 subnormals by a power of two */
+    VkPhysicalDeviceFloatControlsProperties fc = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &fc};
+    g_vk.vkGetPhysicalDeviceProperties2(c->pd, &p2);
+    if (!fc.shaderDenormPreserveFloat16) { snprintf(why, cap, "f16 denormals not preserved"); return 0; }
     if (sg->subgroupSize != 32 || !(sg->supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
         !(sg->supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT)) {
         snprintf(why, cap, "subgroup size %u (the tile needs 32 with basic ops)", sg->subgroupSize);

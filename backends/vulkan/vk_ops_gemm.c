@@ -32,10 +32,12 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
     if (recipe == QGMM_RECIPE_BF16)
         pipe = c->coop_bf16 && a_unit && b_unit ? VKP_GEMM_COOP_BF16_KHR : VKP_GEMM;
     else if (qgmm_dtype_is_fp8(a->dtype) && qgmm_dtype_is_fp8(b->dtype) && a_unit && b_unit && c->gemm_path != VK_GEMM_TILED)
-        pipe = c->gemm_path == VK_GEMM_COOP_KHR ? VKP_GEMM_COOP_FP8_KHR : VKP_GEMM_COOP_FP8;
+        pipe = recipe == QGMM_RECIPE_FP8_ROWWISE
+                   ? (c->gemm_path == VK_GEMM_COOP_KHR ? VKP_GEMM_COOP_FP8_KHR : VKP_GEMM_COOP_FP8)
+                   : (c->gemm_path == VK_GEMM_COOP_KHR ? VKP_GEMM_COOP_FP8_BLK_KHR : VKP_GEMM_COOP_FP8_BLK);
     else
         pipe = qgmm_dtype_is_fp8(a->dtype) ? VKP_GEMM_FP8 : VKP_GEMM;
-    const int coop = pipe == VKP_GEMM_COOP_BF16_KHR || pipe == VKP_GEMM_COOP_FP8_KHR || pipe == VKP_GEMM_COOP_FP8;
+    const int coop = pipe != VKP_GEMM && pipe != VKP_GEMM_FP8;
     const int64_t GEMM_BM = coop ? GEMM_COOP_TILE : GEMM_TILE, GEMM_BN = GEMM_BM;
     if (offs->shape[0] > 1 && offs->strides[0] != 1)
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs: vulkan needs a contiguous i32 vector");
@@ -117,5 +119,8 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
     p[GM_TABLE] = (int64_t)c->scratch.addr;
     const int64_t row_tiles = mg ? (M + GEMM_BM - 1) / GEMM_BM + G : G * p[GM_NTI];
     p[GM_NWG] = row_tiles * p[GM_NTJ];
-    return vk_dispatch(c, pipe, p, QP_MAX, p[GM_NWG]);
+    if (!coop) return vk_dispatch(c, pipe, p, QP_MAX, p[GM_NWG]);
+    /* gemm_coopmat.comp's specialization constants (ids in its header) */
+    const int32_t spec[3] = {recipe, a->dtype, b->dtype};
+    return vk_dispatch_spec(c, pipe, spec, 3, p, QP_MAX, p[GM_NWG]);
 }

@@ -34,11 +34,43 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
-layout(local_size_x = 256) in;
+#extension GL_EXT_control_flow_attributes : require
+// QG_WARPS=4: 4 subgroups of 64x64 outputs (BF16 and rowwise builds: half the threads, twice
+// the MMAs per fragment load, two workgroups fit an SM); 8: 8 subgroups of 64x32 (the
+// promote builds, whose f32 totals double the accumulator registers).
+#ifndef QG_WARPS
+#define QG_WARPS 8
+#endif
+#if QG_PROMOTE && QG_WARPS != 8
+#error "the promote build loads one scale per lane: it needs BM + BN = 256 lanes"
+#endif
+#define NT (32 * QG_WARPS)  // lanes per workgroup
+#if QG_WARPS == 4
+#define NB 4  // 16-column fragments per subgroup
+#else
+#define NB 2
+#endif
+#define NF (4 * NB)                 // fragments per subgroup (4 rows of 16)
+layout(local_size_x = NT) in;
 
 #ifndef QG_BF16
 #define QG_BF16 0
 #endif
+// QG_PROMOTE=1: the blockwise / MX build (per-scale-block promotion into f32 registers);
+// 0: BF16 and FP8 rowwise, whose accumulators run over the whole depth.
+#ifndef QG_PROMOTE
+#define QG_PROMOTE 0
+#endif
+// Specialization constants (set by vk_ops_gemm.c from the parameters it also passes):
+// folded at pipeline creation, so the driver compiles the fp8 decode and the epilogue for
+// the actual recipe and formats instead of every combination (FP8 rowwise: 10 -> 60
+// TFLOP/s on the H100). The grouping kind and the operand layouts stay runtime values:
+// as specialization constants, the NVIDIA 580 driver left whole K-grouped output tiles
+// unwritten (root cause not found; see docs/backends-vulkan.md).
+layout(constant_id = 0) const int SC_RECIPE = 0;
+layout(constant_id = 1) const int SC_AFMT = 4;    // fp8 dtype ids (bf16 build: unused)
+layout(constant_id = 2) const int SC_BFMT = 4;
+
 #define BM 128
 #define BN 128
 #define BK 32
@@ -58,16 +90,17 @@ shared float scB[2 * BN];
 #define R_MX 3
 #if QG_BF16
 #define CH 8      // elements per 16-byte chunk
-#define NCH 2     // chunks per lane per operand and step: 128*32*2 B / 16 B / 256 lanes
 #else
 #define CH 16
-#define NCH 1
 #endif
+#define NCH (BM * BK / CH / NT)  // chunks per lane per operand and step
 
+#if !QG_BF16
 // One fp8 byte -> f16 bits, exact (QGMM codec semantics of kernels/qgmm_fp8_codec.h).
 // e4m3fn: normals re-bias the exponent (+8), subnormals m*2^-9 become f16 normals, 0x7F/0xFF
 // are NaN. e4m3fnuz: the same values at half the magnitude (bias 8), 0x80 is the only NaN,
-// no negative zero. e5m2 is f16 with the low byte cut off.
+// no negative zero. e5m2 is f16 with the low byte cut off. The reference for fp8x4_to_h16
+// and the path for words holding a NaN.
 uint fp8_to_h16(uint b, int fmt)
 {
     if (fmt == DT_E5M2) return b << 8;
@@ -82,7 +115,31 @@ uint fp8_to_h16(uint b, int fmt)
     if (m == 0x7Fu) h = 0x7E00u;
     return ((b & 0x80u) << 8) | h;
 }
-uint fp8x2_to_h16x2(uint w, int fmt) { return fp8_to_h16(w & 0xFFu, fmt) | (fp8_to_h16((w >> 8) & 0xFFu, fmt) << 16); }
+
+// Two bytes in the low bytes of 16-bit lanes -> two f16. The magnitude bits shifted into
+// f16 position read as an f16 2^(15-bias) too small, for normals and subnormals alike (an
+// e4m3 subnormal m*2^-9 lands on the f16 subnormal m*2^-17); one exact f16 multiply by a
+// power of two restores it. Needs f16 denormals preserved (vk_coop.c checks the device).
+uint e4m3_pair(uint p, float16_t k)
+{
+    const f16vec2 v = unpackFloat2x16((p & 0x007F007Fu) << 7) * k;
+    return packFloat2x16(v) | ((p & 0x00800080u) << 8);
+}
+
+// 4 fp8 bytes -> 4 f16 (as 2 words), exact; a word holding a NaN byte takes the byte path.
+uvec2 fp8x4_to_h16(uint w, int fmt)
+{
+    if (fmt == DT_E5M2)
+        return uvec2(((w & 0xFFu) << 8) | ((w & 0xFF00u) << 16), ((w >> 8) & 0xFF00u) | (w & 0xFF000000u));
+    const uint x = fmt == DT_E4M3FNUZ ? w ^ 0x80808080u : (w & 0x7F7F7F7Fu) ^ 0x7F7F7F7Fu;
+    if (((x - 0x01010101u) & ~x & 0x80808080u) != 0u)  // some byte is this format's NaN
+        return uvec2(fp8_to_h16(w & 0xFFu, fmt) | (fp8_to_h16((w >> 8) & 0xFFu, fmt) << 16),
+                     fp8_to_h16((w >> 16) & 0xFFu, fmt) | (fp8_to_h16(w >> 24, fmt) << 16));
+    const float16_t k = fmt == DT_E4M3FNUZ ? float16_t(128.0) : float16_t(256.0);
+    return uvec2(e4m3_pair((w & 0xFFu) | ((w & 0xFF00u) << 8), k),
+                 e4m3_pair(((w >> 16) & 0xFFu) | ((w >> 8) & 0xFF0000u), k));
+}
+#endif
 
 // One operand's staging geometry. kc: the operand's contiguous dim is the GEMM depth.
 struct Opnd {
@@ -97,7 +154,7 @@ struct Opnd {
 // and 16-byte aligned is one load; any other chunk goes element by element.
 uvec4 load_chunk(Opnd op, int q, int64_t o0, int64_t x0, int64_t ohi, int64_t xhi)
 {
-    const int c = int(gl_LocalInvocationID.x) + 256 * q;
+    const int c = int(gl_LocalInvocationID.x) + NT * q;
     const int runlen = op.kc ? BK / CH : BM / CH;  // chunks per run
     const int64_t o = o0 + c / runlen, x = x0 + (c % runlen) * CH;
     if (o >= ohi) return uvec4(0);
@@ -116,17 +173,15 @@ uvec4 load_chunk(Opnd op, int q, int64_t o0, int64_t x0, int64_t ohi, int64_t xh
 // Writes chunk q (as loaded) into the shared tile of `which` (0 A, 1 B) in stage st.
 void store_chunk(int which, int st, bool kc, int q, uvec4 v, int fmt)
 {
-    const int c = int(gl_LocalInvocationID.x) + 256 * q;
+    const int c = int(gl_LocalInvocationID.x) + NT * q;
     const int runlen = kc ? BK / CH : BM / CH;
     const int run = c / runlen, part = c % runlen;
     const int base = (2 * st + which) * TILE_U4 + run * (kc ? PITCH_KC : PITCH_OC);
 #if QG_BF16
     tiles[base + part] = v;
 #else
-    tiles[base + 2 * part] = uvec4(fp8x2_to_h16x2(v.x, fmt), fp8x2_to_h16x2(v.x >> 16, fmt),
-                                   fp8x2_to_h16x2(v.y, fmt), fp8x2_to_h16x2(v.y >> 16, fmt));
-    tiles[base + 2 * part + 1] = uvec4(fp8x2_to_h16x2(v.z, fmt), fp8x2_to_h16x2(v.z >> 16, fmt),
-                                       fp8x2_to_h16x2(v.w, fmt), fp8x2_to_h16x2(v.w >> 16, fmt));
+    tiles[base + 2 * part] = uvec4(fp8x4_to_h16(v.x, fmt), fp8x4_to_h16(v.y, fmt));
+    tiles[base + 2 * part + 1] = uvec4(fp8x4_to_h16(v.z, fmt), fp8x4_to_h16(v.w, fmt));
 #endif
 }
 
@@ -138,10 +193,27 @@ float e8m0f(uint64_t base, int64_t byteoff, int64_t stride)
 #define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 #define FRAG fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 
+// Fragment element -> (row, col) map, implementation-defined: load a 16x16 matrix holding
+// r*16+c through this subgroup's part of the tile memory and read back what each lane got.
+// A 16x16 fragment over 32 lanes holds 8 elements per lane (length() would be a
+// spec-constant op, which the KHR rewrite does not carry over).
+void load_idmap(uint sg, uint lane, out int rc[8])
+{
+    for (int e = int(lane); e < 64; e += 32)
+        tiles[sg * (64u * NB) + uint(e)] = uvec4(floatBitsToUint(float(4 * e)), floatBitsToUint(float(4 * e + 1)),
+                                           floatBitsToUint(float(4 * e + 2)), floatBitsToUint(float(4 * e + 3)));
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    ACC idmap;
+    coopMatLoadNV(idmap, tiles, sg * (64u * NB), 4u, false);
+    [[unroll]] for (int i = 0; i < 8; ++i) rc[i] = int(idmap[i]);
+    subgroupBarrier();
+}
+
 void main()
 {
     const int tid = int(gl_LocalInvocationID.x);
-    const int kind = PI(GM_KIND), recipe = PI(GM_RECIPE);
+    const int kind = PI(GM_KIND), recipe = SC_RECIPE;
     const uint64_t table = PA(GM_TABLE);
     if (tab_bad(table)) return;
     const int64_t G = P(GM_G), ntj = P(GM_NTJ);
@@ -176,7 +248,7 @@ void main()
         c1 = tab_get(table, g, 1);
     }
     const int64_t j0 = tj * BN, j1 = min(j0 + BN, P(GM_COLS));
-    const int afmt = PI(GM_ADT), bfmt = PI(GM_BDT);
+    const int afmt = SC_AFMT, bfmt = SC_BFMT;
 
     // ---- operand geometry: A is (rows i, depth c), B is (depth c, cols j)
     Opnd A, B;
@@ -215,40 +287,68 @@ void main()
     const int64_t sSAg = P(GM_SAG), sSAi = P(GM_SAI), sSAc = P(GM_SAC);
     const int64_t sSBg = P(GM_SBG), sSBj = P(GM_SBJ), sSBc = P(GM_SBC), sbjdiv = max(P(GM_SBJDIV), 1l);
     const int64_t sastride = P(GM_SASTRIDE), sbstride = P(GM_SBSTRIDE);
-    const bool promote_blocks = recipe == R_BLOCKWISE || recipe == R_MX;
+    const bool promote_blocks = QG_PROMOTE != 0;
     const int64_t bd = recipe == R_BLOCKWISE ? 128 : 32;  // depth of one scale block
 
-    // ---- fragment element -> (row, col) map: load a matrix holding r*16+c
     const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-    const int wm = int(sg) / 4, wn = int(sg) % 4;
-    for (int e = int(lane); e < 64; e += 32)
-        tiles[sg * 64u + uint(e)] = uvec4(floatBitsToUint(float(4 * e)), floatBitsToUint(float(4 * e + 1)),
-                                          floatBitsToUint(float(4 * e + 2)), floatBitsToUint(float(4 * e + 3)));
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
-    ACC idmap;
-    coopMatLoadNV(idmap, tiles, sg * 64u, 4u, false);
-    // A 16x16 fragment spread over 32 lanes holds 8 elements per lane. (length() would be
-    // a spec-constant op, which the KHR rewrite does not carry over.)
+    const int wm = int(sg) / (QG_WARPS / 2), wn = int(sg) % (QG_WARPS / 2);  // rows wm*64, cols wn*16*NB
     const int flen = 8;
     int rc[8];
-    for (int i = 0; i < 8; ++i) rc[i] = int(idmap[i]);
-
-    ACC acc[8];
-    for (int f = 0; f < 8; ++f) acc[f] = ACC(0.0);
-    float tot[64];
-    for (int e = 0; e < 64; ++e) tot[e] = 0.0;
+#if QG_PROMOTE
+    load_idmap(sg, lane, rc);
+#endif
+    ACC acc[NF];
+    [[unroll]] for (int f = 0; f < NF; ++f) acc[f] = ACC(0.0);
+#if QG_PROMOTE
+    float tot[NF * 8];
+    [[unroll]] for (int e = 0; e < NF * 8; ++e) tot[e] = 0.0;
+#endif
     barrier();
 
     // ---- prologue: stage step 0
     const int nsteps = int((c1 - c0 + BK - 1) / BK);
-    uvec4 pa[NCH], pb[NCH];
+    const uint64_t aadv = uint64_t(A.kc ? BK * A.es : BK * A.ostride * A.es);
+    const uint64_t badv = uint64_t(B.kc ? BK * B.es : BK * B.ostride * B.es);
+    // Lane chunk q covers run run0 + q*RS of the tile (runs: rows if K-contiguous, depth
+    // steps otherwise) at offset part*CH along the contiguous dim; its address is the lane's
+    // q = 0 address (advanced by one step per step) plus q * RS runs. Little per-lane state:
+    // per-chunk arrays and structs end up in local memory on the driver.
+    const int a_rl = A.kc ? BK / CH : BM / CH, b_rl = B.kc ? BK / CH : BN / CH;  // chunks per run
+    const int a_run0 = tid / a_rl, a_part = tid % a_rl, b_run0 = tid / b_rl, b_part = tid % b_rl;
+    const int a_rs = NT / a_rl, b_rs = NT / b_rl;
+    const uint64_t a_qs = uint64_t(a_rs * A.ostride * A.es), b_qs = uint64_t(b_rs * B.ostride * B.es);
+    uint64_t a_addr = A.base + uint64_t((A_O0(c0) + a_run0) * A.ostride + A_X0(c0) + a_part * CH) * uint64_t(A.es);
+    uint64_t b_addr = B.base + uint64_t((B_O0(c0) + b_run0) * B.ostride + B_X0(c0) + b_part * CH) * uint64_t(B.es);
+    const bool a_al = (a_addr & 15ul) == 0ul && (aadv & 15ul) == 0ul && (a_qs & 15ul) == 0ul;
+    const bool b_al = (b_addr & 15ul) == 0ul && (badv & 15ul) == 0ul && (b_qs & 15ul) == 0ul;
+#if NCH == 1
+#define FOR_CHUNKS(M) M(0)
+#elif NCH == 2
+#define FOR_CHUNKS(M) M(0) M(1)
+#else
+#define FOR_CHUNKS(M) M(0) M(1) M(2) M(3)
+#endif
+#define CHUNK_DECL(q) uvec4 pa##q, pb##q;
+    // kf: depth of the step being fetched
+#define CHUNK_FETCH(q)                                                                          \
+    {                                                                                           \
+        const int64_t ao = A_O0(kf) + a_run0 + q * a_rs, ax = A_X0(kf) + a_part * CH;             \
+        if (a_al && ao < A_OHI && ax + CH <= A_XHI) pa##q = QV16(a_addr + uint64_t(q) * a_qs).v;  \
+        else pa##q = load_chunk(A, q, A_O0(kf), A_X0(kf), A_OHI, A_XHI);                        \
+        const int64_t bo = B_O0(kf) + b_run0 + q * b_rs, bx = B_X0(kf) + b_part * CH;             \
+        if (b_al && bo < B_OHI && bx + CH <= B_XHI) pb##q = QV16(b_addr + uint64_t(q) * b_qs).v;  \
+        else pb##q = load_chunk(B, q, B_O0(kf), B_X0(kf), B_OHI, B_XHI);                        \
+    }
+#define CHUNK_STORE(q)                              \
+    store_chunk(0, cur, A.kc, q, pa##q, afmt);       \
+    store_chunk(1, cur, B.kc, q, pb##q, bfmt);
+    FOR_CHUNKS(CHUNK_DECL)
     float psa = 1.0, psb = 1.0;
     if (nsteps > 0) {
-        for (int q = 0; q < NCH; ++q) {
-            pa[q] = load_chunk(A, q, A_O0(c0), A_X0(c0), A_OHI, A_XHI);
-            pb[q] = load_chunk(B, q, B_O0(c0), B_X0(c0), B_OHI, B_XHI);
-        }
+        const int64_t kf = c0;
+        FOR_CHUNKS(CHUNK_FETCH)
+        a_addr += aadv;
+        b_addr += badv;
     }
 
     for (int s = 0; s <= nsteps; ++s) {
@@ -257,7 +357,7 @@ void main()
         // stage step s (loaded during step s-1) and its scales; then start step s+1's loads
         if (s < nsteps) {
             if (promote_blocks) {
-                if (tid < BM) {
+                if (tid < BM) {  // (the promote build has NT = BM + BN lanes)
                     const int64_t gi = min(i0 + tid, i1 - 1);
                     psa = recipe == R_BLOCKWISE
                         ? uintBitsToFloat(ld_u32(SA, gi * sSAi + (kc / 128) * sSAc))
@@ -271,24 +371,23 @@ void main()
                     scB[cur * BN + tid - BM] = psb;
                 }
             }
-            for (int q = 0; q < NCH; ++q) {
-                store_chunk(0, cur, A.kc, q, pa[q], afmt);
-                store_chunk(1, cur, B.kc, q, pb[q], bfmt);
-            }
+            FOR_CHUNKS(CHUNK_STORE)
         }
         barrier();
         if (s == nsteps) break;
         if (s + 1 < nsteps) {
-            const int64_t kn = kc + BK;
-            for (int q = 0; q < NCH; ++q) {
-                pa[q] = load_chunk(A, q, A_O0(kn), A_X0(kn), A_OHI, A_XHI);
-                pb[q] = load_chunk(B, q, B_O0(kn), B_X0(kn), B_OHI, B_XHI);
-            }
+            const int64_t kf = kc + BK;
+            FOR_CHUNKS(CHUNK_FETCH)
+            a_addr += aadv;
+            b_addr += badv;
         }
         // ---- MMAs of step s from stage cur
         const uint ta = uint((2 * cur) * TILE_U4), tb = uint((2 * cur + 1) * TILE_U4);
-        for (int ks = 0; ks < BK; ks += 16) {
+        [[unroll]] for (int ks = 0; ks < BK; ks += 16) {
             FRAG a0, a1, a2, a3, b0, b1;
+#if NB == 4
+            FRAG b2, b3;
+#endif
             if (A.kc) {  // tile [row][depth]: row-major
                 const uint e = ta + uint(wm * 64) * PITCH_KC + uint(ks / 8);
                 coopMatLoadNV(a0, tiles, e, PITCH_KC, false);
@@ -303,65 +402,91 @@ void main()
                 coopMatLoadNV(a3, tiles, e + 6, PITCH_OC, true);
             }
             if (B.kc) {  // tile [col][depth]: B (depth x col) is column-major
-                const uint e = tb + uint(wn * 32) * PITCH_KC + uint(ks / 8);
+                const uint e = tb + uint(wn * 16 * NB) * PITCH_KC + uint(ks / 8);
                 coopMatLoadNV(b0, tiles, e, PITCH_KC, true);
                 coopMatLoadNV(b1, tiles, e + 16 * PITCH_KC, PITCH_KC, true);
+#if NB == 4
+                coopMatLoadNV(b2, tiles, e + 32 * PITCH_KC, PITCH_KC, true);
+                coopMatLoadNV(b3, tiles, e + 48 * PITCH_KC, PITCH_KC, true);
+#endif
             } else {     // tile [depth][col]: row-major
-                const uint e = tb + uint(ks) * PITCH_OC + uint(wn * 32 / 8);
+                const uint e = tb + uint(ks) * PITCH_OC + uint(wn * 16 * NB / 8);
                 coopMatLoadNV(b0, tiles, e, PITCH_OC, false);
                 coopMatLoadNV(b1, tiles, e + 2, PITCH_OC, false);
+#if NB == 4
+                coopMatLoadNV(b2, tiles, e + 4, PITCH_OC, false);
+                coopMatLoadNV(b3, tiles, e + 6, PITCH_OC, false);
+#endif
             }
-            acc[0] = coopMatMulAddNV(a0, b0, acc[0]);
-            acc[1] = coopMatMulAddNV(a0, b1, acc[1]);
-            acc[2] = coopMatMulAddNV(a1, b0, acc[2]);
-            acc[3] = coopMatMulAddNV(a1, b1, acc[3]);
-            acc[4] = coopMatMulAddNV(a2, b0, acc[4]);
-            acc[5] = coopMatMulAddNV(a2, b1, acc[5]);
-            acc[6] = coopMatMulAddNV(a3, b0, acc[6]);
-            acc[7] = coopMatMulAddNV(a3, b1, acc[7]);
+#if NB == 4
+#define MMA_ROW(fm, a) \
+            acc[fm * 4] = coopMatMulAddNV(a, b0, acc[fm * 4]);         \
+            acc[fm * 4 + 1] = coopMatMulAddNV(a, b1, acc[fm * 4 + 1]); \
+            acc[fm * 4 + 2] = coopMatMulAddNV(a, b2, acc[fm * 4 + 2]); \
+            acc[fm * 4 + 3] = coopMatMulAddNV(a, b3, acc[fm * 4 + 3]);
+#else
+#define MMA_ROW(fm, a) \
+            acc[fm * 2] = coopMatMulAddNV(a, b0, acc[fm * 2]);         \
+            acc[fm * 2 + 1] = coopMatMulAddNV(a, b1, acc[fm * 2 + 1]);
+#endif
+            MMA_ROW(0, a0)
+            MMA_ROW(1, a1)
+            MMA_ROW(2, a2)
+            MMA_ROW(3, a3)
         }
+#if QG_PROMOTE
         // ---- promote at the end of a scale block (or of the depth)
-        if (promote_blocks && ((kc + BK - c0) % bd == 0 || s + 1 == nsteps)) {
-            for (int f = 0; f < 8; ++f) {
-                const int rb = wm * 64 + (f / 2) * 16, cb = wn * 32 + (f % 2) * 16;
-                for (int i = 0; i < flen; ++i)
+        if ((kc + BK - c0) % bd == 0 || s + 1 == nsteps) {
+            [[unroll]] for (int f = 0; f < NF; ++f) {
+                const int rb = wm * 64 + (f / NB) * 16, cb = wn * 16 * NB + (f % NB) * 16;
+                [[unroll]] for (int i = 0; i < flen; ++i)
                     tot[f * 8 + i] += (scA[cur * BM + rb + rc[i] / 16] * scB[cur * BN + cb + rc[i] % 16]) * acc[f][i];
                 acc[f] = ACC(0.0);
             }
         }
+#endif
     }
 
     // ---- epilogue: per subgroup, one 16-row strip (2 fragments) at a time through its own
     // part of the (now free) tile memory, then 16 contiguous outputs per lane
     barrier();
+#if !QG_PROMOTE
+    load_idmap(sg, lane, rc);
+#endif
     const int odt = PI(GM_ODT);
     const int64_t sOi = P(GM_OI), sOj = P(GM_OJ);
     const int oes = odt == DT_BF16 ? 2 : 4;
     const uint64_t OUT = PA(GM_OUT) + uint64_t(g * P(GM_OG) * oes);
-    const uint strip = sg * 128u;  // 16 x 32 f32 = 128 uvec4 per subgroup
-    for (int fm = 0; fm < 4; ++fm) {
-        for (int fn = 0; fn < 2; ++fn) {
-            const int f = fm * 2 + fn;
-            for (int i = 0; i < flen; ++i) {
-                const float v = promote_blocks ? tot[f * 8 + i] : acc[f][i];
+    const uint strip = sg * (64u * NB);  // 16 rows x 16*NB f32 per subgroup
+    [[unroll]] for (int fm = 0; fm < 4; ++fm) {
+        [[unroll]] for (int fn = 0; fn < NB; ++fn) {
+            const int f = fm * NB + fn;
+            [[unroll]] for (int i = 0; i < flen; ++i) {
+#if QG_PROMOTE
+                const float v = tot[f * 8 + i];
+#else
+                const float v = acc[f][i];
+#endif
                 const int r = rc[i] / 16, cc = fn * 16 + rc[i] % 16;
-                tiles[strip + uint(r * 8 + cc / 4)][cc % 4] = floatBitsToUint(v);
+                tiles[strip + uint(r * 4 * NB + cc / 4)][cc % 4] = floatBitsToUint(v);
             }
         }
         subgroupMemoryBarrierShared();
         subgroupBarrier();
-        const int r = int(lane) / 2, cbase = (int(lane) % 2) * 16;
-        const int64_t gi = i0 + wm * 64 + fm * 16 + r, gj0 = j0 + wn * 32 + cbase;
+        // lane: row lane/2, 16-column pieces (lane%2) + 2p
+        [[unroll]] for (int piece = 0; piece < NB / 2; ++piece) {
+        const int r = int(lane) / 2, cbase = (int(lane) % 2 + 2 * piece) * 16;
+        const int64_t gi = i0 + wm * 64 + fm * 16 + r, gj0 = j0 + wn * 16 * NB + cbase;
         if (gi < i1 && gj0 < j1) {
             float v[16];
-            for (int k = 0; k < 4; ++k) {
-                const uvec4 w = tiles[strip + uint(r * 8 + cbase / 4 + k)];
+            [[unroll]] for (int k = 0; k < 4; ++k) {
+                const uvec4 w = tiles[strip + uint(r * 4 * NB + cbase / 4 + k)];
                 v[4 * k] = uintBitsToFloat(w.x); v[4 * k + 1] = uintBitsToFloat(w.y);
                 v[4 * k + 2] = uintBitsToFloat(w.z); v[4 * k + 3] = uintBitsToFloat(w.w);
             }
             if (recipe == R_ROWWISE) {
                 const float ra = uintBitsToFloat(ld_u32(SA, g * sSAg + gi * sSAi));
-                for (int k = 0; k < 16; ++k)
+                [[unroll]] for (int k = 0; k < 16; ++k)
                     if (gj0 + k < j1) v[k] = v[k] * ra * uintBitsToFloat(ld_u32(SB, g * sSBg + (gj0 + k) * sSBj));
             }
             const int64_t oi = gi * sOi + gj0 * sOj;
@@ -369,23 +494,24 @@ void main()
             if (sOj == 1 && gj0 + 16 <= j1 && (oaddr & 15ul) == 0ul) {
                 if (odt == DT_BF16) {
                     uint h[8];
-                    for (int k = 0; k < 8; ++k)
+                    [[unroll]] for (int k = 0; k < 8; ++k)
                         h[k] = f32_to_bf16(floatBitsToUint(v[2 * k])) | (f32_to_bf16(floatBitsToUint(v[2 * k + 1])) << 16);
                     QV16(oaddr).v = uvec4(h[0], h[1], h[2], h[3]);
                     QV16(oaddr + 16ul).v = uvec4(h[4], h[5], h[6], h[7]);
                 } else {
-                    for (int k = 0; k < 4; ++k)
+                    [[unroll]] for (int k = 0; k < 4; ++k)
                         QV16(oaddr + uint64_t(16 * k)).v = uvec4(floatBitsToUint(v[4 * k]), floatBitsToUint(v[4 * k + 1]),
                                                                  floatBitsToUint(v[4 * k + 2]), floatBitsToUint(v[4 * k + 3]));
                 }
             } else {
-                for (int k = 0; k < 16; ++k) {
+                [[unroll]] for (int k = 0; k < 16; ++k) {
                     if (gj0 + k >= j1) break;
                     const int64_t o = oi + k * sOj;
                     if (odt == DT_BF16) st_u16(OUT, o, f32_to_bf16(floatBitsToUint(v[k])));
                     else st_u32(OUT, o, floatBitsToUint(v[k]));
                 }
             }
+        }
         }
         subgroupMemoryBarrierShared();
         subgroupBarrier();
