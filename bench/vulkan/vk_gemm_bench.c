@@ -130,6 +130,7 @@ static double run(qgmm_context *ctx, const shape *s, const host *h, int recipe, 
     }
     OK(qgmm_buffer_alloc(ctx, sizeof(uint16_t) * (size_t)o_elems, &bout));
     OK(qgmm_buffer_fill(bout, 0, sizeof(uint16_t) * (size_t)o_elems, 0xFF)); /* poison: NaN */
+    if (getenv("VK_GEMM_BENCH_POISON7F")) OK(qgmm_buffer_fill(bout, 0, sizeof(uint16_t) * (size_t)o_elems, 0x7F));
     if (kg) { sh[0] = E; sh[1] = N; sh[2] = K; } else { sh[0] = M; sh[1] = N; }
     tout = qgmm_tensor_make(bout, 0, QGMM_BF16, kg ? 3 : 2, sh);
     qgmm_grouped_gemm_params p = {kg ? QGMM_GEMM_K_GROUPED : QGMM_GEMM_M_GROUPED, (qgmm_recipe)recipe};
@@ -261,6 +262,37 @@ int main(int argc, char **argv)
             /* compare the rows the groups cover (M-grouped: up to offs[E-1]; K-grouped: all) */
             const int64_t n = kg ? E * N * K : (int64_t)h.offs[E - 1] * N;
             double num = 0, den = 0;
+            for (int pi = 0; pi < 2; ++pi) { /* NaN = an output the GEMM did not write (poison) */
+                int64_t nan = 0, first = -1;
+                for (int64_t i = 0; i < n; ++i)
+                    if (isnan(bf16f(out[pi][i]))) { nan++; if (first < 0) first = i; }
+                if (nan) {
+                    fprintf(stderr, "%s %s: %lld NaN outputs, first at element %lld (row %lld, col %lld)\n",
+                            paths[pi], rname[r], (long long)nan, (long long)first,
+                            (long long)(first / (kg ? K : N)), (long long)(first % (kg ? K : N)));
+                    if (kg)
+                        for (int64_t g = 0; g < E; ++g) {
+                            int64_t ng = 0;
+                            for (int64_t i = g * N * K; i < (g + 1) * N * K; ++i) ng += isnan(bf16f(out[pi][i]));
+                            fprintf(stderr, "  group %lld: tokens [%d, %d), %lld NaN\n", (long long)g,
+                                    g ? h.offs[g - 1] : 0, h.offs[g], (long long)ng);
+                            if (g == 0 && N <= 512 && K <= 512) /* map of 16x16 blocks: '#' has a NaN */
+                                for (int64_t bi = 0; bi < N / 16; ++bi) {
+                                    char line[40];
+                                    int64_t nb2 = K / 16 < 39 ? K / 16 : 39;
+                                    for (int64_t bj = 0; bj < nb2; ++bj) {
+                                        int any = 0;
+                                        for (int64_t ii = 0; ii < 16 && !any; ++ii)
+                                            for (int64_t jj = 0; jj < 16 && !any; ++jj)
+                                                any = isnan(bf16f(out[pi][(bi * 16 + ii) * K + bj * 16 + jj]));
+                                        line[bj] = any ? '#' : '.';
+                                    }
+                                    line[nb2] = 0;
+                                    fprintf(stderr, "    %s\n", line);
+                                }
+                        }
+                }
+            }
             for (int64_t i = 0; i < n; ++i) {
                 const double x = bf16f(out[0][i]), y = bf16f(out[1][i]);
                 num += (x - y) * (x - y);
