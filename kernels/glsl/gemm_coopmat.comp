@@ -41,11 +41,14 @@
 #ifndef QG_WARPS
 #define QG_WARPS 8
 #endif
-#if QG_PROMOTE && QG_WARPS != 8
-#error "the promote build loads one scale per lane: it needs BM + BN = 256 lanes"
-#endif
 #define NT (32 * QG_WARPS)  // lanes per workgroup
-#if QG_WARPS == 4
+// QG_BN=64 (with QG_WARPS=4): a 128x64 tile of 4 subgroups of 64x32, two workgroups per SM
+// with their own barriers. Measured on the H100 (BF16): 50-56 TFLOP/s against 117-133 for
+// the 128x128 tile of 8 subgroups, so no build uses it; kept as the tile-shape knob.
+#ifndef QG_BN
+#define QG_BN 128
+#endif
+#if QG_WARPS == 4 && QG_BN == 128
 #define NB 4  // 16-column fragments per subgroup
 #else
 #define NB 2
@@ -72,15 +75,25 @@ layout(constant_id = 1) const int SC_AFMT = 4;    // fp8 dtype ids (bf16 build: 
 layout(constant_id = 2) const int SC_BFMT = 4;
 
 #define BM 128
-#define BN 128
+#define BN QG_BN
+#if QG_PROMOTE && (QG_WARPS != 8 || QG_BN != 128)
+#error "the promote build loads one scale per lane: it needs BM + BN = 256 lanes"
+#endif
 #define BK 32
 // Shared tiles in 16-byte units (8 halves). K-contiguous operand: BM rows x (BK+8) halves;
 // outer-contiguous operand: BK rows x (BM+8) halves. The +8 halves keep the 8 rows an
 // ldmatrix-style fragment load touches on distinct banks.
 #define PITCH_KC 5     // (BK + 8) / 8
 #define PITCH_OC 17    // (BM + 8) / 8
-#define TILE_U4 640    // max(BM * PITCH_KC, BK * PITCH_OC)
-shared uvec4 tiles[4 * TILE_U4];  // [stage 0 A, stage 0 B, stage 1 A, stage 1 B]
+#define PITCH_OCB ((BN + 8) / 8)
+#define TILE_U4 640    // A: max(BM * PITCH_KC, BK * PITCH_OC)
+#if QG_BN == 128
+#define TILE_B_U4 640
+#else
+#define TILE_B_U4 320  // max(BN * PITCH_KC, BK * PITCH_OCB)
+#endif
+#define STAGE_U4 (TILE_U4 + TILE_B_U4)
+shared uvec4 tiles[2 * STAGE_U4];  // [stage 0: A, B | stage 1: A, B]
 shared float scA[2 * BM];         // per stage: scale of each row / column for the step
 shared float scB[2 * BN];
 
@@ -93,7 +106,8 @@ shared float scB[2 * BN];
 #else
 #define CH 16
 #endif
-#define NCH (BM * BK / CH / NT)  // chunks per lane per operand and step
+#define NCH (BM * BK / CH / NT)    // chunks per lane and step of A
+#define NCHB (BN * BK / CH / NT)   // ... of B
 
 #if !QG_BF16
 // One fp8 byte -> f16 bits, exact (QGMM codec semantics of kernels/qgmm_fp8_codec.h).
@@ -146,6 +160,7 @@ struct Opnd {
     uint64_t base;   // element (0, 0) of this operand (group offset applied)
     int64_t ostride; // elements between consecutive outer indices (rows if kc, depth if !kc)
     int es;          // element size
+    int ext;         // tile extent along the rows / cols (BM for A, BN for B)
     bool kc;
 };
 
@@ -155,7 +170,7 @@ struct Opnd {
 uvec4 load_chunk(Opnd op, int q, int64_t o0, int64_t x0, int64_t ohi, int64_t xhi)
 {
     const int c = int(gl_LocalInvocationID.x) + NT * q;
-    const int runlen = op.kc ? BK / CH : BM / CH;  // chunks per run
+    const int runlen = op.kc ? BK / CH : op.ext / CH;  // chunks per run
     const int64_t o = o0 + c / runlen, x = x0 + (c % runlen) * CH;
     if (o >= ohi) return uvec4(0);
     const uint64_t addr = op.base + uint64_t(o * op.ostride + x) * uint64_t(op.es);
@@ -174,9 +189,9 @@ uvec4 load_chunk(Opnd op, int q, int64_t o0, int64_t x0, int64_t ohi, int64_t xh
 void store_chunk(int which, int st, bool kc, int q, uvec4 v, int fmt)
 {
     const int c = int(gl_LocalInvocationID.x) + NT * q;
-    const int runlen = kc ? BK / CH : BM / CH;
+    const int runlen = kc ? BK / CH : (which == 0 ? BM : BN) / CH;
     const int run = c / runlen, part = c % runlen;
-    const int base = (2 * st + which) * TILE_U4 + run * (kc ? PITCH_KC : PITCH_OC);
+    const int base = st * STAGE_U4 + which * TILE_U4 + run * (kc ? PITCH_KC : (which == 0 ? PITCH_OC : PITCH_OCB));
 #if QG_BF16
     tiles[base + part] = v;
 #else
@@ -254,6 +269,8 @@ void main()
     Opnd A, B;
     A.es = QG_BF16 != 0 ? 2 : 1;
     B.es = A.es;
+    A.ext = BM;
+    B.ext = BN;
     A.kc = PI(GM_AC) == 1;
     B.kc = PI(GM_BC) == 1;
     A.base = PA(GM_A);
@@ -322,26 +339,37 @@ void main()
     const bool a_al = (a_addr & 15ul) == 0ul && (aadv & 15ul) == 0ul && (a_qs & 15ul) == 0ul;
     const bool b_al = (b_addr & 15ul) == 0ul && (badv & 15ul) == 0ul && (b_qs & 15ul) == 0ul;
 #if NCH == 1
-#define FOR_CHUNKS(M) M(0)
+#define FOR_CHUNKS_A(M) M(0)
 #elif NCH == 2
-#define FOR_CHUNKS(M) M(0) M(1)
+#define FOR_CHUNKS_A(M) M(0) M(1)
 #else
-#define FOR_CHUNKS(M) M(0) M(1) M(2) M(3)
+#define FOR_CHUNKS_A(M) M(0) M(1) M(2) M(3)
 #endif
-#define CHUNK_DECL(q) uvec4 pa##q, pb##q;
+#if NCHB == 1
+#define FOR_CHUNKS_B(M) M(0)
+#elif NCHB == 2
+#define FOR_CHUNKS_B(M) M(0) M(1)
+#else
+#define FOR_CHUNKS_B(M) M(0) M(1) M(2) M(3)
+#endif
+#define CHUNK_DECL_A(q) uvec4 pa##q;
+#define CHUNK_DECL_B(q) uvec4 pb##q;
     // kf: depth of the step being fetched
-#define CHUNK_FETCH(q)                                                                          \
+#define CHUNK_FETCH_A(q)                                                                        \
     {                                                                                           \
         const int64_t ao = A_O0(kf) + a_run0 + q * a_rs, ax = A_X0(kf) + a_part * CH;             \
         if (a_al && ao < A_OHI && ax + CH <= A_XHI) pa##q = QV16(a_addr + uint64_t(q) * a_qs).v;  \
         else pa##q = load_chunk(A, q, A_O0(kf), A_X0(kf), A_OHI, A_XHI);                        \
+    }
+#define CHUNK_FETCH_B(q)                                                                        \
+    {                                                                                           \
         const int64_t bo = B_O0(kf) + b_run0 + q * b_rs, bx = B_X0(kf) + b_part * CH;             \
         if (b_al && bo < B_OHI && bx + CH <= B_XHI) pb##q = QV16(b_addr + uint64_t(q) * b_qs).v;  \
         else pb##q = load_chunk(B, q, B_O0(kf), B_X0(kf), B_OHI, B_XHI);                        \
     }
-#define CHUNK_STORE(q)                              \
-    store_chunk(0, cur, A.kc, q, pa##q, afmt);       \
-    store_chunk(1, cur, B.kc, q, pb##q, bfmt);
+#define CHUNK_STORE_A(q) store_chunk(0, cur, A.kc, q, pa##q, afmt);
+#define CHUNK_STORE_B(q) store_chunk(1, cur, B.kc, q, pb##q, bfmt);
+#define FOR_CHUNKS(M) FOR_CHUNKS_A(M##_A) FOR_CHUNKS_B(M##_B)
     FOR_CHUNKS(CHUNK_DECL)
     float psa = 1.0, psb = 1.0;
     if (nsteps > 0) {
@@ -382,7 +410,7 @@ void main()
             b_addr += badv;
         }
         // ---- MMAs of step s from stage cur
-        const uint ta = uint((2 * cur) * TILE_U4), tb = uint((2 * cur + 1) * TILE_U4);
+        const uint ta = uint(cur * STAGE_U4), tb = uint(cur * STAGE_U4 + TILE_U4);
         [[unroll]] for (int ks = 0; ks < BK; ks += 16) {
             FRAG a0, a1, a2, a3, b0, b1;
 #if NB == 4
@@ -410,12 +438,12 @@ void main()
                 coopMatLoadNV(b3, tiles, e + 48 * PITCH_KC, PITCH_KC, true);
 #endif
             } else {     // tile [depth][col]: row-major
-                const uint e = tb + uint(ks) * PITCH_OC + uint(wn * 16 * NB / 8);
-                coopMatLoadNV(b0, tiles, e, PITCH_OC, false);
-                coopMatLoadNV(b1, tiles, e + 2, PITCH_OC, false);
+                const uint e = tb + uint(ks) * PITCH_OCB + uint(wn * 16 * NB / 8);
+                coopMatLoadNV(b0, tiles, e, PITCH_OCB, false);
+                coopMatLoadNV(b1, tiles, e + 2, PITCH_OCB, false);
 #if NB == 4
-                coopMatLoadNV(b2, tiles, e + 4, PITCH_OC, false);
-                coopMatLoadNV(b3, tiles, e + 6, PITCH_OC, false);
+                coopMatLoadNV(b2, tiles, e + 4, PITCH_OCB, false);
+                coopMatLoadNV(b3, tiles, e + 6, PITCH_OCB, false);
 #endif
             }
 #if NB == 4
