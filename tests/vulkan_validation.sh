@@ -2,10 +2,11 @@
 # The Vulkan conformance suite with the Khronos validation layer loaded: it must pass and
 # the layer must stay silent (any "Validation Error", VUID or layer warning fails).
 # SKIP (77) where the layer or a Vulkan device is missing.   usage: vulkan_validation.sh BIN
+# A layer unpacked elsewhere is found through VK_LAYER_PATH (as the loader finds it).
 set -u
 BIN=${1:?path to qgmm-conformance}
 found=0
-for d in /usr/share/vulkan/explicit_layer.d /etc/vulkan/explicit_layer.d /usr/local/share/vulkan/explicit_layer.d; do
+for d in ${VK_LAYER_PATH//:/ } /usr/share/vulkan/explicit_layer.d /etc/vulkan/explicit_layer.d /usr/local/share/vulkan/explicit_layer.d; do
   [ -f "$d/VkLayer_khronos_validation.json" ] && found=1
 done
 if [ $found = 0 ]; then echo "SKIP: VK_LAYER_KHRONOS_validation is not installed (Debian: vulkan-validationlayers)"; exit 77; fi

@@ -1,29 +1,33 @@
 #!/bin/sh
-# device_run.sh — one H100 call for the Vulkan cooperative-matrix GEMM (run from the repo
-# root on the GPU machine, with .gl and the build folder DIR carried; DIR holds lib/ and bin/
-# with libqgmm*, qgmm-conformance, test_gemm_reference, test_moe_composite, vk_gemm_bench):
-# conformance on the NVIDIA Vulkan driver with QGMM_VULKAN_GEMM_PATH=coopmat (KHR) and
-# =coopmat-nv, the GEMM reference and composite tests, then vk_gemm_bench (tiled vs coopmat)
-# and torch._grouped_mm on the same shapes. Logs under $OUT.
+# device_run.sh — one H100 call for the Vulkan GEMM paths (run from the repo root on the GPU
+# machine, with .gl, .vl (vulkan-validationlayers deb) and the build folder DIR carried; DIR
+# holds lib/ and bin/ with libqgmm*, qgmm-conformance, test_gemm_reference,
+# test_moe_composite, vk_gemm_bench): conformance on the NVIDIA Vulkan driver for each GEMM
+# path (coopmat = KHR, coopmat-nv, tiled), the same under VK_LAYER_KHRONOS_validation
+# (tests/vulkan_validation.sh), the GEMM reference and composite tests, then vk_gemm_bench
+# (tiled vs coopmat) and torch._grouped_mm on the same shapes. Logs under $OUT.
 # usage: device_run.sh DIR [BENCH ARGS...]     --help: this text.
-case "$1" in -h|--help|"") sed -n 2,9p "$0"; exit 0;; esac
+case "$1" in -h|--help|"") sed -n 2,10p "$0"; exit 0;; esac
 B=$(cd "$1" && pwd); shift
 OUT=${OUT:-/tmp/vk_out}; mkdir -p "$OUT"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+VL=/tmp/vl; for f in .vl/*.deb; do [ -f "$f" ] && dpkg -x "$f" "$VL"; done
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export QGMM_PLUGIN_PATH=$B/lib LD_LIBRARY_PATH=$B/lib
+export QGMM_PLUGIN_PATH=$B/lib LD_LIBRARY_PATH=$B/lib:$VL/usr/lib/x86_64-linux-gnu
+export VK_LAYER_PATH=$VL/usr/share/vulkan/explicit_layer.d
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$OUT/env.txt" 2>&1
-for path in coopmat coopmat-nv; do
-  QGMM_VULKAN_GEMM_PATH=$path timeout 150 "$B/bin/qgmm-conformance" --backend vulkan --require-reference \
-    > "$OUT/conformance_$path.log" 2>&1; echo "conformance $path rc=$?" >> "$OUT/env.txt"
+for path in coopmat coopmat-nv tiled; do
+  QGMM_VULKAN_GEMM_PATH=$path timeout 100 "$B/bin/qgmm-conformance" --backend vulkan --require-reference \
+    > "$OUT/conformance_$path.log" 2>&1; echo "conformance $path rc=$? $(tail -1 "$OUT/conformance_$path.log")" >> "$OUT/env.txt"
+  QGMM_VULKAN_GEMM_PATH=$path timeout 200 bash tests/vulkan_validation.sh "$B/bin/qgmm-conformance" \
+    > "$OUT/validation_$path.log" 2>&1; echo "validation $path rc=$? $(tail -1 "$OUT/validation_$path.log")" >> "$OUT/env.txt"
 done
 QGMM_VULKAN_GEMM_PATH=coopmat timeout 120 "$B/bin/test_gemm_reference" vulkan --big > "$OUT/gemm_reference.log" 2>&1
-echo "test_gemm_reference rc=$?" >> "$OUT/env.txt"
+echo "test_gemm_reference rc=$? $(tail -1 "$OUT/gemm_reference.log")" >> "$OUT/env.txt"
 QGMM_VULKAN_GEMM_PATH=coopmat timeout 60 "$B/bin/test_moe_composite" vulkan > "$OUT/moe_composite.log" 2>&1
-echo "test_moe_composite rc=$?" >> "$OUT/env.txt"
-timeout 150 "$B/bin/vk_gemm_bench" "$@" > "$OUT/bench.md" 2> "$OUT/bench.err"; echo "bench rc=$?" >> "$OUT/env.txt"
+echo "test_moe_composite rc=$? $(tail -1 "$OUT/moe_composite.log")" >> "$OUT/env.txt"
+QGMM_VK_PIPELINE_STATS=1 timeout 200 "$B/bin/vk_gemm_bench" "$@" > "$OUT/bench.md" 2> "$OUT/bench.err"; echo "bench rc=$?" >> "$OUT/env.txt"
 timeout 60 python3 bench/vulkan/torch_grouped_mm_peer.py > "$OUT/torch.md" 2>&1; echo "torch rc=$?" >> "$OUT/env.txt"
 cat "$OUT/env.txt"
-for f in "$OUT"/conformance_*.log; do echo "== $f"; grep -v " PASS " "$f" | tail -12; done
-tail -3 "$OUT/gemm_reference.log" "$OUT/moe_composite.log"
-cat "$OUT/bench.md" "$OUT/bench.err" "$OUT/torch.md"
+for f in "$OUT"/validation_*.log; do echo "== $f"; tail -8 "$f" | cut -c1-300; done
+cat "$OUT/bench.md" "$OUT/torch.md"; grep -v "^\[" "$OUT/bench.err" | grep "coop" | sort -u | cut -c1-220
