@@ -10,6 +10,7 @@
 #include "qgmm_scale_rules.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,6 +134,70 @@ static void fast_mx_chunks(int64_t *p)
     p[CP_NSEGT] /= 4;
 }
 
+/* cast.comp's specialization constants (ids and values in its header). */
+enum { SC_PATH, SC_RULE, SC_ENC, SC_XDT, SC_VEC, SC_KPS, SC_COUNT };
+
+/* The constants of one dispatch: its path, and the knobs that select code inside that path
+ * (the rule and encoder of the fast paths, x's dtype and lane width for the generic one).
+ * Knobs a path does not branch on stay -1 (read from the parameters), so that shapes share
+ * pipelines: the set depends on the variant, never on the extents, except SC_KPS, which
+ * only the 16x1 row path (rows of more than 512 elements) sets, to one of 8 values. */
+static void cast_spec(const int64_t *p, int32_t *sc)
+{
+    for (int i = 0; i < SC_COUNT; ++i) sc[i] = -1;
+    const int fast = (int)p[CP_FAST];
+    if (fast == 0) {
+        sc[SC_PATH] = 0;
+        sc[SC_XDT] = (int32_t)p[CP_XDT];
+        sc[SC_VEC] = (int32_t)p[CP_VEC];
+        return;
+    }
+    sc[SC_PATH] = fast;
+    if (fast == 1) {
+        if (p[CP_KPS] == 2 && p[CP_LS] == 2) sc[SC_PATH] = 1;
+        else if (p[CP_KPS] <= 8) sc[SC_PATH] = 5;
+        else {
+            sc[SC_PATH] = 6;
+            sc[SC_KPS] = (int32_t)p[CP_KPS];
+        }
+    }
+    sc[SC_RULE] = (int32_t)p[CP_RULE];
+    sc[SC_ENC] = (int32_t)p[CP_ENC];
+}
+
+/* Which paths get a pipeline of their own (H100, driver 580, QGMM_VK_PIPELINE_STATS,
+ * bench/vulkan/results/h100_cast_run3.md). Specialized, the driver compiled every fast
+ * path to 61-64 registers and 128-304 bytes of local memory per lane (the unspecialized
+ * pipeline: 112 registers), and rows (1552 -> 1264 GB/s), MX dim0 (1339 -> 950) and 1x128
+ * (1709 -> 1200) ran slower, 128x128 even: those stay on the unspecialized pipeline. MX dim1
+ * ran faster (1012 -> 1045), and the generic path, 64 registers and no local memory, went
+ * from 307 to 838 GB/s on the rowwise shape (with quantize_fast, cast.comp): both specialized.
+ * QGMM_VULKAN_CAST_SPEC (tuning aid for vk_cast_bench): "none" specializes no path, "all"
+ * every path. */
+static int spec_wanted(int path)
+{
+    const char *v = getenv("QGMM_VULKAN_CAST_SPEC");
+    if (v && !strcmp(v, "none")) return 0;
+    if (v && !strcmp(v, "all")) return 1;
+    return path == 0 || path == 2;
+}
+
+/* Whether sc may get a pipeline of its own: 2 cached already, 1 new while the casts hold
+ * fewer than half of the context's specialized-pipeline slots (the rest stay for the GEMM),
+ * else 0: the cast runs on the unspecialized pipeline (the same bytes, the shared register
+ * budget). */
+static int spec_room(const vk_ctx *c, int pipe, const int32_t *sc)
+{
+    int mine = 0;
+    for (int i = 0; i < c->nspec_pipes; ++i) {
+        const vk_spec_pipe *e = &c->spec_pipes[i];
+        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_E5M2) continue;
+        if (e->pipe == pipe && e->nspec == SC_COUNT && !memcmp(e->spec, sc, sizeof(int32_t) * SC_COUNT)) return 2;
+        ++mine;
+    }
+    return mine < VK_MAX_SPEC_PIPES / 2 && c->nspec_pipes < VK_MAX_SPEC_PIPES;
+}
+
 static qgmm_status run_cast(vk_ctx *c, int64_t *p)
 {
     const char *enc = getenv("QGMM_VULKAN_CAST_ENC");
@@ -146,7 +211,15 @@ static qgmm_status run_cast(vk_ctx *c, int64_t *p)
     } else if (p[CP_FAST] == 2) {
         groups = p[CP_E] * p[CP_NSEG] * p[CP_OTILES];
     }
-    return vk_dispatch(c, VKP_CAST_E4M3FN + (int)(p[CP_FMT] - QGMM_F8E4M3FN), p, QP_MAX, groups);
+    const int pipe = VKP_CAST_E4M3FN + (int)(p[CP_FMT] - QGMM_F8E4M3FN);
+    int32_t sc[SC_COUNT];
+    cast_spec(p, sc);
+    const int room = spec_wanted(sc[SC_PATH]) && groups > 0 ? spec_room(c, pipe, sc) : 0;
+    if (!room) return vk_dispatch(c, pipe, p, QP_MAX, groups);
+    if (room == 1 && c->pipestats) /* names the constants of the statistics line that follows */
+        fprintf(stderr, "qgmm vulkan cast pipeline: path %d rule %d enc %d xdt %d vec %d kps %d\n", sc[SC_PATH],
+                sc[SC_RULE], sc[SC_ENC], sc[SC_XDT], sc[SC_VEC], sc[SC_KPS]);
+    return vk_dispatch_spec(c, pipe, sc, SC_COUNT, p, QP_MAX, groups);
 }
 
 qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *prm,

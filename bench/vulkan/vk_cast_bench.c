@@ -285,8 +285,9 @@ int main(int argc, char **argv)
     qgmm_context *vk, *cpu = NULL;
     OK(qgmm_context_create("vulkan", 0, &vk));
     const char *lanes = getenv("QGMM_VULKAN_CAST_LANES"), *enc = getenv("QGMM_VULKAN_CAST_ENC");
-    printf("# %s\n# QGMM_VULKAN_CAST_LANES=%s QGMM_VULKAN_CAST_ENC=%s\n", qgmm_context_describe(vk),
-           lanes ? lanes : "(unset)", enc ? enc : "(unset)");
+    const char *spec = getenv("QGMM_VULKAN_CAST_SPEC");
+    printf("# %s\n# QGMM_VULKAN_CAST_LANES=%s QGMM_VULKAN_CAST_ENC=%s QGMM_VULKAN_CAST_SPEC=%s\n",
+           qgmm_context_describe(vk), lanes ? lanes : "(unset)", enc ? enc : "(unset)", spec ? spec : "(unset)");
     printf("# x bf16 (%lld, %lld) = %.0f MB, %s data; median of %d after 3 warm-ups\n", (long long)d.M,
            (long long)d.K, 2e-6 * (double)mk, exhaustive ? "every-bf16-pattern" : "random finite non-zero", iters);
     bufs bv, bc;

@@ -5,7 +5,8 @@
 // 32/128, or jagged groups from the device group table); each segment gets
 // amax -> scale (codec.glsl, integer-exact) -> quantize.
 //
-// Four paths, chosen by the host (vk_ops_cast.c) through CP_FAST:
+// Five paths, chosen by the host (vk_ops_cast.c) through CP_FAST and, per dispatch, the
+// specialization constant SC_PATH (below):
 //  1 segments (cast_seg.glsl): bf16 x, reduce dim contiguous in x and q, segments of at
 //    most 2048 units of 8 elements: x is held in registers between amax and quantize
 //    (one read), lanes of a segment combine amax through shared memory.
@@ -16,7 +17,7 @@
 //  4 MX dim0 chunks: bf16 x, blocks along the contiguous dim, 4k blocks per row; a lane
 //    pair holds 4 consecutive blocks.
 //  0 generic (cast_generic): any strides, f32/f16 x, jagged groups; two passes over x.
-// Paths 1-3 quantize with codec.glsl's quantize_fast where its preconditions hold for the
+// Every path quantizes with codec.glsl's quantize_fast where its preconditions hold for the
 // segment (finite amax, normal scale below 2^100), else with the exact integer path; both
 // give the CPU reference's bytes.
 #include "params.h"
@@ -29,6 +30,26 @@
 #else
 #define FMT PI(CP_FMT)
 #endif
+
+// Specialization constants, set by vk_ops_cast.c (run_cast) from the parameters it also
+// passes: a specialized pipeline holds only its own path, so the driver sizes registers for
+// that path instead of for the largest of all of them. Which paths the host specializes is
+// measured, not assumed (vk_ops_cast.c, spec_wanted: on the H100 some fast paths ran slower
+// alone). -1, the default and the unspecialized pipeline's value, reads the parameter block.
+// SC_PATH: 0 generic, 1 segments 2x4, 5 segments 8x1, 6 segments 16x1, 2 MX dim1,
+// 3 128x128 tiles, 4 MX dim0 chunks. SC_KPS: units per lane of the 16x1 segment path (the
+// slots above it are then dropped instead of held as zeros).
+layout(constant_id = 0) const int SC_PATH = -1;
+layout(constant_id = 1) const int SC_RULE = -1;
+layout(constant_id = 2) const int SC_ENC = -1;
+layout(constant_id = 3) const int SC_XDT = -1;
+layout(constant_id = 4) const int SC_VEC = -1;
+layout(constant_id = 5) const int SC_KPS = -1;
+#define K_RULE (SC_RULE >= 0 ? SC_RULE : PI(CP_RULE))
+#define K_ENC (SC_ENC >= 0 ? SC_ENC : PI(CP_ENC))
+#define K_XDT (SC_XDT >= 0 ? SC_XDT : PI(CP_XDT))
+#define K_VEC (SC_VEC >= 0 ? SC_VEC : PI(CP_VEC))
+#define K_KPS (SC_KPS >= 0 ? SC_KPS : PI(CP_KPS))
 
 layout(local_size_x = 256) in;
 shared uint sh[256];
@@ -72,7 +93,7 @@ uint amax_bf_to_f32(uint m) { return m << 16; }
 uint scale_and_store(uint amax, int64_t e, int64_t so, int64_t g, bool store)
 {
     const FmtConsts c = FmtConsts(PU(CP_C_MAX), PU(CP_C_CLAMP), PU(CP_C_EPS), PU(CP_C_INV));
-    const int rule = PI(CP_RULE);
+    const int rule = K_RULE;
     const uint64_t S = PA(CP_S);
     const int64_t sidx = e * P(CP_SE) + so * P(CP_SO) + g * P(CP_SG);
     if (rule == 0) {
@@ -136,7 +157,7 @@ uint q1_fast(uint x, uint mult, int enc)
 // The e8m0 byte of an MX block (FLOOR or RCEIL).
 uint mx_byte(uint amax)
 {
-    if (PI(CP_RULE) == 1) return mx_scale_floor(amax, FMT);
+    if (K_RULE == 1) return mx_scale_floor(amax, FMT);
     return mx_scale_rceil_fast(amax, FmtConsts(PU(CP_C_MAX), PU(CP_C_CLAMP), PU(CP_C_EPS), PU(CP_C_INV)));
 }
 
@@ -177,7 +198,7 @@ void cast_mx_chunk()
     const int e = PI(CP_E) == 1 ? 0 : row / O, o = row - e * O;
     const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + o * P(CP_XO) + int64_t(g0) * 32) * 2);
     const uint64_t qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + o * P(CP_QO) + int64_t(g0) * 32);
-    const int enc = PI(CP_ENC);
+    const int enc = K_ENC;
     uvec4 c[8];
     for (int j = 0; j < 8; ++j) c[j] = valid ? QV16(xb + uint64_t(lr + 2 * j) * 16ul).v : uvec4(0u);
     uint am[4];
@@ -235,7 +256,7 @@ void cast_tile128()
     }
     const uint amax = amax_bf_to_f32(sh[0]);
     const uint mult = scale_and_store(amax, e, ot, g, tid == 0);
-    const int enc = PI(CP_ENC);
+    const int enc = K_ENC;
     const bool fast = quantize_fast_ok(amax, mult);
     for (int k = 0; k < 8; ++k) {
         const int64_t o = o0 + lo + 16 * k;
@@ -286,7 +307,7 @@ void cast_dim1()
         sa += uint64_t(e * P(CP_SE) + c0 * P(CP_SO) + g * P(CP_SG));
         sst = P(CP_SO);
     }
-    const int enc = PI(CP_ENC);
+    const int enc = K_ENC;
     for (int j = 0; j < 8; ++j) {
         const uint amax = amax_bf_to_f32(j % 2 == 0 ? ml[j / 2] : mh[j / 2]);
         const uint b = mx_byte(amax), mult = e8m0_reciprocal(b);
@@ -337,9 +358,9 @@ void cast_generic()
     const int64_t o0 = ot * OT;
     const int64_t o1 = min(o0 + OT, O);
     const uint64_t X = PA(CP_X);
-    const int xdt = PI(CP_XDT);
+    const int xdt = K_XDT;
     const int64_t xe = P(CP_XE), xo = P(CP_XO), xr = P(CP_XR);
-    const bool vec = PI(CP_VEC) == 8;
+    const bool vec = K_VEC == 8;
     const int64_t rstep = vec ? int64_t(TR) * 8 : int64_t(TR);
     const int64_t rfirst = rs + (vec ? int64_t(lr) * 8 : int64_t(lr));
 
@@ -378,6 +399,8 @@ void cast_generic()
         sh_mult[lo] = scale_and_store(sh[lo], e, so_idx, g, true);
     barrier();
     const uint mult = sh_mult[combine ? 0 : lo];
+    // the slice's amax is still in sh (nothing writes it after the reduction)
+    const bool fast = quantize_fast_ok(sh[combine ? 0 : lo], mult);
     const uint64_t Q = PA(CP_Q);
     const int64_t qe = P(CP_QE), qo = P(CP_QO), qr = P(CP_QR);
     for (int64_t o = o0 + lo; o < o1; o += TO) {
@@ -388,33 +411,34 @@ void cast_generic()
                 load8(X, b + r, xdt, v);
                 uvec2 w = uvec2(0u);
                 for (int k = 0; k < 4; ++k) {
-                    w.x |= f32_to_fp8(f32_mul_fast(v[k], mult), FMT) << (8 * k);
-                    w.y |= f32_to_fp8(f32_mul_fast(v[k + 4], mult), FMT) << (8 * k);
+                    w.x |= q1(v[k], mult, fast) << (8 * k);
+                    w.y |= q1(v[k + 4], mult, fast) << (8 * k);
                 }
                 QV8(Q + uint64_t(bq + r)).v = w;
             }
         } else {
             for (int64_t r = rfirst; r < re; r += rstep)
-                st_u8(Q, bq + r * qr, f32_to_fp8(f32_mul_fast(load_x_bits(X, b + r * xr, xdt), mult), FMT));
+                st_u8(Q, bq + r * qr, q1(load_x_bits(X, b + r * xr, xdt), mult, fast));
         }
     }
 }
 
-void main()
+// The path of the unspecialized pipeline, from the parameter block.
+int runtime_path()
 {
     const int fast = PI(CP_FAST);
-    if (fast == 1) {
-        const int kps = PI(CP_KPS);
-        if (kps == 2 && PI(CP_LS) == 2) cast_seg_2x4();
-        else if (kps <= 8) cast_seg_8x1();
-        else cast_seg_16x1();
-    } else if (fast == 4) {
-        cast_mx_chunk();
-    } else if (fast == 2) {
-        cast_dim1();
-    } else if (fast == 3) {
-        cast_tile128();
-    } else {
-        cast_generic();
-    }
+    if (fast == 1) return PI(CP_KPS) == 2 && PI(CP_LS) == 2 ? 1 : PI(CP_KPS) <= 8 ? 5 : 6;
+    return fast >= 2 && fast <= 4 ? fast : 0;
+}
+
+void main()
+{
+    const int path = SC_PATH >= 0 ? SC_PATH : runtime_path();
+    if (path == 1) cast_seg_2x4();
+    else if (path == 5) cast_seg_8x1();
+    else if (path == 6) cast_seg_16x1();
+    else if (path == 4) cast_mx_chunk();
+    else if (path == 2) cast_dim1();
+    else if (path == 3) cast_tile128();
+    else cast_generic();
 }

@@ -8,7 +8,7 @@
 // itself (SIMT: no extra cost, no second barrier) and lane 0 stores it.
 void SEG_FN()
 {
-    const int LS = PI(CP_LS), KPS = PI(CP_KPS);
+    const int LS = PI(CP_LS), KPS = K_KPS;
     const int tid = int(gl_LocalInvocationID.x);
     const int lr = tid & (LS - 1);
     const int groups = 256 / LS;
@@ -18,7 +18,7 @@ void SEG_FN()
     const int seg0 = int(wg_linear()) * groups * SEG_SPL + tid / LS;
     const int64_t xe = P(CP_XE), xo = P(CP_XO), qe = P(CP_QE), qo = P(CP_QO);
     const uint64_t X = PA(CP_X), Q = PA(CP_Q);
-    const int enc = PI(CP_ENC);
+    const int enc = K_ENC;
 
     uint64_t xb[SEG_SPL], qb[SEG_SPL];
     int se[SEG_SPL], so[SEG_SPL], sg[SEG_SPL];
