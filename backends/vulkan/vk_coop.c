@@ -37,7 +37,12 @@ static int common_ok(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *sg, ch
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
     g_vk.vkGetPhysicalDeviceFeatures2(c->pd, &f);
     if (!f12.shaderFloat16) { snprintf(why, cap, "no shaderFloat16"); return 0; }
-    if (!f12.vulkanMemoryModel) { snprintf(why, cap, "no vulkanMemoryModel"); return 0; }
+    /* glslang emits Device-scope availability/visibility operations under the Vulkan memory
+     * model, which needs the device-scope feature as well (VUID-RuntimeSpirv-vulkanMemoryModel-06265) */
+    if (!f12.vulkanMemoryModel || !f12.vulkanMemoryModelDeviceScope) {
+        snprintf(why, cap, "no vulkanMemoryModel with device scope");
+        return 0;
+    }
     /* the fp8 -> f16 decode scales f16 subnormals by a power of two */
     VkPhysicalDeviceFloatControlsProperties fc = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &fc};
@@ -165,6 +170,7 @@ void vk_coop_enable(vk_ctx *c, vk_coop_features *e, VkPhysicalDeviceVulkan12Feat
     if (c->gemm_path == VK_GEMM_TILED) return;
     f12->shaderFloat16 = VK_TRUE;
     f12->vulkanMemoryModel = VK_TRUE;
+    f12->vulkanMemoryModelDeviceScope = VK_TRUE;
     if (c->gemm_path == VK_GEMM_COOP_NV) {
         VkPhysicalDeviceCooperativeMatrixFeaturesNV *nv = (VkPhysicalDeviceCooperativeMatrixFeaturesNV *)e->nv;
         nv->sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
