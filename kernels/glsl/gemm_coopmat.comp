@@ -237,7 +237,8 @@ void main()
     const int64_t tj = wid % ntj, ti_all = wid / ntj;
 
     // ---- which group, rows and depth (same schedule as gemm.comp, tile BM)
-    int64_t g, i0, i1, c0, c1;
+    // tile coordinates in 32 bits (extents < 2^31): 64-bit values cost two registers each
+    int g, i0, i1, c0, c1;
     if (kind == 0) {
         const int t = int(ti_all);
         int lo = 0, hi = int(G);
@@ -253,16 +254,16 @@ void main()
         i0 = r0;
         i1 = min(r0 + BM, ge);
         c0 = 0;
-        c1 = P(GM_DEPTH);
+        c1 = PI(GM_DEPTH);
     } else {
-        g = ti_all / P(GM_NTI);
+        g = int(ti_all / P(GM_NTI));
         if (g >= G) return;
-        i0 = (ti_all % P(GM_NTI)) * BM;
-        i1 = min(i0 + BM, P(GM_ROWS));
+        i0 = int(ti_all % P(GM_NTI)) * BM;
+        i1 = min(i0 + BM, PI(GM_ROWS));
         c0 = tab_get(table, g, 0);
         c1 = tab_get(table, g, 1);
     }
-    const int64_t j0 = tj * BN, j1 = min(j0 + BN, P(GM_COLS));
+    const int j0 = int(tj) * BN, j1 = min(j0 + BN, PI(GM_COLS));
     const int afmt = SC_AFMT, bfmt = SC_BFMT;
 
     // ---- operand geometry: A is (rows i, depth c), B is (depth c, cols j)
@@ -357,13 +358,13 @@ void main()
     // kf: depth of the step being fetched
 #define CHUNK_FETCH_A(q)                                                                        \
     {                                                                                           \
-        const int64_t ao = A_O0(kf) + a_run0 + q * a_rs, ax = A_X0(kf) + a_part * CH;             \
+        const int ao = A_O0(kf) + a_run0 + q * a_rs, ax = A_X0(kf) + a_part * CH;             \
         if (a_al && ao < A_OHI && ax + CH <= A_XHI) pa##q = QV16(a_addr + uint64_t(q) * a_qs).v;  \
         else pa##q = load_chunk(A, q, A_O0(kf), A_X0(kf), A_OHI, A_XHI);                        \
     }
 #define CHUNK_FETCH_B(q)                                                                        \
     {                                                                                           \
-        const int64_t bo = B_O0(kf) + b_run0 + q * b_rs, bx = B_X0(kf) + b_part * CH;             \
+        const int bo = B_O0(kf) + b_run0 + q * b_rs, bx = B_X0(kf) + b_part * CH;             \
         if (b_al && bo < B_OHI && bx + CH <= B_XHI) pb##q = QV16(b_addr + uint64_t(q) * b_qs).v;  \
         else pb##q = load_chunk(B, q, B_O0(kf), B_X0(kf), B_OHI, B_XHI);                        \
     }
@@ -373,7 +374,7 @@ void main()
     FOR_CHUNKS(CHUNK_DECL)
     float psa = 1.0, psb = 1.0;
     if (nsteps > 0) {
-        const int64_t kf = c0;
+        const int kf = c0;
         FOR_CHUNKS(CHUNK_FETCH)
         a_addr += aadv;
         b_addr += badv;
@@ -381,7 +382,7 @@ void main()
 
     for (int s = 0; s <= nsteps; ++s) {
         const int cur = s & 1;
-        const int64_t kc = c0 + int64_t(s) * BK;
+        const int kc = c0 + s * BK;
         // stage step s (loaded during step s-1) and its scales; then start step s+1's loads
         if (s < nsteps) {
             if (promote_blocks) {
@@ -404,7 +405,7 @@ void main()
         barrier();
         if (s == nsteps) break;
         if (s + 1 < nsteps) {
-            const int64_t kf = kc + BK;
+            const int kf = kc + BK;
             FOR_CHUNKS(CHUNK_FETCH)
             a_addr += aadv;
             b_addr += badv;
