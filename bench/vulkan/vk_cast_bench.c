@@ -26,24 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OK(call)                                                                          \
-    do {                                                                                  \
-        qgmm_status s_ = (call);                                                          \
-        if (s_ != QGMM_OK) {                                                              \
-            fprintf(stderr, "FATAL %s:%d: %s -> %s (%s)\n", __FILE__, __LINE__, #call,     \
-                    qgmm_status_string(s_), qgmm_last_error(NULL));                       \
-            exit(2);                                                                      \
-        }                                                                                 \
-    } while (0)
-
-static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
-static uint64_t rnd(void)
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return g_rng;
-}
+#define RNG_SEED 0x2545F4914F6CDD1Dull
+#include "vk_bench_util.h"
 
 enum { OP_ROWWISE, OP_MX_FLOOR, OP_MX_RCEIL, OP_MX_DIM1, OP_BW_1X128, OP_BW_128, OP_PAD, OP_UNPAD, OP_COUNT };
 static const char *const op_name[OP_COUNT] = {

@@ -18,24 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OK(call)                                                                          \
-    do {                                                                                  \
-        qgmm_status s_ = (call);                                                          \
-        if (s_ != QGMM_OK) {                                                              \
-            fprintf(stderr, "FATAL %s:%d: %s -> %s (%s)\n", __FILE__, __LINE__, #call,     \
-                    qgmm_status_string(s_), qgmm_last_error(NULL));                       \
-            exit(2);                                                                      \
-        }                                                                                 \
-    } while (0)
-
-static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void)
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return g_rng;
-}
+#define RNG_SEED 0x9E3779B97F4A7C15ull
+#include "vk_bench_util.h"
 
 typedef struct shape { int64_t M, N, K, G; } shape;
 

@@ -307,10 +307,10 @@ uint mx_scale_floor(uint u, int fmt)
     return uint(v + 127);
 }
 
-// qgmm_mx_scale_rceil (inv_max = f32(1/fp8max) from the host)
-uint mx_scale_rceil(uint amax, FmtConsts c)
+// qgmm_mx_scale_rceil, the part after d = amax * f32(1/fp8max): the biased exponent of d
+// rounded up to a power of two
+uint mx_rceil_of(uint d)
 {
-    const uint d = f32_mul_rn(amax, c.inv_max);
     const uint u = d & 0x7FFFFFFFu;
     const uint ex = u >> 23;
     const uint man = u & 0x7FFFFFu;
@@ -321,6 +321,9 @@ uint mx_scale_rceil(uint amax, FmtConsts c)
     if (b > 255u) b = 255u;
     return b;
 }
+
+// qgmm_mx_scale_rceil (inv_max = f32(1/fp8max) from the host)
+uint mx_scale_rceil(uint amax, FmtConsts c) { return mx_rceil_of(f32_mul_rn(amax, c.inv_max)); }
 
 // qgmm_mx_quantize_value
 uint mx_quantize_value(uint x, uint b, int fmt) { return f32_to_fp8(f32_mul_fast(x, e8m0_reciprocal(b)), fmt); }
@@ -390,16 +393,4 @@ uint fp8_mag_fast(float a, int fmt)
 
 // qgmm_mx_scale_rceil with the product through f32_mul_fast, which equals f32_mul_rn
 // bit for bit (see there): the same scale byte, without the 64-bit integer multiply.
-uint mx_scale_rceil_fast(uint amax, FmtConsts c)
-{
-    const uint d = f32_mul_fast(amax, c.inv_max);
-    const uint u = d & 0x7FFFFFFFu;
-    const uint ex = u >> 23;
-    const uint man = u & 0x7FFFFFu;
-    if (ex == 0xFFu) return 255u;
-    if (u == 0u) return 0u;
-    uint b = ex;
-    if ((ex != 0u && man != 0u) || (ex == 0u && man > 0x400000u)) b++;
-    if (b > 255u) b = 255u;
-    return b;
-}
+uint mx_scale_rceil_fast(uint amax, FmtConsts c) { return mx_rceil_of(f32_mul_fast(amax, c.inv_max)); }
