@@ -21,7 +21,10 @@ static const char *ct(uint32_t t)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1) { printf("usage: vk_coop_probe  (lists cooperative-matrix shapes of every Vulkan device)\n"); return 0; }
+    if (argc > 1) {
+        printf("usage: vk_coop_probe  (lists cooperative-matrix shapes of every Vulkan device)\n");
+        return strcmp(argv[1], "--help") && strcmp(argv[1], "-h") ? 2 : 0;
+    }
     void *lib = dlopen("libvulkan.so.1", RTLD_NOW);
     if (!lib) { fprintf(stderr, "no libvulkan.so.1\n"); return 1; }
     PFN_vkGetInstanceProcAddr gipa = (PFN_vkGetInstanceProcAddr)dlsym(lib, "vkGetInstanceProcAddr");
