@@ -6,7 +6,8 @@
 set -u
 BIN=${1:?path to qgmm-conformance}
 found=0
-for d in ${VK_LAYER_PATH//:/ } /usr/share/vulkan/explicit_layer.d /etc/vulkan/explicit_layer.d /usr/local/share/vulkan/explicit_layer.d; do
+vlp=${VK_LAYER_PATH:-}
+for d in ${vlp//:/ } /usr/share/vulkan/explicit_layer.d /etc/vulkan/explicit_layer.d /usr/local/share/vulkan/explicit_layer.d; do
   [ -f "$d/VkLayer_khronos_validation.json" ] && found=1
 done
 if [ $found = 0 ]; then echo "SKIP: VK_LAYER_KHRONOS_validation is not installed (Debian: vulkan-validationlayers)"; exit 77; fi
