@@ -385,16 +385,7 @@ qgmm_plugin_entry(uint32_t abi_version, char *reason, size_t reason_cap)
     v->event_record = cu_event_record;
     v->event_elapsed_ms = cu_event_elapsed_ms;
     v->event_destroy = cu_event_destroy;
-    v->quantize_fp8_rowwise = qgmm_cuda_quantize_fp8_rowwise;
-    v->quantize_fp8_rowwise_dual = NULL; /* the API runs two single calls */
-    v->quantize_mxfp8 = qgmm_cuda_quantize_mxfp8;
-    v->quantize_fp8_blockwise = qgmm_cuda_quantize_fp8_blockwise;
-    v->dequantize = qgmm_cuda_dequantize;
-    v->scales_to_blocked = qgmm_cuda_scales_to_blocked;
-    v->scales_from_blocked = qgmm_cuda_scales_from_blocked;
-    v->pad_token_groups = qgmm_cuda_pad_token_groups;
-    v->unpad_token_groups = qgmm_cuda_unpad_token_groups;
-    v->group_row_ids = qgmm_cuda_group_row_ids;
+    qgmm_cuda_fill_cast_ops(v);
     v->grouped_gemm = qgmm_cuda_grouped_gemm;
     return v;
 }

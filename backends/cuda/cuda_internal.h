@@ -121,6 +121,10 @@ qgmm_status qgmm_cuda_unpad_token_groups(qgmm_context *ctx, int alignment,
 qgmm_status qgmm_cuda_group_row_ids(qgmm_context *ctx, const qgmm_tensor *offs,
                                     const qgmm_tensor *padded_offs, const qgmm_tensor *row_ids);
 
+/* Fills the vtable slots of the entry points above (cast_ops_table.cu; shared with the HIP
+ * plugin and its emulation, which compile the same launcher files). */
+void qgmm_cuda_fill_cast_ops(qgmm_backend_vtable *v);
+
 /* Implemented by the GEMM files (backends/cuda/gemm_*.cu); gemm_stub.cu until they land.
  * Must return QGMM_ERR_UNSUPPORTED (with qgmm_set_error) for combinations it lacks. */
 qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,

@@ -343,7 +343,7 @@ qgmm_plugin_entry(uint32_t abi_version, char *reason, size_t reason_cap)
     v->event_record = hip_event_record;
     v->event_elapsed_ms = hip_event_elapsed_ms;
     v->event_destroy = hip_event_destroy;
-    qgmm_hip_fill_ops(v); /* the shared launchers (backends/cuda/cast_*.cu, layout_*.cu) as HIP */
+    qgmm_cuda_fill_cast_ops(v); /* the shared launchers (backends/cuda/cast_*.cu, layout_*.cu) as HIP */
     v->grouped_gemm = qgmm_hip_grouped_gemm;
     return v;
 }

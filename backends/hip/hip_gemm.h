@@ -77,9 +77,6 @@ qgmm_status qgmm_hip_gemm_build(const qgmm_context *ctx, const qgmm_grouped_gemm
                                 const qgmm_tensor *b_scales, const qgmm_tensor *offs, const qgmm_tensor *out,
                                 uint32_t *status, qgmm_hg_problem *p);
 
-/* Fills the cast/layout slots with the shared launchers (ops_table.cpp). */
-void qgmm_hip_fill_ops(qgmm_backend_vtable *v);
-
 /* The vtable slot. */
 qgmm_status qgmm_hip_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *prm,
                                   const qgmm_tensor *a, const qgmm_tensor *b,

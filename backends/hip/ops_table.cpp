@@ -1,25 +1,11 @@
 /*
  * ops_table.cpp — what the HIP plugin (libqgmm-hip.so) and its host emulation
- * (libqgmm-hipemu.so) share above the runtime: the vtable slots of the shared cast/layout
- * launchers, and the 2-D row grid those launchers ask for. Compiled into both; it calls
- * only qgmm_cuda_grid, which each of them implements over its own "device".
+ * (libqgmm-hipemu.so) share above the runtime: the 2-D row grid the shared cast/layout
+ * launchers ask for (their vtable slots: backends/cuda/cast_ops_table.cu). Compiled into
+ * both; it calls only qgmm_cuda_grid, which each of them implements over its own "device".
  */
 #include "cuda_internal.h"
 #include "hip_gemm.h"
-
-extern "C" void qgmm_hip_fill_ops(qgmm_backend_vtable *v)
-{
-    v->quantize_fp8_rowwise = qgmm_cuda_quantize_fp8_rowwise;
-    v->quantize_fp8_rowwise_dual = NULL; /* the API runs two single calls */
-    v->quantize_mxfp8 = qgmm_cuda_quantize_mxfp8;
-    v->quantize_fp8_blockwise = qgmm_cuda_quantize_fp8_blockwise;
-    v->dequantize = qgmm_cuda_dequantize;
-    v->scales_to_blocked = qgmm_cuda_scales_to_blocked;
-    v->scales_from_blocked = qgmm_cuda_scales_from_blocked;
-    v->pad_token_groups = qgmm_cuda_pad_token_groups;
-    v->unpad_token_groups = qgmm_cuda_unpad_token_groups;
-    v->group_row_ids = qgmm_cuda_group_row_ids;
-}
 
 /* Row-chunk kernels (one x-row of work-items per data row): x spans a row's chunks in
  * multiples of 32 up to 256 (a 64-wide wave holds one or two whole x-rows), y packs rows

@@ -219,7 +219,7 @@ qgmm_plugin_entry(uint32_t abi, char *reason, size_t cap)
     v->event_record = emu_event_record;
     v->event_elapsed_ms = emu_event_elapsed;
     v->event_destroy = emu_event_destroy;
-    qgmm_hip_fill_ops(v);
+    qgmm_cuda_fill_cast_ops(v);
     v->grouped_gemm = emu_grouped_gemm;
     return v;
 }
