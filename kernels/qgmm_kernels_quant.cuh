@@ -582,6 +582,10 @@ static inline int qgmm_kquant_q_vec8(const qgmm_kquant *a)
     return a->q.s2 == 1 && a->C % 8 == 0 && ((uintptr_t)a->q.ptr % 8) == 0 && a->q.s1 % 8 == 0 &&
            a->q.s0 % 8 == 0;
 }
+/* Launches qgmm_kq_transpose (cast along R into R-contiguous q) on the context's stream;
+ * shared by the rowwise and MXFP8 casts (defined in backends/cuda/cast_rowwise.cu, whose
+ * launches the HIP host emulation rewrites like every launcher file's). */
+qgmm_status qgmm_cuda_launch_kq_transpose(qgmm_context *ctx, const qgmm_kquant &a, const qgmm_tensor *x);
 #endif
 
 #endif /* QGMM_KERNELS_QUANT_CUH */

@@ -74,15 +74,5 @@ extern "C" qgmm_status qgmm_cuda_quantize_mxfp8(qgmm_context *ctx, const qgmm_mx
         qgmm_kq_generic<<<grid, 256, 0, c->stream>>>(a);
         return qgmm_cuda_launch_check(ctx, "qgmm_kq_generic");
     }
-    const int vec_out = a.q.s1 == 1 && ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
-    dim3 g2((unsigned)((a.C + QGMM_KQ_TC - 1) / QGMM_KQ_TC), (unsigned)((a.R + QGMM_KQ_TR - 1) / QGMM_KQ_TR),
-            (unsigned)a.E);
-    const int vec_in = qgmm_kquant_x_vec(&a, x);
-    if (a.x_dtype == QGMM_K_BF16)
-        QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_transpose<FMT, QGMM_K_BF16><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out)));
-    else if (a.x_dtype == QGMM_K_F16)
-        QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_transpose<FMT, QGMM_K_F16><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out)));
-    else
-        QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_transpose<FMT, QGMM_K_F32><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out)));
-    return qgmm_cuda_launch_check(ctx, "qgmm_kq_transpose");
+    return qgmm_cuda_launch_kq_transpose(ctx, a, x);
 }

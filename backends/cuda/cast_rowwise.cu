@@ -77,19 +77,25 @@ static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_para
         if ((st = qgmm_cuda_launch_check(ctx, "qgmm_kq_colscale")) != QGMM_OK) return st;
     }
     if (a.R > 0 && a.C > 0) {
-        const int vec_out = a.q.s1 == 1 && ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
-        dim3 g2((unsigned)((a.C + QGMM_KQ_TC - 1) / QGMM_KQ_TC), (unsigned)((a.R + QGMM_KQ_TR - 1) / QGMM_KQ_TR),
-                (unsigned)a.E);
-        const int vec_in = qgmm_kquant_x_vec(&a, x);
-        if (a.x_dtype == QGMM_K_BF16)
+        if ((st = qgmm_cuda_launch_kq_transpose(ctx, a, x)) != QGMM_OK) return st;
+    }
+    return QGMM_OK;
+}
+
+qgmm_status qgmm_cuda_launch_kq_transpose(qgmm_context *ctx, const qgmm_kquant &a, const qgmm_tensor *x)
+{
+    qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    const int vec_out = a.q.s1 == 1 && ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
+    dim3 g2((unsigned)((a.C + QGMM_KQ_TC - 1) / QGMM_KQ_TC), (unsigned)((a.R + QGMM_KQ_TR - 1) / QGMM_KQ_TR),
+            (unsigned)a.E);
+    const int vec_in = qgmm_kquant_x_vec(&a, x);
+    if (a.x_dtype == QGMM_K_BF16)
         QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_transpose<FMT, QGMM_K_BF16><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out)));
     else if (a.x_dtype == QGMM_K_F16)
         QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_transpose<FMT, QGMM_K_F16><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out)));
     else
         QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_transpose<FMT, QGMM_K_F32><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out)));
-        if ((st = qgmm_cuda_launch_check(ctx, "qgmm_kq_transpose")) != QGMM_OK) return st;
-    }
-    return QGMM_OK;
+    return qgmm_cuda_launch_check(ctx, "qgmm_kq_transpose");
 }
 
 extern "C" qgmm_status qgmm_cuda_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
