@@ -91,6 +91,33 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr)
 }
 #endif
 
+#ifdef QG_HAS_WGMMA
+/* The dynamic shared memory of both kernels: STAGES A and B slots (1024-aligned for the
+ * 128-byte swizzle), their full/empty barriers, then the tile schedule. Builds the
+ * schedule and initialises the barriers; false when this block has no tile. */
+template <int STAGES, int A_BYTES, int B_BYTES, int BM, int BN>
+__device__ __forceinline__ bool qg_pipe_init(uint8_t *smem_raw, const qg_problem &p, uint8_t *&sA, uint8_t *&sB,
+                                             uint64_t *&full, uint64_t *&empty, qg_sched &s)
+{
+    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    sA = smem;
+    sB = smem + STAGES * A_BYTES;
+    full = (uint64_t *)(sB + STAGES * B_BYTES);
+    empty = full + STAGES;
+    int *sched_mem = (int *)(empty + STAGES);
+    if (!qg_sched_build<BM, BN>(p, sched_mem, s)) return false;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < STAGES; ++i) {
+            mbar_init(&full[i], 1);
+            mbar_init(&empty[i], 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    return true;
+}
+#endif
+
 template <int E, int SC>
 __global__ void __launch_bounds__(HTHR, 1)
 qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
@@ -98,23 +125,10 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
 {
 #ifdef QG_HAS_WGMMA
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    uint8_t *sA = smem;
-    uint8_t *sB = smem + HSTAGES * HA_BYTES;
-    uint64_t *full = (uint64_t *)(sB + HSTAGES * HB_BYTES);
-    uint64_t *empty = full + HSTAGES;
-    int *sched_mem = (int *)(empty + HSTAGES);
-
+    uint8_t *sA, *sB;
+    uint64_t *full, *empty;
     qg_sched s;
-    if (!qg_sched_build<HBM, HBN>(p, sched_mem, s)) return;
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < HSTAGES; ++i) {
-            mbar_init(&full[i], 1);
-            mbar_init(&empty[i], 256);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    if (!qg_pipe_init<HSTAGES, HA_BYTES, HB_BYTES, HBM, HBN>(smem_raw, p, sA, sB, full, empty, s)) return;
 
     constexpr int ESZ = E == QG_ELEM_BF16 ? 2 : 1;
     constexpr int BKE = HBKB / ESZ; /* elements per slice */
@@ -268,23 +282,10 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
 {
 #ifdef QG_HAS_WGMMA
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    uint8_t *sA = smem;
-    uint8_t *sB = smem + PSTAGES * PA_BYTES;
-    uint64_t *full = (uint64_t *)(sB + PSTAGES * PB_BYTES);
-    uint64_t *empty = full + PSTAGES;
-    int *sched_mem = (int *)(empty + PSTAGES);
-
+    uint8_t *sA, *sB;
+    uint64_t *full, *empty;
     qg_sched s;
-    if (!qg_sched_build<PBM, PBN>(p, sched_mem, s)) return;
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < PSTAGES; ++i) {
-            mbar_init(&full[i], 1);
-            mbar_init(&empty[i], 256);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    if (!qg_pipe_init<PSTAGES, PA_BYTES, PB_BYTES, PBM, PBN>(smem_raw, p, sA, sB, full, empty, s)) return;
 
     constexpr int BKE = HBKB; /* fp8: 128 elements per slice = one blockwise scale block */
     const int nk = (int)((p.kdim + BKE - 1) / BKE);
