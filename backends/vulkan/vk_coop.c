@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int has_ext(VkPhysicalDevice pd, const char *name)
+int vk_has_ext(VkPhysicalDevice pd, const char *name)
 {
     uint32_t n = 0;
     g_vk.vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL);
@@ -63,7 +63,7 @@ static int common_ok(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *sg, ch
 
 static int nv_ok(vk_ctx *c, char *why, size_t cap)
 {
-    if (!has_ext(c->pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) { snprintf(why, cap, "no VK_NV_cooperative_matrix"); return 0; }
+    if (!vk_has_ext(c->pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) { snprintf(why, cap, "no VK_NV_cooperative_matrix"); return 0; }
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cf = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &cf};
     g_vk.vkGetPhysicalDeviceFeatures2(c->pd, &f);
@@ -113,13 +113,13 @@ static int khr_shape(vk_ctx *c, uint32_t in)
 static int khr_ok(vk_ctx *c, int *bf16, char *why, size_t cap, char *bfwhy, size_t bfcap)
 {
     *bf16 = 0;
-    if (!has_ext(c->pd, QGMM_VK_KHR_COOPERATIVE_MATRIX_NAME)) { snprintf(why, cap, "no VK_KHR_cooperative_matrix"); return 0; }
+    if (!vk_has_ext(c->pd, QGMM_VK_KHR_COOPERATIVE_MATRIX_NAME)) { snprintf(why, cap, "no VK_KHR_cooperative_matrix"); return 0; }
     qgmm_VkPhysicalDeviceCooperativeMatrixFeaturesKHR kf = {.sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &kf};
     g_vk.vkGetPhysicalDeviceFeatures2(c->pd, &f);
     if (!kf.cooperativeMatrix) { snprintf(why, cap, "KHR cooperativeMatrix feature off"); return 0; }
     if (!khr_shape(c, QGMM_VK_COMPONENT_TYPE_FLOAT16_KHR)) { snprintf(why, cap, "no KHR 16x16x16 f16*f16->f32 subgroup shape"); return 0; }
-    if (!has_ext(c->pd, QGMM_VK_KHR_SHADER_BFLOAT16_NAME)) { snprintf(bfwhy, bfcap, "no VK_KHR_shader_bfloat16"); return 1; }
+    if (!vk_has_ext(c->pd, QGMM_VK_KHR_SHADER_BFLOAT16_NAME)) { snprintf(bfwhy, bfcap, "no VK_KHR_shader_bfloat16"); return 1; }
     qgmm_VkPhysicalDeviceShaderBfloat16FeaturesKHR bf = {.sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &bf};
     g_vk.vkGetPhysicalDeviceFeatures2(c->pd, &f2);

@@ -168,6 +168,8 @@ typedef struct vk_coop_features {
     uint32_t next;
 } vk_coop_features;
 qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *sg);
+/* 1 when the physical device lists the extension */
+int vk_has_ext(VkPhysicalDevice pd, const char *name);
 void vk_coop_enable(vk_ctx *c, vk_coop_features *e, VkPhysicalDeviceVulkan12Features *f12);
 
 /* vk_pipestats.c */

@@ -15,15 +15,7 @@ int vk_pipestats_wanted(vk_ctx *c)
 {
     const char *e = getenv("QGMM_VK_PIPELINE_STATS");
     if (!e || !e[0] || !strcmp(e, "0")) return 0;
-    uint32_t n = 0;
-    g_vk.vkEnumerateDeviceExtensionProperties(c->pd, NULL, &n, NULL);
-    VkExtensionProperties *x = calloc(n ? n : 1, sizeof *x);
-    if (!x) return 0;
-    g_vk.vkEnumerateDeviceExtensionProperties(c->pd, NULL, &n, x);
-    int found = 0;
-    for (uint32_t i = 0; i < n && !found; ++i)
-        found = !strcmp(x[i].extensionName, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
-    free(x);
+    const int found = vk_has_ext(c->pd, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     if (!found) fprintf(stderr, "qgmm vulkan: QGMM_VK_PIPELINE_STATS: the device lacks %s\n",
                         VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     return found;
