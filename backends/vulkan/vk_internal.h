@@ -144,11 +144,6 @@ typedef struct vk_ctx {
 } vk_ctx;
 
 enum { VK_GEMM_TILED = 0, VK_GEMM_COOP_NV = 1, VK_GEMM_COOP_KHR = 2 };
-/* output columns per workgroup of the BF16 cooperative-matrix build (its -DQG_BN in
- * CMakeLists.txt must agree) */
-#ifndef VK_COOP_BF16_BN
-#define VK_COOP_BF16_BN 128
-#endif
 /* shared memory gemm_coopmat.comp declares: 4 tiles of 640 x 16 B + 2 x 2 x 128 floats */
 #define VK_COOP_SHARED_BYTES (4u * 640u * 16u + 4u * 128u * 4u)
 

@@ -38,8 +38,7 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
     else
         pipe = qgmm_dtype_is_fp8(a->dtype) ? VKP_GEMM_FP8 : VKP_GEMM;
     const int coop = pipe != VKP_GEMM && pipe != VKP_GEMM_FP8;
-    const int64_t GEMM_BM = coop ? GEMM_COOP_TILE : GEMM_TILE;
-    const int64_t GEMM_BN = pipe == VKP_GEMM_COOP_BF16_KHR ? VK_COOP_BF16_BN : GEMM_BM;
+    const int64_t GEMM_BM = coop ? GEMM_COOP_TILE : GEMM_TILE, GEMM_BN = GEMM_BM;
     if (offs->shape[0] > 1 && offs->strides[0] != 1)
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs: vulkan needs a contiguous i32 vector");
     int64_t p[QP_MAX];

@@ -42,13 +42,7 @@
 #define QG_WARPS 8
 #endif
 #define NT (32 * QG_WARPS)  // lanes per workgroup
-// QG_BN=64 (with QG_WARPS=4): a 128x64 tile of 4 subgroups of 64x32, two workgroups per SM
-// with their own barriers. Measured on the H100 (BF16): 50-56 TFLOP/s against 117-133 for
-// the 128x128 tile of 8 subgroups, so no build uses it; kept as the tile-shape knob.
-#ifndef QG_BN
-#define QG_BN 128
-#endif
-#if QG_WARPS == 4 && QG_BN == 128
+#if QG_WARPS == 4
 #define NB 4  // 16-column fragments per subgroup
 #else
 #define NB 2
@@ -75,8 +69,8 @@ layout(constant_id = 1) const int SC_AFMT = 4;    // fp8 dtype ids (bf16 build: 
 layout(constant_id = 2) const int SC_BFMT = 4;
 
 #define BM 128
-#define BN QG_BN
-#if QG_PROMOTE && (QG_WARPS != 8 || QG_BN != 128)
+#define BN 128
+#if QG_PROMOTE && QG_WARPS != 8
 #error "the promote build loads one scale per lane: it needs BM + BN = 256 lanes"
 #endif
 #define BK 32
@@ -85,15 +79,8 @@ layout(constant_id = 2) const int SC_BFMT = 4;
 // ldmatrix-style fragment load touches on distinct banks.
 #define PITCH_KC 5     // (BK + 8) / 8
 #define PITCH_OC 17    // (BM + 8) / 8
-#define PITCH_OCB ((BN + 8) / 8)
-#define TILE_U4 640    // A: max(BM * PITCH_KC, BK * PITCH_OC)
-#if QG_BN == 128
-#define TILE_B_U4 640
-#else
-#define TILE_B_U4 320  // max(BN * PITCH_KC, BK * PITCH_OCB)
-#endif
-#define STAGE_U4 (TILE_U4 + TILE_B_U4)
-shared uvec4 tiles[2 * STAGE_U4];  // [stage 0: A, B | stage 1: A, B]
+#define TILE_U4 640    // max(BM * PITCH_KC, BK * PITCH_OC); B is BN = BM wide
+shared uvec4 tiles[4 * TILE_U4];  // [stage 0 A, stage 0 B, stage 1 A, stage 1 B]
 shared float scA[2 * BM];         // per stage: scale of each row / column for the step
 shared float scB[2 * BN];
 
@@ -106,8 +93,7 @@ shared float scB[2 * BN];
 #else
 #define CH 16
 #endif
-#define NCH (BM * BK / CH / NT)    // chunks per lane and step of A
-#define NCHB (BN * BK / CH / NT)   // ... of B
+#define NCH (BM * BK / CH / NT)  // chunks per lane per operand and step
 
 #if !QG_BF16
 // One fp8 byte -> f16 bits, exact (QGMM codec semantics of kernels/qgmm_fp8_codec.h).
@@ -160,7 +146,6 @@ struct Opnd {
     uint64_t base;   // element (0, 0) of this operand (group offset applied)
     int64_t ostride; // elements between consecutive outer indices (rows if kc, depth if !kc)
     int es;          // element size
-    int ext;         // tile extent along the rows / cols (BM for A, BN for B)
     bool kc;
 };
 
@@ -170,7 +155,7 @@ struct Opnd {
 uvec4 load_chunk(Opnd op, int q, int64_t o0, int64_t x0, int64_t ohi, int64_t xhi)
 {
     const int c = int(gl_LocalInvocationID.x) + NT * q;
-    const int runlen = op.kc ? BK / CH : op.ext / CH;  // chunks per run
+    const int runlen = op.kc ? BK / CH : BM / CH;  // chunks per run
     const int64_t o = o0 + c / runlen, x = x0 + (c % runlen) * CH;
     if (o >= ohi) return uvec4(0);
     const uint64_t addr = op.base + uint64_t(o * op.ostride + x) * uint64_t(op.es);
@@ -189,9 +174,9 @@ uvec4 load_chunk(Opnd op, int q, int64_t o0, int64_t x0, int64_t ohi, int64_t xh
 void store_chunk(int which, int st, bool kc, int q, uvec4 v, int fmt)
 {
     const int c = int(gl_LocalInvocationID.x) + NT * q;
-    const int runlen = kc ? BK / CH : (which == 0 ? BM : BN) / CH;
+    const int runlen = kc ? BK / CH : BM / CH;
     const int run = c / runlen, part = c % runlen;
-    const int base = st * STAGE_U4 + which * TILE_U4 + run * (kc ? PITCH_KC : (which == 0 ? PITCH_OC : PITCH_OCB));
+    const int base = (2 * st + which) * TILE_U4 + run * (kc ? PITCH_KC : PITCH_OC);
 #if QG_BF16
     tiles[base + part] = v;
 #else
@@ -270,8 +255,6 @@ void main()
     Opnd A, B;
     A.es = QG_BF16 != 0 ? 2 : 1;
     B.es = A.es;
-    A.ext = BM;
-    B.ext = BN;
     A.kc = PI(GM_AC) == 1;
     B.kc = PI(GM_BC) == 1;
     A.base = PA(GM_A);
@@ -331,7 +314,7 @@ void main()
     // steps otherwise) at offset part*CH along the contiguous dim; its address is the lane's
     // q = 0 address (advanced by one step per step) plus q * RS runs. Little per-lane state:
     // per-chunk arrays and structs end up in local memory on the driver.
-    const int a_rl = A.kc ? BK / CH : BM / CH, b_rl = B.kc ? BK / CH : BN / CH;  // chunks per run
+    const int a_rl = A.kc ? BK / CH : BM / CH, b_rl = B.kc ? BK / CH : BM / CH;  // chunks per run
     const int a_run0 = tid / a_rl, a_part = tid % a_rl, b_run0 = tid / b_rl, b_part = tid % b_rl;
     const int a_rs = NT / a_rl, b_rs = NT / b_rl;
     const uint64_t a_qs = uint64_t(a_rs * A.ostride * A.es), b_qs = uint64_t(b_rs * B.ostride * B.es);
@@ -340,19 +323,14 @@ void main()
     const bool a_al = (a_addr & 15ul) == 0ul && (aadv & 15ul) == 0ul && (a_qs & 15ul) == 0ul;
     const bool b_al = (b_addr & 15ul) == 0ul && (badv & 15ul) == 0ul && (b_qs & 15ul) == 0ul;
 #if NCH == 1
-#define FOR_CHUNKS_A(M) M(0)
+#define EACH_CHUNK(M) M(0)
 #elif NCH == 2
-#define FOR_CHUNKS_A(M) M(0) M(1)
+#define EACH_CHUNK(M) M(0) M(1)
 #else
-#define FOR_CHUNKS_A(M) M(0) M(1) M(2) M(3)
+#define EACH_CHUNK(M) M(0) M(1) M(2) M(3)
 #endif
-#if NCHB == 1
-#define FOR_CHUNKS_B(M) M(0)
-#elif NCHB == 2
-#define FOR_CHUNKS_B(M) M(0) M(1)
-#else
-#define FOR_CHUNKS_B(M) M(0) M(1) M(2) M(3)
-#endif
+// all of A's chunks, then all of B's
+#define FOR_CHUNKS(M) EACH_CHUNK(M##_A) EACH_CHUNK(M##_B)
 #define CHUNK_DECL_A(q) uvec4 pa##q;
 #define CHUNK_DECL_B(q) uvec4 pb##q;
     // kf: depth of the step being fetched
@@ -370,7 +348,6 @@ void main()
     }
 #define CHUNK_STORE_A(q) store_chunk(0, cur, A.kc, q, pa##q, afmt);
 #define CHUNK_STORE_B(q) store_chunk(1, cur, B.kc, q, pb##q, bfmt);
-#define FOR_CHUNKS(M) FOR_CHUNKS_A(M##_A) FOR_CHUNKS_B(M##_B)
     FOR_CHUNKS(CHUNK_DECL)
     float psa = 1.0, psb = 1.0;
     if (nsteps > 0) {
@@ -411,7 +388,7 @@ void main()
             b_addr += badv;
         }
         // ---- MMAs of step s from stage cur
-        const uint ta = uint(cur * STAGE_U4), tb = uint(cur * STAGE_U4 + TILE_U4);
+        const uint ta = uint((2 * cur) * TILE_U4), tb = uint((2 * cur + 1) * TILE_U4);
         [[unroll]] for (int ks = 0; ks < BK; ks += 16) {
             FRAG a0, a1, a2, a3, b0, b1;
 #if NB == 4
@@ -439,12 +416,12 @@ void main()
                 coopMatLoadNV(b3, tiles, e + 48 * PITCH_KC, PITCH_KC, true);
 #endif
             } else {     // tile [depth][col]: row-major
-                const uint e = tb + uint(ks) * PITCH_OCB + uint(wn * 16 * NB / 8);
-                coopMatLoadNV(b0, tiles, e, PITCH_OCB, false);
-                coopMatLoadNV(b1, tiles, e + 2, PITCH_OCB, false);
+                const uint e = tb + uint(ks) * PITCH_OC + uint(wn * 16 * NB / 8);
+                coopMatLoadNV(b0, tiles, e, PITCH_OC, false);
+                coopMatLoadNV(b1, tiles, e + 2, PITCH_OC, false);
 #if NB == 4
-                coopMatLoadNV(b2, tiles, e + 4, PITCH_OCB, false);
-                coopMatLoadNV(b3, tiles, e + 6, PITCH_OCB, false);
+                coopMatLoadNV(b2, tiles, e + 4, PITCH_OC, false);
+                coopMatLoadNV(b3, tiles, e + 6, PITCH_OC, false);
 #endif
             }
 #if NB == 4
