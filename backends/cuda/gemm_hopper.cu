@@ -280,6 +280,7 @@ __global__ void __launch_bounds__(HTHR, 1)
 qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                        const qg_problem p, int pair_ok)
 {
+    static_assert(SC == QG_SC_BLOCK128, "the promoted kernel is built for 128-deep block scales only");
 #ifdef QG_HAS_WGMMA
     extern __shared__ uint8_t smem_raw[];
     uint8_t *sA, *sB;
@@ -325,15 +326,11 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
             for (int i = 0; i < 64; ++i) acc[i] = 0.f;
             for (int kt = 0; kt < nk; ++kt, ++it) {
                 const int st = it % PSTAGES;
-                float m0 = 1.f, m1 = 1.f;
-                if constexpr (SC == QG_SC_BLOCK128) {
-                    /* issued before the wait so the loads overlap it */
-                    const float sb = qg_block_scale(p.sb, g, c0, kt);
-                    const float a0 = rr0 < r_end ? qg_block_scale(p.sa, 0, rr0, kt) : 0.f;
-                    const float a1 = rr1 < r_end ? qg_block_scale(p.sa, 0, rr1, kt) : 0.f;
-                    m0 = a0 * sb;
-                    m1 = a1 * sb;
-                }
+                /* issued before the wait so the loads overlap it */
+                const float sb = qg_block_scale(p.sb, g, c0, kt);
+                const float a0 = rr0 < r_end ? qg_block_scale(p.sa, 0, rr0, kt) : 0.f;
+                const float a1 = rr1 < r_end ? qg_block_scale(p.sa, 0, rr1, kt) : 0.f;
+                const float m0 = a0 * sb, m1 = a1 * sb;
                 mbar_wait(&full[st], (it / PSTAGES) & 1);
                 const uint64_t da = wg_desc(h_smem(sA + st * PA_BYTES + cw * 64 * 128));
                 const uint64_t db = wg_desc(h_smem(sB + st * PB_BYTES));
@@ -358,18 +355,11 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
             for (int h = 0; h < 2; ++h) {
                 const int64_t r = h ? rr1 : rr0;
                 if (r >= r_end) continue;
-                float va = 1.f;
-                if constexpr (SC == QG_SC_ROW) va = qg_row_scale(p.sa, g, r);
 #pragma unroll
                 for (int j = 0; j < 16; ++j) {
                     const int64_t c = c0 + j * 8 + (lane % 4) * 2;
                     if (c >= p.cols) continue;
-                    float v0 = acc[j * 4 + h * 2], v1 = acc[j * 4 + h * 2 + 1];
-                    if constexpr (SC == QG_SC_ROW) {
-                        v0 = v0 * va * qg_row_scale(p.sb, g, c);
-                        if (c + 1 < p.cols) v1 = v1 * va * qg_row_scale(p.sb, g, c + 1);
-                    }
-                    qg_store2(p, pair_ok, g, r, c, v0, v1);
+                    qg_store2(p, pair_ok, g, r, c, acc[j * 4 + h * 2], acc[j * 4 + h * 2 + 1]);
                 }
             }
         }
