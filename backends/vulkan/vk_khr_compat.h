@@ -42,4 +42,43 @@ typedef struct {
 
 typedef VkResult (*qgmm_PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)(
     VkPhysicalDevice, uint32_t *, qgmm_VkCooperativeMatrixPropertiesKHR *);
+/* VK_NV_cooperative_matrix2 (workgroup-scope matrices with flexible dimensions) */
+#define QGMM_VK_NV_COOPERATIVE_MATRIX_2_NAME "VK_NV_cooperative_matrix2"
+#define QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV ((VkStructureType)1000593000)
+#define QGMM_VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV ((VkStructureType)1000593001)
+#define QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV ((VkStructureType)1000593002)
+#define QGMM_VK_SCOPE_WORKGROUP_KHR 2u
+
+typedef struct {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 cooperativeMatrixWorkgroupScope;
+    VkBool32 cooperativeMatrixFlexibleDimensions;
+    VkBool32 cooperativeMatrixReductions;
+    VkBool32 cooperativeMatrixConversions;
+    VkBool32 cooperativeMatrixPerElementOperations;
+    VkBool32 cooperativeMatrixTensorAddressing;
+    VkBool32 cooperativeMatrixBlockLoads;
+} qgmm_VkPhysicalDeviceCooperativeMatrix2FeaturesNV;
+
+typedef struct {
+    VkStructureType sType;
+    void *pNext;
+    uint32_t cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
+    uint32_t cooperativeMatrixFlexibleDimensionsMaxDimension;
+    uint32_t cooperativeMatrixWorkgroupScopeReservedSharedMemory;
+} qgmm_VkPhysicalDeviceCooperativeMatrix2PropertiesNV;
+
+typedef struct {
+    VkStructureType sType;
+    void *pNext;
+    uint32_t MGranularity, NGranularity, KGranularity;
+    uint32_t AType, BType, CType, ResultType; /* VkComponentTypeKHR */
+    VkBool32 saturatingAccumulation;
+    uint32_t scope; /* VkScopeKHR */
+    uint32_t workgroupInvocations;
+} qgmm_VkCooperativeMatrixFlexibleDimensionsPropertiesNV;
+
+typedef VkResult (*qgmm_PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV)(
+    VkPhysicalDevice, uint32_t *, qgmm_VkCooperativeMatrixFlexibleDimensionsPropertiesNV *);
 #endif
