@@ -7,6 +7,10 @@
  * (FP8 recipes only), then the tiled shader. Every path needs what the shader's SPIR-V
  * declares: the Vulkan memory model, Float16 (fp8 is decoded to f16), subgroups of 32 (the
  * tile assumes them) and VK_COOP_SHARED_BYTES of shared memory.
+ * With VK_NV_cooperative_matrix2 as well (workgroup-scope matrices of flexible size, a
+ * 64x128x32 bf16 shape for 256 invocations), BF16 runs on the workgroup-scope build, which
+ * measured faster on the H100 (docs/backends-vulkan.md); QGMM_VULKAN_GEMM_WG=0 keeps the
+ * subgroup-scope one.
  * QGMM_VULKAN_GEMM_PATH: tiled | coopmat (the best available; error where none is) |
  * coopmat-nv (the NV build; for comparisons).
  */
@@ -129,6 +133,53 @@ static int khr_ok(vk_ctx *c, int *bf16, char *why, size_t cap, char *bfwhy, size
     return 1;
 }
 
+/* 1 when BF16 can run gemm_coopmat.comp's workgroup-scope build: VK_NV_cooperative_matrix2
+ * with workgroup scope and flexible dimensions, a bf16*bf16+f32 workgroup shape for 256
+ * invocations whose granularities divide 64x128x32, and the tile's shared memory next to the
+ * driver's reserve. */
+static int wg_ok(vk_ctx *c, char *why, size_t cap)
+{
+    const char *e = getenv("QGMM_VULKAN_GEMM_WG");
+    if (e && !strcmp(e, "0")) { snprintf(why, cap, "QGMM_VULKAN_GEMM_WG=0"); return 0; }
+    if (!vk_has_ext(c->pd, QGMM_VK_NV_COOPERATIVE_MATRIX_2_NAME)) { snprintf(why, cap, "no VK_NV_cooperative_matrix2"); return 0; }
+    qgmm_VkPhysicalDeviceCooperativeMatrix2FeaturesNV f2 = {.sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+    VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f2};
+    g_vk.vkGetPhysicalDeviceFeatures2(c->pd, &f);
+    if (!f2.cooperativeMatrixWorkgroupScope || !f2.cooperativeMatrixFlexibleDimensions) {
+        snprintf(why, cap, "workgroup scope / flexible dimensions off");
+        return 0;
+    }
+    qgmm_VkPhysicalDeviceCooperativeMatrix2PropertiesNV p2 = {.sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
+    VkPhysicalDeviceProperties2 pp = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &p2};
+    g_vk.vkGetPhysicalDeviceProperties2(c->pd, &pp);
+    if (p2.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize < 256 || p2.cooperativeMatrixFlexibleDimensionsMaxDimension < 128 ||
+        (uint64_t)VK_COOP_BF16_SHARED_BYTES + p2.cooperativeMatrixWorkgroupScopeReservedSharedMemory > c->props.limits.maxComputeSharedMemorySize) {
+        snprintf(why, cap, "workgroup-scope limits (%u invocations, dimension %u, %u B reserved)",
+                 p2.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize, p2.cooperativeMatrixFlexibleDimensionsMaxDimension,
+                 p2.cooperativeMatrixWorkgroupScopeReservedSharedMemory);
+        return 0;
+    }
+    qgmm_PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV props =
+        (qgmm_PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV)g_vk.GetInstanceProcAddr(
+            g_vk.instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+    uint32_t n = 0;
+    if (!props || props(c->pd, &n, NULL) != VK_SUCCESS || n == 0) { snprintf(why, cap, "no flexible shapes"); return 0; }
+    qgmm_VkCooperativeMatrixFlexibleDimensionsPropertiesNV *cp = calloc(n, sizeof *cp);
+    if (!cp) { snprintf(why, cap, "out of host memory"); return 0; }
+    for (uint32_t i = 0; i < n; ++i) cp[i].sType = QGMM_VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV;
+    int ok = 0;
+    if (props(c->pd, &n, cp) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !ok; ++i)
+            ok = cp[i].scope == QGMM_VK_SCOPE_WORKGROUP_KHR && cp[i].workgroupInvocations == 256 &&
+                 cp[i].AType == QGMM_VK_COMPONENT_TYPE_BFLOAT16_KHR && cp[i].BType == QGMM_VK_COMPONENT_TYPE_BFLOAT16_KHR &&
+                 cp[i].CType == QGMM_VK_COMPONENT_TYPE_FLOAT32_KHR && cp[i].ResultType == QGMM_VK_COMPONENT_TYPE_FLOAT32_KHR &&
+                 !cp[i].saturatingAccumulation && cp[i].MGranularity && 64 % cp[i].MGranularity == 0 &&
+                 cp[i].NGranularity && 128 % cp[i].NGranularity == 0 && cp[i].KGranularity && 32 % cp[i].KGranularity == 0;
+    free(cp);
+    if (!ok) snprintf(why, cap, "no workgroup-scope bf16 shape for 256 invocations dividing 64x128x32");
+    return ok;
+}
+
 qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *sg)
 {
     const char *want = getenv("QGMM_VULKAN_GEMM_PATH");
@@ -138,7 +189,9 @@ qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *
     const int force_nv = want && !strcmp(want, "coopmat-nv");
     c->gemm_path = VK_GEMM_TILED;
     c->coop_bf16 = 0;
+    c->coop_wg = 0;
     c->bf16_why[0] = 0;
+    snprintf(c->wg_why, sizeof c->wg_why, "no BF16 cooperative-matrix path");
     char why_khr[128] = "", why_nv[128] = "";
     int bf16 = 0;
     if (!common_ok(c, sg, c->coop_why, sizeof c->coop_why)) {
@@ -146,6 +199,8 @@ qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *
     } else if (!force_nv && khr_ok(c, &bf16, why_khr, sizeof why_khr, c->bf16_why, sizeof c->bf16_why)) {
         c->gemm_path = VK_GEMM_COOP_KHR;
         c->coop_bf16 = bf16;
+        if (bf16) c->coop_wg = wg_ok(c, c->wg_why, sizeof c->wg_why);
+        if (c->coop_wg) c->wg_why[0] = 0;
     } else if (nv_ok(c, why_nv, sizeof why_nv)) {
         c->gemm_path = VK_GEMM_COOP_NV;
         snprintf(c->bf16_why, sizeof c->bf16_why, "%s", force_nv ? "QGMM_VULKAN_GEMM_PATH=coopmat-nv" : why_khr);
@@ -159,6 +214,7 @@ qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *
     if (want && !strcmp(want, "tiled") && c->gemm_path != VK_GEMM_TILED) {
         c->gemm_path = VK_GEMM_TILED;
         c->coop_bf16 = 0;
+        c->coop_wg = 0;
         snprintf(c->coop_why, sizeof c->coop_why, "QGMM_VULKAN_GEMM_PATH=tiled");
     }
     return QGMM_OK;
@@ -194,5 +250,14 @@ void vk_coop_enable(vk_ctx *c, vk_coop_features *e, VkPhysicalDeviceVulkan12Feat
         bf->pNext = f12->pNext;
         f12->pNext = bf;
         e->ext[e->next++] = QGMM_VK_KHR_SHADER_BFLOAT16_NAME;
+    }
+    if (c->coop_wg) {
+        qgmm_VkPhysicalDeviceCooperativeMatrix2FeaturesNV *w = (qgmm_VkPhysicalDeviceCooperativeMatrix2FeaturesNV *)e->cm2;
+        w->sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV;
+        w->cooperativeMatrixWorkgroupScope = VK_TRUE;
+        w->cooperativeMatrixFlexibleDimensions = VK_TRUE;
+        w->pNext = f12->pNext;
+        f12->pNext = w;
+        e->ext[e->next++] = QGMM_VK_NV_COOPERATIVE_MATRIX_2_NAME;
     }
 }

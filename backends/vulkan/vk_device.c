@@ -316,7 +316,7 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
         vk_ctx_destroy(c);
         return st;
     }
-    char gemm[320];
+    char gemm[512];
     if (c->gemm_path == VK_GEMM_TILED)
         snprintf(gemm, sizeof gemm,
                  "gemm: shared-memory tiled f32 FMA 64x64x16, 4x4 per lane (cooperative matrix off: %s)",
@@ -324,7 +324,10 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
     else if (c->coop_bf16)
         snprintf(gemm, sizeof gemm,
                  "gemm: every recipe on VK_KHR_cooperative_matrix 16x16x16 -> f32 (bf16 operands as "
-                 "bfloat16, fp8 exactly as f16; 128x128x32 tiles, double-buffered, per-scale-block f32 promotion)");
+                 "bfloat16, fp8 exactly as f16; 128x128x32 tiles, double-buffered, per-scale-block f32 promotion); "
+                 "BF16 on %s%s%s", c->coop_wg ? "workgroup-scope matrices (VK_NV_cooperative_matrix2), two steps of loads in flight"
+                                               : "subgroup-scope matrices (workgroup scope off: ",
+                 c->wg_why, c->coop_wg ? "" : ")");
     else
         snprintf(gemm, sizeof gemm,
                  "gemm: FP8 recipes on %s 16x16x16 f16*f16->f32 (fp8 exactly as f16; 128x128x32 tiles, "

@@ -68,6 +68,7 @@ enum vk_pipe {
     VKP_GEMM_COOP_FP8_KHR,  /* the two above, rewritten to VK_KHR_cooperative_matrix */
     VKP_GEMM_COOP_FP8_BLK_KHR,
     VKP_GEMM_COOP_BF16_KHR, /* bf16 operands, KHR matrices with bfloat16 components */
+    VKP_GEMM_COOP_BF16_WG_KHR, /* the same on workgroup-scope matrices, two steps of loads in flight */
     VKP_COUNT
 };
 typedef struct vk_spirv { const char *name; const uint32_t *code; size_t bytes; } vk_spirv;
@@ -118,6 +119,10 @@ typedef struct vk_ctx {
      * VK_GEMM_COOP_NV with the NV extension's, else VK_GEMM_TILED; coop_bf16 when it also
      * has VK_KHR_shader_bfloat16 and a 16x16x16 bf16 x bf16 -> f32 shape (BF16 recipe) */
     int gemm_path, coop_bf16;
+    /* coop_wg: BF16 on workgroup-scope matrices (VK_NV_cooperative_matrix2, vk_coop.c wg_ok);
+     * wg_why: why not ("" when on) */
+    int coop_wg;
+    char wg_why[128];
     char coop_why[128]; /* why the cooperative-matrix path is off ("" when on) */
     char bf16_why[128]; /* why BF16 has no cooperative-matrix path ("" when it has) */
     uint64_t ts_mask;
@@ -146,6 +151,8 @@ typedef struct vk_ctx {
 enum { VK_GEMM_TILED = 0, VK_GEMM_COOP_NV = 1, VK_GEMM_COOP_KHR = 2 };
 /* shared memory gemm_coopmat.comp declares: 4 tiles of 640 x 16 B + 2 x 2 x 128 floats */
 #define VK_COOP_SHARED_BYTES (4u * 640u * 16u + 4u * 128u * 4u)
+/* the BF16 builds use the operand tiles only (the scale arrays are compiled out) */
+#define VK_COOP_BF16_SHARED_BYTES (4u * 640u * 16u)
 
 typedef struct vk_buf { vk_mem m; int owned; } vk_buf;
 
@@ -159,7 +166,8 @@ uint64_t vk_tensor_addr(const qgmm_tensor *t);
  * The feature structs live in opaque storage because the system headers may predate them. */
 typedef struct vk_coop_features {
     uint64_t nv[4], khr[4], bf16[4]; /* VkPhysicalDeviceCooperativeMatrixFeatures{NV,KHR}, bfloat16 */
-    const char *ext[2];
+    uint64_t cm2[6];                 /* VkPhysicalDeviceCooperativeMatrix2FeaturesNV */
+    const char *ext[3];
     uint32_t next;
 } vk_coop_features;
 qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *sg);

@@ -30,7 +30,7 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
     const int b_unit = mg ? (b->strides[2] == 1 || b->strides[1] == 1) : (b->strides[0] == 1 || b->strides[1] == 1);
     int pipe;
     if (recipe == QGMM_RECIPE_BF16)
-        pipe = c->coop_bf16 && a_unit && b_unit ? VKP_GEMM_COOP_BF16_KHR : VKP_GEMM;
+        pipe = c->coop_bf16 && a_unit && b_unit ? (c->coop_wg ? VKP_GEMM_COOP_BF16_WG_KHR : VKP_GEMM_COOP_BF16_KHR) : VKP_GEMM;
     else if (qgmm_dtype_is_fp8(a->dtype) && qgmm_dtype_is_fp8(b->dtype) && a_unit && b_unit && c->gemm_path != VK_GEMM_TILED)
         pipe = recipe == QGMM_RECIPE_FP8_ROWWISE
                    ? (c->gemm_path == VK_GEMM_COOP_KHR ? VKP_GEMM_COOP_FP8_KHR : VKP_GEMM_COOP_FP8)
@@ -122,5 +122,11 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
     if (!coop) return vk_dispatch(c, pipe, p, QP_MAX, p[GM_NWG]);
     /* gemm_coopmat.comp's specialization constants (ids in its header) */
     const int32_t spec[3] = {recipe, a->dtype, b->dtype};
-    return vk_dispatch_spec(c, pipe, spec, 3, p, QP_MAX, p[GM_NWG]);
+    if (pipe != VKP_GEMM_COOP_BF16_WG_KHR) return vk_dispatch_spec(c, pipe, spec, 3, p, QP_MAX, p[GM_NWG]);
+    /* the workgroup-scope build computes the lean tiles (whole and aligned, gemm_coopmat.comp),
+     * the subgroup-scope one the others: two dispatches over disjoint output tiles */
+    st = vk_dispatch_spec(c, pipe, spec, 3, p, QP_MAX, p[GM_NWG]);
+    if (st != QGMM_OK) return st;
+    p[GM_SKIPLEAN] = 1;
+    return vk_dispatch_spec(c, VKP_GEMM_COOP_BF16_KHR, spec, 3, p, QP_MAX, p[GM_NWG]);
 }

@@ -23,6 +23,9 @@
 //
 // Tile: 128x128 outputs per workgroup of 8 subgroups of 32 (the host enables this path only
 // for subgroup size 32); subgroup (wm, wn) owns rows wm*64.., cols wn*32..: 4x2 fragments.
+// The BF16 workgroup-scope build (QG_WGSCOPE, gemm_coop_bf16_wg_khr) instead holds the tile
+// as two 64x128 workgroup-scope accumulators, keeps two steps of loads in flight and computes
+// only the lean tiles (whole, aligned); the host runs the subgroup-scope build for the rest.
 // Depth steps of 32. Fragment element -> (row, col) maps are implementation-defined, so the
 // kernel reads the map once from a matrix of known contents (idmap) and uses it for the
 // scale promotion and the epilogue.
@@ -74,6 +77,19 @@ layout(constant_id = 2) const int SC_BFMT = 4;
 #error "the promote build loads one scale per lane: it needs BM + BN = 256 lanes"
 #endif
 #define BK 32
+// QG_WGSCOPE=1 (BF16 only): the MMAs on workgroup-scope matrices (VK_NV_cooperative_matrix2),
+// two 64x128 accumulators per 128x128 tile; the driver spreads them over the subgroups.
+// QG_SETS=2: two register sets of prefetched chunks (gemm_coop_step.glsl). Measured on the
+// H100 by bench/vulkan/vk_wg_gemm_probe.c: see docs/backends-vulkan.md.
+#ifndef QG_WGSCOPE
+#define QG_WGSCOPE 0
+#endif
+#ifndef QG_SETS
+#define QG_SETS 1
+#endif
+#if QG_WGSCOPE && (QG_PROMOTE || !QG_BF16 || QG_WARPS != 8)
+#error "the workgroup-scope build is the BF16 one, 256 lanes"
+#endif
 // Shared tiles in 16-byte units (8 halves). K-contiguous operand: BM rows x (BK+8) halves;
 // outer-contiguous operand: BK rows x (BM+8) halves. The +8 halves keep the 8 rows an
 // ldmatrix-style fragment load touches on distinct banks.
@@ -192,6 +208,9 @@ float e8m0f(uint64_t base, int64_t byteoff, int64_t stride)
 
 #define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 #define FRAG fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define WACC fcoopmatNV<32, gl_ScopeWorkgroup, 64, 128>
+#define WA fcoopmatNV<16, gl_ScopeWorkgroup, 64, 32>
+#define WB fcoopmatNV<16, gl_ScopeWorkgroup, 32, 128>
 
 // Fragment element -> (row, col) map, implementation-defined: load a 16x16 matrix holding
 // r*16+c through this subgroup's part of the tile memory and read back what each lane got.
@@ -209,6 +228,37 @@ void load_idmap(uint sg, uint lane, out int rc[8])
     [[unroll]] for (int i = 0; i < 8; ++i) rc[i] = int(idmap[i]);
     subgroupBarrier();
 }
+
+// Writes v[16], the outputs (gi, gj0 .. gj0+15), with the rowwise scales, in the output
+// dtype; 16-byte stores where the row is contiguous and aligned.
+#define EPI_STORE16 \
+            if (recipe == R_ROWWISE) { \
+                const float ra = uintBitsToFloat(ld_u32(SA, g * sSAg + gi * sSAi)); \
+                [[unroll]] for (int k = 0; k < 16; ++k) \
+                    if (gj0 + k < j1) v[k] = v[k] * ra * uintBitsToFloat(ld_u32(SB, g * sSBg + (gj0 + k) * sSBj)); \
+            } \
+            const int64_t oi = gi * sOi + gj0 * sOj; \
+            const uint64_t oaddr = OUT + uint64_t(oi) * uint64_t(oes); \
+            if (sOj == 1 && gj0 + 16 <= j1 && (oaddr & 15ul) == 0ul) { \
+                if (odt == DT_BF16) { \
+                    uint h[8]; \
+                    [[unroll]] for (int k = 0; k < 8; ++k) \
+                        h[k] = f32_to_bf16(floatBitsToUint(v[2 * k])) | (f32_to_bf16(floatBitsToUint(v[2 * k + 1])) << 16); \
+                    QV16(oaddr).v = uvec4(h[0], h[1], h[2], h[3]); \
+                    QV16(oaddr + 16ul).v = uvec4(h[4], h[5], h[6], h[7]); \
+                } else { \
+                    [[unroll]] for (int k = 0; k < 4; ++k) \
+                        QV16(oaddr + uint64_t(16 * k)).v = uvec4(floatBitsToUint(v[4 * k]), floatBitsToUint(v[4 * k + 1]), \
+                                                                 floatBitsToUint(v[4 * k + 2]), floatBitsToUint(v[4 * k + 3])); \
+                } \
+            } else { \
+                [[unroll]] for (int k = 0; k < 16; ++k) { \
+                    if (gj0 + k >= j1) break; \
+                    const int64_t o = oi + k * sOj; \
+                    if (odt == DT_BF16) st_u16(OUT, o, f32_to_bf16(floatBitsToUint(v[k]))); \
+                    else st_u32(OUT, o, floatBitsToUint(v[k])); \
+                } \
+            }
 
 void main()
 {
@@ -272,6 +322,23 @@ void main()
 #define B_OHI (B.kc ? j1 : c1)
 #define B_XHI (B.kc ? c1 : j1)
 
+#if QG_BF16 && !QG_PROMOTE
+    // Lean tile: whole rows and cols, depth a multiple of CH, every 16-byte chunk aligned
+    // (from the bases and strides, so the same on every lane). The workgroup-scope build
+    // computes only these, with no element-wise path compiled in (its code size is what kept
+    // it fast, see docs/backends-vulkan.md); the host then runs the subgroup-scope build with
+    // GM_SKIPLEAN for the rest. Uniform, so returning here is safe (before any barrier).
+    const bool lean = i1 - i0 == BM && j1 - j0 == BN && (c1 - c0) % CH == 0 &&
+        ((A.base + uint64_t(A_O0(c0) * A.ostride + A_X0(c0)) * uint64_t(A.es)) & 15ul) == 0ul &&
+        ((B.base + uint64_t(B_O0(c0) * B.ostride + B_X0(c0)) * uint64_t(B.es)) & 15ul) == 0ul &&
+        ((A.ostride * A.es) & 15l) == 0l && ((B.ostride * B.es) & 15l) == 0l;
+#if QG_WGSCOPE
+    if (!lean) return;
+#else
+    if (lean && PI(GM_SKIPLEAN) != 0) return;
+#endif
+#endif
+
     // ---- scales
     int64_t mxa_base = 0, mxa_row0 = 0, mxa_c0 = 0, mxa_cp = 1, mxb_base = 0, mxb_c0 = 0, mxb_cp = 1;
     if (recipe == R_MX) {
@@ -298,8 +365,12 @@ void main()
 #if QG_PROMOTE
     load_idmap(sg, lane, rc);
 #endif
+#if QG_WGSCOPE
+    WACC wacc0 = WACC(0.0), wacc1 = WACC(0.0);  // rows 0-63, 64-127 of the tile
+#else
     ACC acc[NF];
     [[unroll]] for (int f = 0; f < NF; ++f) acc[f] = ACC(0.0);
+#endif
 #if QG_PROMOTE
     float tot[NF * 8];
     [[unroll]] for (int e = 0; e < NF * 8; ++e) tot[e] = 0.0;
@@ -331,21 +402,42 @@ void main()
 #endif
 // all of A's chunks, then all of B's
 #define FOR_CHUNKS(M) EACH_CHUNK(M##_A) EACH_CHUNK(M##_B)
+#if QG_SETS == 2
+#define CHUNK_DECL_A(q) uvec4 pa##q, xa##q;
+#define CHUNK_DECL_B(q) uvec4 pb##q, xb##q;
+#else
 #define CHUNK_DECL_A(q) uvec4 pa##q;
 #define CHUNK_DECL_B(q) uvec4 pb##q;
-    // kf: depth of the step being fetched
-#define CHUNK_FETCH_A(q)                                                                        \
+#endif
+    // kf: depth of the step being fetched into dst
+#if QG_WGSCOPE
+    // lean tiles only: a chunk is wholly in range or wholly past the depth (zero)
+#define CHUNK_FETCH_INTO_A(q, dst)                                                              \
     {                                                                                           \
         const int ao = A_O0(kf) + a_run0 + q * a_rs, ax = A_X0(kf) + a_part * CH;             \
-        if (a_al && ao < A_OHI && ax + CH <= A_XHI) pa##q = QV16(a_addr + uint64_t(q) * a_qs).v;  \
-        else pa##q = load_chunk(A, q, A_O0(kf), A_X0(kf), A_OHI, A_XHI);                        \
+        dst = ao < A_OHI && ax + CH <= A_XHI ? QV16(a_addr + uint64_t(q) * a_qs).v : uvec4(0);  \
     }
-#define CHUNK_FETCH_B(q)                                                                        \
+#define CHUNK_FETCH_INTO_B(q, dst)                                                              \
     {                                                                                           \
         const int bo = B_O0(kf) + b_run0 + q * b_rs, bx = B_X0(kf) + b_part * CH;             \
-        if (b_al && bo < B_OHI && bx + CH <= B_XHI) pb##q = QV16(b_addr + uint64_t(q) * b_qs).v;  \
-        else pb##q = load_chunk(B, q, B_O0(kf), B_X0(kf), B_OHI, B_XHI);                        \
+        dst = bo < B_OHI && bx + CH <= B_XHI ? QV16(b_addr + uint64_t(q) * b_qs).v : uvec4(0);  \
     }
+#else
+#define CHUNK_FETCH_INTO_A(q, dst)                                                              \
+    {                                                                                           \
+        const int ao = A_O0(kf) + a_run0 + q * a_rs, ax = A_X0(kf) + a_part * CH;             \
+        if (a_al && ao < A_OHI && ax + CH <= A_XHI) dst = QV16(a_addr + uint64_t(q) * a_qs).v;  \
+        else dst = load_chunk(A, q, A_O0(kf), A_X0(kf), A_OHI, A_XHI);                          \
+    }
+#define CHUNK_FETCH_INTO_B(q, dst)                                                              \
+    {                                                                                           \
+        const int bo = B_O0(kf) + b_run0 + q * b_rs, bx = B_X0(kf) + b_part * CH;             \
+        if (b_al && bo < B_OHI && bx + CH <= B_XHI) dst = QV16(b_addr + uint64_t(q) * b_qs).v;  \
+        else dst = load_chunk(B, q, B_O0(kf), B_X0(kf), B_OHI, B_XHI);                          \
+    }
+#endif
+#define CHUNK_FETCH_A(q) CHUNK_FETCH_INTO_A(q, pa##q)
+#define CHUNK_FETCH_B(q) CHUNK_FETCH_INTO_B(q, pb##q)
 #define CHUNK_STORE_A(q) store_chunk(0, cur, A.kc, q, pa##q, afmt);
 #define CHUNK_STORE_B(q) store_chunk(1, cur, B.kc, q, pb##q, bfmt);
     FOR_CHUNKS(CHUNK_DECL)
@@ -357,112 +449,82 @@ void main()
         b_addr += badv;
     }
 
+#if QG_SETS == 2
+#undef CHUNK_FETCH_A
+#undef CHUNK_FETCH_B
+#define CHUNK_FETCH_A(q) CHUNK_FETCH_INTO_A(q, xa##q)
+#define CHUNK_FETCH_B(q) CHUNK_FETCH_INTO_B(q, xb##q)
+    if (nsteps > 1) {  // step 1 into the odd set
+        const int kf = c0 + BK;
+        FOR_CHUNKS(CHUNK_FETCH)
+        a_addr += aadv;
+        b_addr += badv;
+    }
+    for (int s0 = 0; s0 <= nsteps; s0 += 2) {
+#undef CHUNK_FETCH_A
+#undef CHUNK_FETCH_B
+#undef CHUNK_STORE_A
+#undef CHUNK_STORE_B
+#define CHUNK_FETCH_A(q) CHUNK_FETCH_INTO_A(q, pa##q)
+#define CHUNK_FETCH_B(q) CHUNK_FETCH_INTO_B(q, pb##q)
+#define CHUNK_STORE_A(q) store_chunk(0, cur, A.kc, q, pa##q, afmt);
+#define CHUNK_STORE_B(q) store_chunk(1, cur, B.kc, q, pb##q, bfmt);
+        {
+            const int s = s0, cur = 0;
+#include "gemm_coop_step.glsl"
+        }
+#undef CHUNK_FETCH_A
+#undef CHUNK_FETCH_B
+#undef CHUNK_STORE_A
+#undef CHUNK_STORE_B
+#define CHUNK_FETCH_A(q) CHUNK_FETCH_INTO_A(q, xa##q)
+#define CHUNK_FETCH_B(q) CHUNK_FETCH_INTO_B(q, xb##q)
+#define CHUNK_STORE_A(q) store_chunk(0, cur, A.kc, q, xa##q, afmt);
+#define CHUNK_STORE_B(q) store_chunk(1, cur, B.kc, q, xb##q, bfmt);
+        {
+            const int s = s0 + 1, cur = 1;
+#include "gemm_coop_step.glsl"
+        }
+    }
+#else
     for (int s = 0; s <= nsteps; ++s) {
         const int cur = s & 1;
-        const int kc = c0 + s * BK;
-        // stage step s (loaded during step s-1) and its scales; then start step s+1's loads
-        if (s < nsteps) {
-            if (promote_blocks) {
-                if (tid < BM) {  // (the promote build has NT = BM + BN lanes)
-                    const int64_t gi = min(i0 + tid, i1 - 1);
-                    psa = recipe == R_BLOCKWISE
-                        ? uintBitsToFloat(ld_u32(SA, gi * sSAi + (kc / 128) * sSAc))
-                        : e8m0f(SA, mxa_base + blocked_offset(gi - mxa_row0, (kc - mxa_c0) / 32, mxa_cp), sastride);
-                    scA[cur * BM + tid] = psa;
-                } else {
-                    const int64_t gj = min(j0 + tid - BM, j1 - 1);
-                    psb = recipe == R_BLOCKWISE
-                        ? uintBitsToFloat(ld_u32(SB, g * sSBg + (gj / sbjdiv) * sSBj + (kc / 128) * sSBc))
-                        : e8m0f(SB, mxb_base + blocked_offset(gj, (kc - mxb_c0) / 32, mxb_cp), sbstride);
-                    scB[cur * BN + tid - BM] = psb;
-                }
-            }
-            FOR_CHUNKS(CHUNK_STORE)
-        }
-        barrier();
-        if (s == nsteps) break;
-        if (s + 1 < nsteps) {
-            const int kf = kc + BK;
-            FOR_CHUNKS(CHUNK_FETCH)
-            a_addr += aadv;
-            b_addr += badv;
-        }
-        // ---- MMAs of step s from stage cur
-        const uint ta = uint((2 * cur) * TILE_U4), tb = uint((2 * cur + 1) * TILE_U4);
-        [[unroll]] for (int ks = 0; ks < BK; ks += 16) {
-            FRAG a0, a1, a2, a3, b0, b1;
-#if NB == 4
-            FRAG b2, b3;
-#endif
-            if (A.kc) {  // tile [row][depth]: row-major
-                const uint e = ta + uint(wm * 64) * PITCH_KC + uint(ks / 8);
-                coopMatLoadNV(a0, tiles, e, PITCH_KC, false);
-                coopMatLoadNV(a1, tiles, e + 16 * PITCH_KC, PITCH_KC, false);
-                coopMatLoadNV(a2, tiles, e + 32 * PITCH_KC, PITCH_KC, false);
-                coopMatLoadNV(a3, tiles, e + 48 * PITCH_KC, PITCH_KC, false);
-            } else {     // tile [depth][row]: column-major
-                const uint e = ta + uint(ks) * PITCH_OC + uint(wm * 64 / 8);
-                coopMatLoadNV(a0, tiles, e, PITCH_OC, true);
-                coopMatLoadNV(a1, tiles, e + 2, PITCH_OC, true);
-                coopMatLoadNV(a2, tiles, e + 4, PITCH_OC, true);
-                coopMatLoadNV(a3, tiles, e + 6, PITCH_OC, true);
-            }
-            if (B.kc) {  // tile [col][depth]: B (depth x col) is column-major
-                const uint e = tb + uint(wn * 16 * NB) * PITCH_KC + uint(ks / 8);
-                coopMatLoadNV(b0, tiles, e, PITCH_KC, true);
-                coopMatLoadNV(b1, tiles, e + 16 * PITCH_KC, PITCH_KC, true);
-#if NB == 4
-                coopMatLoadNV(b2, tiles, e + 32 * PITCH_KC, PITCH_KC, true);
-                coopMatLoadNV(b3, tiles, e + 48 * PITCH_KC, PITCH_KC, true);
-#endif
-            } else {     // tile [depth][col]: row-major
-                const uint e = tb + uint(ks) * PITCH_OC + uint(wn * 16 * NB / 8);
-                coopMatLoadNV(b0, tiles, e, PITCH_OC, false);
-                coopMatLoadNV(b1, tiles, e + 2, PITCH_OC, false);
-#if NB == 4
-                coopMatLoadNV(b2, tiles, e + 4, PITCH_OC, false);
-                coopMatLoadNV(b3, tiles, e + 6, PITCH_OC, false);
-#endif
-            }
-#if NB == 4
-#define MMA_ROW(fm, a) \
-            acc[fm * 4] = coopMatMulAddNV(a, b0, acc[fm * 4]);         \
-            acc[fm * 4 + 1] = coopMatMulAddNV(a, b1, acc[fm * 4 + 1]); \
-            acc[fm * 4 + 2] = coopMatMulAddNV(a, b2, acc[fm * 4 + 2]); \
-            acc[fm * 4 + 3] = coopMatMulAddNV(a, b3, acc[fm * 4 + 3]);
-#else
-#define MMA_ROW(fm, a) \
-            acc[fm * 2] = coopMatMulAddNV(a, b0, acc[fm * 2]);         \
-            acc[fm * 2 + 1] = coopMatMulAddNV(a, b1, acc[fm * 2 + 1]);
-#endif
-            MMA_ROW(0, a0)
-            MMA_ROW(1, a1)
-            MMA_ROW(2, a2)
-            MMA_ROW(3, a3)
-        }
-#if QG_PROMOTE
-        // ---- promote at the end of a scale block (or of the depth)
-        if ((kc + BK - c0) % bd == 0 || s + 1 == nsteps) {
-            [[unroll]] for (int f = 0; f < NF; ++f) {
-                const int rb = wm * 64 + (f / NB) * 16, cb = wn * 16 * NB + (f % NB) * 16;
-                [[unroll]] for (int i = 0; i < flen; ++i)
-                    tot[f * 8 + i] += (scA[cur * BM + rb + rc[i] / 16] * scB[cur * BN + cb + rc[i] % 16]) * acc[f][i];
-                acc[f] = ACC(0.0);
-            }
-        }
-#endif
+#include "gemm_coop_step.glsl"
     }
+#endif
 
     // ---- epilogue: per subgroup, one 16-row strip (2 fragments) at a time through its own
     // part of the (now free) tile memory, then 16 contiguous outputs per lane
     barrier();
-#if !QG_PROMOTE
+#if !QG_WGSCOPE && !QG_PROMOTE
     load_idmap(sg, lane, rc);
 #endif
     const int odt = PI(GM_ODT);
     const int64_t sOi = P(GM_OI), sOj = P(GM_OJ);
     const int oes = odt == DT_BF16 ? 2 : 4;
     const uint64_t OUT = PA(GM_OUT) + uint64_t(g * P(GM_OG) * oes);
+#if QG_WGSCOPE
+    // each 64x128 accumulator through the (now free) tile memory, then 32 outputs per lane
+    [[unroll]] for (int half_ = 0; half_ < 2; ++half_) {
+        if (half_ == 0) coopMatStoreNV(wacc0, tiles, 0u, 32u, false);
+        else coopMatStoreNV(wacc1, tiles, 0u, 32u, false);
+        barrier();
+        [[unroll]] for (int piece = 0; piece < 2; ++piece) {
+            const int r = tid / 4, cbase = (tid % 4) * 32 + piece * 16;
+            const int64_t gi = i0 + half_ * 64 + r, gj0 = j0 + cbase;
+            if (gi < i1 && gj0 < j1) {
+                float v[16];
+                [[unroll]] for (int k = 0; k < 4; ++k) {
+                    const uvec4 w = tiles[uint(r * 32 + cbase / 4 + k)];
+                    v[4 * k] = uintBitsToFloat(w.x); v[4 * k + 1] = uintBitsToFloat(w.y);
+                    v[4 * k + 2] = uintBitsToFloat(w.z); v[4 * k + 3] = uintBitsToFloat(w.w);
+                }
+                EPI_STORE16
+            }
+        }
+        barrier();
+    }
+#else
     const uint strip = sg * (64u * NB);  // 16 rows x 16*NB f32 per subgroup
     [[unroll]] for (int fm = 0; fm < 4; ++fm) {
         [[unroll]] for (int fn = 0; fn < NB; ++fn) {
@@ -490,36 +552,11 @@ void main()
                 v[4 * k] = uintBitsToFloat(w.x); v[4 * k + 1] = uintBitsToFloat(w.y);
                 v[4 * k + 2] = uintBitsToFloat(w.z); v[4 * k + 3] = uintBitsToFloat(w.w);
             }
-            if (recipe == R_ROWWISE) {
-                const float ra = uintBitsToFloat(ld_u32(SA, g * sSAg + gi * sSAi));
-                [[unroll]] for (int k = 0; k < 16; ++k)
-                    if (gj0 + k < j1) v[k] = v[k] * ra * uintBitsToFloat(ld_u32(SB, g * sSBg + (gj0 + k) * sSBj));
-            }
-            const int64_t oi = gi * sOi + gj0 * sOj;
-            const uint64_t oaddr = OUT + uint64_t(oi) * uint64_t(oes);
-            if (sOj == 1 && gj0 + 16 <= j1 && (oaddr & 15ul) == 0ul) {
-                if (odt == DT_BF16) {
-                    uint h[8];
-                    [[unroll]] for (int k = 0; k < 8; ++k)
-                        h[k] = f32_to_bf16(floatBitsToUint(v[2 * k])) | (f32_to_bf16(floatBitsToUint(v[2 * k + 1])) << 16);
-                    QV16(oaddr).v = uvec4(h[0], h[1], h[2], h[3]);
-                    QV16(oaddr + 16ul).v = uvec4(h[4], h[5], h[6], h[7]);
-                } else {
-                    [[unroll]] for (int k = 0; k < 4; ++k)
-                        QV16(oaddr + uint64_t(16 * k)).v = uvec4(floatBitsToUint(v[4 * k]), floatBitsToUint(v[4 * k + 1]),
-                                                                 floatBitsToUint(v[4 * k + 2]), floatBitsToUint(v[4 * k + 3]));
-                }
-            } else {
-                [[unroll]] for (int k = 0; k < 16; ++k) {
-                    if (gj0 + k >= j1) break;
-                    const int64_t o = oi + k * sOj;
-                    if (odt == DT_BF16) st_u16(OUT, o, f32_to_bf16(floatBitsToUint(v[k])));
-                    else st_u32(OUT, o, floatBitsToUint(v[k]));
-                }
-            }
+            EPI_STORE16
         }
         }
         subgroupMemoryBarrierShared();
         subgroupBarrier();
     }
+#endif
 }

@@ -14,6 +14,9 @@
 static const uint32_t bf16_khr[] =
 #include "gemm_coop_bf16_khr.spv.inc"
     ;
+static const uint32_t bf16_wg_khr[] =
+#include "gemm_coop_bf16_wg_khr.spv.inc"
+    ;
 static const uint32_t fp8_khr[] =
 #include "gemm_coop_fp8_khr.spv.inc"
     ;
@@ -32,7 +35,8 @@ static int fails;
         }                                               \
     } while (0)
 
-static void check(const char *name, const uint32_t *w, size_t nw, int bf16)
+/* scope: the matrices' (3 subgroup, 2 workgroup); min_muladd: MulAdds the build must hold */
+static void check(const char *name, const uint32_t *w, size_t nw, int bf16, uint32_t scope, int min_muladd)
 {
     enum { MAXID = 1 << 20 };
     static uint32_t use_of[MAXID], type_of[MAXID], const_val[MAXID], is_const[MAXID], is_coop[MAXID];
@@ -64,6 +68,7 @@ static void check(const char *name, const uint32_t *w, size_t nw, int bf16)
                 uses[const_val[o[5]]]++;
             }
             is_coop[o[0]] = 1;
+            CHECK(wc == 7 && is_const[o[2]] && const_val[o[2]] == scope, "matrix type %u: scope is not %u", o[0], scope);
         }
         if (wc >= 3 && o[0] < MAXID && is_coop[o[0]] && o[1] < MAXID) type_of[o[1]] = o[0];
         if (op == 4457) { /* load: rtype id ptr layout stride */
@@ -82,7 +87,7 @@ static void check(const char *name, const uint32_t *w, size_t nw, int bf16)
     CHECK(khr_cap, "no CooperativeMatrixKHR capability");
     CHECK(ncoop >= 3 && uses[0] && uses[1] && uses[2], "matrix types %d (A %d, B %d, acc %d)", ncoop, uses[0],
           uses[1], uses[2]);
-    CHECK(nmuladd >= 8 && nload >= 6, "%d MulAdds, %d loads", nmuladd, nload);
+    CHECK(nmuladd >= min_muladd && nload >= 6, "%d MulAdds, %d loads", nmuladd, nload);
     if (bf16) CHECK(bf16_type && !float16_cap, "bfloat16 type %d, Float16 capability %d", bf16_type, float16_cap);
     else CHECK(!bf16_type, "an f16 module with a bfloat16 type");
     printf("%s: %zu words, %d matrix types, %d MulAdds, %d loads: %s\n", name, nw, ncoop, nmuladd, nload,
@@ -91,9 +96,10 @@ static void check(const char *name, const uint32_t *w, size_t nw, int bf16)
 
 int main(void)
 {
-    check("gemm_coop_bf16_khr", bf16_khr, sizeof bf16_khr / 4, 1);
-    check("gemm_coop_fp8_khr", fp8_khr, sizeof fp8_khr / 4, 0);
-    check("gemm_coop_fp8_blk_khr", fp8_blk_khr, sizeof fp8_blk_khr / 4, 0);
+    check("gemm_coop_bf16_khr", bf16_khr, sizeof bf16_khr / 4, 1, 3, 8);
+    check("gemm_coop_bf16_wg_khr", bf16_wg_khr, sizeof bf16_wg_khr / 4, 1, 2, 4);
+    check("gemm_coop_fp8_khr", fp8_khr, sizeof fp8_khr / 4, 0, 3, 8);
+    check("gemm_coop_fp8_blk_khr", fp8_blk_khr, sizeof fp8_blk_khr / 4, 0, 3, 8);
     printf("test_spirv_coop_khr: %d failures\n", fails);
     return fails != 0;
 }
