@@ -199,6 +199,10 @@ qgmm_status vk_dispatch(vk_ctx *c, int pipe, const int64_t *p, int n, int64_t gr
 qgmm_status vk_pipeline_spec(vk_ctx *c, int pipe, const int32_t *spec, int nspec, VkPipeline *out);
 qgmm_status vk_dispatch_spec(vk_ctx *c, int pipe, const int32_t *spec, int nspec, const int64_t *p, int n,
                              int64_t groups);
+/* the same; barrier_after 0 leaves out the full barrier after the dispatch, for a dispatch
+ * whose successor touches none of what it writes (the two halves of the BF16 GEMM) */
+qgmm_status vk_dispatch_spec_ex(vk_ctx *c, int pipe, const int32_t *spec, int nspec, const int64_t *p, int n,
+                                int64_t groups, int barrier_after);
 qgmm_status vk_fill(vk_ctx *c, uint64_t addr, int64_t bytes, uint8_t value);
 /* Runs offs_prep.comp for offs; the main kernel then reads the table at scratch.addr. */
 qgmm_status vk_offs_prep(vk_ctx *c, const qgmm_tensor *offs, int64_t extent, int64_t multiple,

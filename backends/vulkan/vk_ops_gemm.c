@@ -124,8 +124,9 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
     const int32_t spec[3] = {recipe, a->dtype, b->dtype};
     if (pipe != VKP_GEMM_COOP_BF16_WG_KHR) return vk_dispatch_spec(c, pipe, spec, 3, p, QP_MAX, p[GM_NWG]);
     /* the workgroup-scope build computes the lean tiles (whole and aligned, gemm_coopmat.comp),
-     * the subgroup-scope one the others: two dispatches over disjoint output tiles */
-    st = vk_dispatch_spec(c, pipe, spec, 3, p, QP_MAX, p[GM_NWG]);
+     * the subgroup-scope one the others: two dispatches over disjoint output tiles that read
+     * the same inputs, so no barrier between them (they may overlap on the GPU) */
+    st = vk_dispatch_spec_ex(c, pipe, spec, 3, p, QP_MAX, p[GM_NWG], 0);
     if (st != QGMM_OK) return st;
     p[GM_SKIPLEAN] = 1;
     return vk_dispatch_spec(c, VKP_GEMM_COOP_BF16_KHR, spec, 3, p, QP_MAX, p[GM_NWG]);

@@ -141,6 +141,12 @@ qgmm_status vk_pipeline(vk_ctx *c, int pipe, VkPipeline *out) { return vk_pipeli
 qgmm_status vk_dispatch_spec(vk_ctx *c, int pipe, const int32_t *spec, int nspec, const int64_t *p, int n,
                              int64_t groups)
 {
+    return vk_dispatch_spec_ex(c, pipe, spec, nspec, p, n, groups, 1);
+}
+
+qgmm_status vk_dispatch_spec_ex(vk_ctx *c, int pipe, const int32_t *spec, int nspec, const int64_t *p, int n,
+                                int64_t groups, int barrier_after)
+{
     if (groups <= 0) return QGMM_OK;
     VkPipeline pl;
     qgmm_status st = vk_pipeline_spec(c, pipe, spec, nspec, &pl);
@@ -160,7 +166,7 @@ qgmm_status vk_dispatch_spec(vk_ctx *c, int pipe, const int32_t *spec, int nspec
     const uint32_t gx = groups > 65535 ? 65535u : (uint32_t)groups;
     const uint32_t gy = (uint32_t)((groups + 65534) / 65535);
     g_vk.vkCmdDispatch(cb, gx, gy, 1);
-    vk_barrier(c, cb);
+    if (barrier_after) vk_barrier(c, cb);
     return QGMM_OK;
 }
 
