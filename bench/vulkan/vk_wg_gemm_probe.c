@@ -13,13 +13,9 @@
  *   VARIANT: KIND:TMxTNxTK:WG[@FILE.spv]  (default: every built-in variant; @FILE: that
  *            module, compiled by hand with other sizes)   --help: this text.
  */
-#define VK_NO_PROTOTYPES
-#include <vulkan/vulkan.h>
+#include "vk_raw.h"
 
-#include <dlfcn.h>
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "../../backends/vulkan/vk_khr_compat.h"
@@ -41,23 +37,8 @@ static const uint32_t spv_d3_256[] =
 #include "wgp_deep3_128x128x32_256.spv.inc"
     ;
 
-#define CHECK(x)                                                                   \
-    do {                                                                           \
-        VkResult r_ = (x);                                                         \
-        if (r_ != VK_SUCCESS) {                                                    \
-            fprintf(stderr, "FATAL %s:%d: %s -> %d\n", __FILE__, __LINE__, #x, r_); \
-            exit(2);                                                               \
-        }                                                                          \
-    } while (0)
-#define FN(inst, n) PFN_##n n = (PFN_##n)gipa(inst, #n)
-
 typedef struct push { uint64_t a, b, c; uint32_t m, n, k, pad; } push;
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint32_t next_u32(void)
 {
@@ -145,36 +126,18 @@ int main(int argc, char **argv)
         nvar = NBUILTIN;
         memcpy(vars, builtin, sizeof builtin);
     }
-    void *lib = dlopen("libvulkan.so.1", RTLD_NOW);
-    if (!lib) { fprintf(stderr, "no libvulkan.so.1\n"); return 77; }
-    PFN_vkGetInstanceProcAddr gipa = (PFN_vkGetInstanceProcAddr)dlsym(lib, "vkGetInstanceProcAddr");
-    FN(NULL, vkCreateInstance);
-    VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO, NULL, "vk_wg_gemm_probe", 1, NULL, 0, VK_API_VERSION_1_3};
-    VkInstanceCreateInfo ici = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, NULL, 0, &app, 0, NULL, 0, NULL};
-    VkInstance inst;
-    CHECK(vkCreateInstance(&ici, NULL, &inst));
-    FN(inst, vkEnumeratePhysicalDevices); FN(inst, vkGetPhysicalDeviceProperties);
-    FN(inst, vkGetPhysicalDeviceProperties2); FN(inst, vkGetPhysicalDeviceFeatures2);
-    FN(inst, vkGetPhysicalDeviceQueueFamilyProperties); FN(inst, vkGetPhysicalDeviceMemoryProperties);
-    FN(inst, vkCreateDevice); FN(inst, vkGetDeviceProcAddr); FN(inst, vkEnumerateDeviceExtensionProperties);
+    vk_raw r = {0};
+    const int rc = vk_raw_instance(&r, "vk_wg_gemm_probe", VK_API_VERSION_1_3);
+    if (rc) return rc;
     qgmm_PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV flex =
-        (qgmm_PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV)gipa(
-            inst, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
-    uint32_t npd = 8;
-    VkPhysicalDevice pds[8];
-    CHECK(vkEnumeratePhysicalDevices(inst, &npd, pds));
-    if (npd == 0) { fprintf(stderr, "no Vulkan device\n"); return 77; }
-    VkPhysicalDevice pd = pds[0];
-    VkPhysicalDeviceProperties props;
-    for (uint32_t i = 0; i < npd; ++i) {
-        vkGetPhysicalDeviceProperties(pds[i], &props);
-        if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) { pd = pds[i]; break; }
-    }
-    vkGetPhysicalDeviceProperties(pd, &props);
+        (qgmm_PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV)r.gipa(
+            r.inst, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+    const VkPhysicalDevice pd = r.pd;
+    const VkPhysicalDeviceProperties props = r.props;
     uint32_t ne = 0;
-    vkEnumerateDeviceExtensionProperties(pd, NULL, &ne, NULL);
+    r.EnumerateDeviceExtensionProperties(pd, NULL, &ne, NULL);
     VkExtensionProperties *ext = calloc(ne, sizeof *ext);
-    vkEnumerateDeviceExtensionProperties(pd, NULL, &ne, ext);
+    r.EnumerateDeviceExtensionProperties(pd, NULL, &ne, ext);
     int have = 0;
     for (uint32_t i = 0; i < ne; ++i)
         have |= (!strcmp(ext[i].extensionName, QGMM_VK_KHR_COOPERATIVE_MATRIX_NAME) ? 1 : 0) |
@@ -188,7 +151,7 @@ int main(int argc, char **argv)
     }
     qgmm_VkPhysicalDeviceCooperativeMatrix2PropertiesNV cm2p = {.sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &cm2p};
-    vkGetPhysicalDeviceProperties2(pd, &p2);
+    r.GetPhysicalDeviceProperties2(pd, &p2);
     printf("# %s, driver 0x%x; workgroup scope: max %u invocations, max dimension %u, %u B shared reserved\n",
            props.deviceName, props.driverVersion, cm2p.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize,
            cm2p.cooperativeMatrixFlexibleDimensionsMaxDimension, cm2p.cooperativeMatrixWorkgroupScopeReservedSharedMemory);
@@ -208,7 +171,7 @@ int main(int argc, char **argv)
     qgmm_VkPhysicalDeviceCooperativeMatrixFeaturesKHR cmf = {.sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR, .pNext = &bff};
     VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, .pNext = &cmf};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
-    vkGetPhysicalDeviceFeatures2(pd, &f2);
+    r.GetPhysicalDeviceFeatures2(pd, &f2);
     if (!cm2f.cooperativeMatrixWorkgroupScope || !cm2f.cooperativeMatrixFlexibleDimensions || !bff.shaderBFloat16CooperativeMatrix ||
         !f12.vulkanMemoryModel || !f12.bufferDeviceAddress) {
         fprintf(stderr, "workgroup scope %u, flexible dimensions %u, bf16 matrices %u: not all there\n",
@@ -229,59 +192,18 @@ int main(int argc, char **argv)
                                              .vulkanMemoryModelDeviceScope = VK_TRUE, .shaderFloat16 = fp16};
     f2 = (VkPhysicalDeviceFeatures2){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
     f2.features.shaderInt64 = VK_TRUE;
-    uint32_t nq = 16;
-    VkQueueFamilyProperties qf[16];
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, qf);
-    uint32_t fam = 0;
-    while (fam < nq && !(qf[fam].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++fam;
-    const float prio = 1.0f;
-    VkDeviceQueueCreateInfo qci = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, NULL, 0, fam, 1, &prio};
     const char *exts[] = {QGMM_VK_KHR_COOPERATIVE_MATRIX_NAME, QGMM_VK_NV_COOPERATIVE_MATRIX_2_NAME,
                           QGMM_VK_KHR_SHADER_BFLOAT16_NAME};
-    VkDeviceCreateInfo dci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &f2, 0, 1, &qci, 0, NULL, 3, exts, NULL};
-    VkDevice dev;
-    CHECK(vkCreateDevice(pd, &dci, NULL, &dev));
-#define DF(n) PFN_##n n = (PFN_##n)vkGetDeviceProcAddr(dev, #n)
-    DF(vkGetDeviceQueue); DF(vkCreateBuffer); DF(vkGetBufferMemoryRequirements); DF(vkAllocateMemory);
-    DF(vkBindBufferMemory); DF(vkGetBufferDeviceAddress); DF(vkCreateShaderModule); DF(vkCreatePipelineLayout);
-    DF(vkCreateComputePipelines); DF(vkCreateCommandPool); DF(vkAllocateCommandBuffers); DF(vkBeginCommandBuffer);
-    DF(vkEndCommandBuffer); DF(vkCmdBindPipeline); DF(vkCmdPushConstants); DF(vkCmdDispatch); DF(vkCmdCopyBuffer);
-    DF(vkCmdFillBuffer); DF(vkCmdPipelineBarrier); DF(vkCreateQueryPool); DF(vkCmdResetQueryPool);
-    DF(vkCmdWriteTimestamp); DF(vkGetQueryPoolResults); DF(vkQueueSubmit); DF(vkQueueWaitIdle); DF(vkMapMemory);
-    DF(vkDestroyPipeline);
-    VkQueue queue;
-    vkGetDeviceQueue(dev, fam, 0, &queue);
-    VkPhysicalDeviceMemoryProperties mp;
-    vkGetPhysicalDeviceMemoryProperties(pd, &mp);
+    vk_raw_device(&r, &f2, exts, 3);
 
     const VkDeviceSize sz[5] = {(VkDeviceSize)M * K * 2, (VkDeviceSize)N * K * 2, (VkDeviceSize)M * N * 4,
                                 (VkDeviceSize)(M + N) * K * 2, (VkDeviceSize)M * N * 4}; /* a, b, c, upload, readback */
     VkBuffer buf[5];
     VkDeviceMemory mem[5];
     VkDeviceAddress addr[3];
-    for (int i = 0; i < 5; ++i) {
-        VkBufferCreateInfo bci = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, NULL, 0, sz[i],
-                                  VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                      VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT,
-                                  VK_SHARING_MODE_EXCLUSIVE, 0, NULL};
-        CHECK(vkCreateBuffer(dev, &bci, NULL, &buf[i]));
-        VkMemoryRequirements mr;
-        vkGetBufferMemoryRequirements(dev, buf[i], &mr);
-        const VkMemoryPropertyFlags want = i < 3 ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
-                                                 : VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-        uint32_t t = 0;
-        while (t < mp.memoryTypeCount && !((mr.memoryTypeBits >> t & 1) && (mp.memoryTypes[t].propertyFlags & want) == want)) ++t;
-        VkMemoryAllocateFlagsInfo fi = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO, NULL, VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT, 0};
-        VkMemoryAllocateInfo mai = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, &fi, mr.size, t};
-        CHECK(vkAllocateMemory(dev, &mai, NULL, &mem[i]));
-        CHECK(vkBindBufferMemory(dev, buf[i], mem[i], 0));
-        if (i < 3) {
-            VkBufferDeviceAddressInfo ai = {VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO, NULL, buf[i]};
-            addr[i] = vkGetBufferDeviceAddress(dev, &ai);
-        }
-    }
+    for (int i = 0; i < 5; ++i) vk_raw_buffer(&r, sz[i], i >= 3, &buf[i], &mem[i], i < 3 ? &addr[i] : NULL);
     uint16_t *up;
-    CHECK(vkMapMemory(dev, mem[3], 0, sz[3], 0, (void **)&up));
+    CHECK(r.MapMemory(r.dev, mem[3], 0, sz[3], 0, (void **)&up));
     for (size_t i = 0; i < (size_t)(M + N) * K; ++i) { /* bf16 in (-2, 2), never zero-heavy */
         const float v = ((float)(next_u32() & 0xFFFF) - 32767.5f) / 16384.0f;
         uint32_t u;
@@ -289,37 +211,14 @@ int main(int argc, char **argv)
         up[i] = (uint16_t)(u >> 16);
     }
     float *rb;
-    CHECK(vkMapMemory(dev, mem[4], 0, sz[4], 0, (void **)&rb));
+    CHECK(r.MapMemory(r.dev, mem[4], 0, sz[4], 0, (void **)&rb));
 
-    VkCommandPoolCreateInfo cpci = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, NULL,
-                                    VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, fam};
-    VkCommandPool pool;
-    CHECK(vkCreateCommandPool(dev, &cpci, NULL, &pool));
-    VkCommandBufferAllocateInfo cbai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, NULL, pool,
-                                        VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
-    VkCommandBuffer cb;
-    CHECK(vkAllocateCommandBuffers(dev, &cbai, &cb));
-    VkQueryPoolCreateInfo qpi = {VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, NULL, 0, VK_QUERY_TYPE_TIMESTAMP, 2, 0};
-    VkQueryPool qp;
-    CHECK(vkCreateQueryPool(dev, &qpi, NULL, &qp));
-    const VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, NULL,
-                                         VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, NULL};
-    const VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO, NULL, 0, NULL, NULL, 1, &cb, 0, NULL};
-    const VkMemoryBarrier mbar = {VK_STRUCTURE_TYPE_MEMORY_BARRIER, NULL, VK_ACCESS_MEMORY_WRITE_BIT,
-                                  VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT};
-#define BARRIER() vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mbar, 0, NULL, 0, NULL)
-    CHECK(vkBeginCommandBuffer(cb, &bi));
+    vk_raw_begin(&r);
     const VkBufferCopy ca = {0, 0, sz[0]}, cbp = {sz[0], 0, sz[1]};
-    vkCmdCopyBuffer(cb, buf[3], buf[0], 1, &ca);
-    vkCmdCopyBuffer(cb, buf[3], buf[1], 1, &cbp);
-    CHECK(vkEndCommandBuffer(cb));
-    CHECK(vkQueueSubmit(queue, 1, &si, VK_NULL_HANDLE));
-    CHECK(vkQueueWaitIdle(queue));
-
-    VkPushConstantRange pcr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push)};
-    VkPipelineLayoutCreateInfo pli = {VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, NULL, 0, 0, NULL, 1, &pcr};
-    VkPipelineLayout pl;
-    CHECK(vkCreatePipelineLayout(dev, &pli, NULL, &pl));
+    r.CmdCopyBuffer(r.cb, buf[3], buf[0], 1, &ca);
+    r.CmdCopyBuffer(r.cb, buf[3], buf[1], 1, &cbp);
+    vk_raw_submit(&r);
+    const VkPipelineLayout pl = vk_raw_layout(&r, sizeof(push));
     printf("\n%u x %u x %u bf16 -> f32, median of %d\n\n| variant | tile | invocations | ms | TFLOP/s | max err / bound |\n"
            "|---|---|---|---|---|---|\n", M, N, K, iters);
     double *ms = calloc((size_t)iters, sizeof *ms);
@@ -328,26 +227,19 @@ int main(int argc, char **argv)
         const variant *x = &vars[v];
         if (M % x->tm || N % x->tn || K % x->tk) { printf("| %s | %ux%ux%u | %u | shape not a multiple of the tile | | |\n",
                                                           x->kind, x->tm, x->tn, x->tk, x->wg); continue; }
-        VkShaderModule mod;
-        if (!x->spv) {
-            VkShaderModuleCreateInfo smi = {VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, NULL, 0, x->bytes, x->code};
-            CHECK(vkCreateShaderModule(dev, &smi, NULL, &mod));
-        } else {
+        const uint32_t *code = x->code;
+        size_t bytes = x->bytes;
+        if (x->spv) {
             FILE *f = fopen(x->spv, "rb");
             if (!f) { perror(x->spv); return 2; }
             static uint32_t words[1 << 18];
-            const size_t n = fread(words, 4, sizeof words / 4, f);
+            bytes = 4 * fread(words, 4, sizeof words / 4, f);
             fclose(f);
-            VkShaderModuleCreateInfo smi = {VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, NULL, 0, n * 4, words};
-            CHECK(vkCreateShaderModule(dev, &smi, NULL, &mod));
+            code = words;
         }
-        VkComputePipelineCreateInfo cpi = {VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, NULL, 0,
-                                           {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, NULL, 0,
-                                            VK_SHADER_STAGE_COMPUTE_BIT, mod, "main", NULL},
-                                           pl, VK_NULL_HANDLE, 0};
         VkPipeline pipe;
         fprintf(stderr, "variant %d: building the pipeline\n", v);
-        const VkResult pr = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpi, NULL, &pipe);
+        const VkResult pr = vk_raw_pipeline(&r, code, bytes, pl, &pipe);
         if (pr != VK_SUCCESS) {
             printf("| %s | %ux%ux%u | %u | pipeline refused (%d) | | |\n", x->kind, x->tm, x->tn,
                    x->tk, x->wg, pr);
@@ -355,30 +247,25 @@ int main(int argc, char **argv)
         }
         const push pc = {addr[0], addr[1], addr[2], M, N, K, 0};
         for (int it = -3; it < iters; ++it) {
-            CHECK(vkBeginCommandBuffer(cb, &bi));
-            vkCmdResetQueryPool(cb, qp, 0, 2);
-            if (it == -3) vkCmdFillBuffer(cb, buf[2], 0, sz[2], 0x7FC00000u); /* poison: NaN */
-            BARRIER();
-            vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, qp, 0);
-            vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-            vkCmdPushConstants(cb, pl, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc, &pc);
-            vkCmdDispatch(cb, N / x->tn, M / x->tm, 1);
-            vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qp, 1);
+            vk_raw_begin(&r);
+            r.CmdResetQueryPool(r.cb, r.qp, 0, 2);
+            if (it == -3) r.CmdFillBuffer(r.cb, buf[2], 0, sz[2], 0x7FC00000u); /* poison: NaN */
+            vk_raw_barrier(&r);
+            r.CmdWriteTimestamp(r.cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r.qp, 0);
+            r.CmdBindPipeline(r.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+            r.CmdPushConstants(r.cb, pl, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc, &pc);
+            r.CmdDispatch(r.cb, N / x->tn, M / x->tm, 1);
+            r.CmdWriteTimestamp(r.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, r.qp, 1);
             if (it == iters - 1) {
-                BARRIER();
+                vk_raw_barrier(&r);
                 const VkBufferCopy cc = {0, 0, sz[2]};
-                vkCmdCopyBuffer(cb, buf[2], buf[4], 1, &cc);
+                r.CmdCopyBuffer(r.cb, buf[2], buf[4], 1, &cc);
             }
-            CHECK(vkEndCommandBuffer(cb));
-            CHECK(vkQueueSubmit(queue, 1, &si, VK_NULL_HANDLE));
-            CHECK(vkQueueWaitIdle(queue));
-            uint64_t ts[2];
-            CHECK(vkGetQueryPoolResults(dev, qp, 0, 2, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
-            if (it >= 0) ms[it] = (double)(ts[1] - ts[0]) * props.limits.timestampPeriod * 1e-6;
+            vk_raw_submit(&r);
+            if (it >= 0) ms[it] = vk_raw_elapsed_ms(&r);
         }
-        vkDestroyPipeline(dev, pipe, NULL);
-        qsort(ms, (size_t)iters, sizeof *ms, cmp_double);
-        const double med = iters % 2 ? ms[iters / 2] : 0.5 * (ms[iters / 2 - 1] + ms[iters / 2]);
+        r.DestroyPipeline(r.dev, pipe, NULL);
+        const double med = vk_raw_median(ms, iters);
         double worst = 0;
         for (int s = 0; s < 512; ++s) { /* error over the f32-accumulation bound K 2^-24 sum|a*b| */
             const uint32_t i = next_u32() % M, j = next_u32() % N;
