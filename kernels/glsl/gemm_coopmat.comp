@@ -436,10 +436,14 @@ void main()
         else dst = load_chunk(B, q, B_O0(kf), B_X0(kf), B_OHI, B_XHI);                          \
     }
 #endif
-#define CHUNK_FETCH_A(q) CHUNK_FETCH_INTO_A(q, pa##q)
-#define CHUNK_FETCH_B(q) CHUNK_FETCH_INTO_B(q, pb##q)
-#define CHUNK_STORE_A(q) store_chunk(0, cur, A.kc, q, pa##q, afmt);
-#define CHUNK_STORE_B(q) store_chunk(1, cur, B.kc, q, pb##q, bfmt);
+    // SET_A / SET_B name the register set a fetch fills and a store empties: pa/pb, or
+    // (QG_SETS 2, odd steps) xa/xb
+#define SET_A(q) pa##q
+#define SET_B(q) pb##q
+#define CHUNK_FETCH_A(q) CHUNK_FETCH_INTO_A(q, SET_A(q))
+#define CHUNK_FETCH_B(q) CHUNK_FETCH_INTO_B(q, SET_B(q))
+#define CHUNK_STORE_A(q) store_chunk(0, cur, A.kc, q, SET_A(q), afmt);
+#define CHUNK_STORE_B(q) store_chunk(1, cur, B.kc, q, SET_B(q), bfmt);
     FOR_CHUNKS(CHUNK_DECL)
     float psa = 1.0, psb = 1.0;
     if (nsteps > 0) {
@@ -450,10 +454,10 @@ void main()
     }
 
 #if QG_SETS == 2
-#undef CHUNK_FETCH_A
-#undef CHUNK_FETCH_B
-#define CHUNK_FETCH_A(q) CHUNK_FETCH_INTO_A(q, xa##q)
-#define CHUNK_FETCH_B(q) CHUNK_FETCH_INTO_B(q, xb##q)
+#undef SET_A
+#undef SET_B
+#define SET_A(q) xa##q
+#define SET_B(q) xb##q
     if (nsteps > 1) {  // step 1 into the odd set
         const int kf = c0 + BK;
         FOR_CHUNKS(CHUNK_FETCH)
@@ -461,26 +465,18 @@ void main()
         b_addr += badv;
     }
     for (int s0 = 0; s0 <= nsteps; s0 += 2) {
-#undef CHUNK_FETCH_A
-#undef CHUNK_FETCH_B
-#undef CHUNK_STORE_A
-#undef CHUNK_STORE_B
-#define CHUNK_FETCH_A(q) CHUNK_FETCH_INTO_A(q, pa##q)
-#define CHUNK_FETCH_B(q) CHUNK_FETCH_INTO_B(q, pb##q)
-#define CHUNK_STORE_A(q) store_chunk(0, cur, A.kc, q, pa##q, afmt);
-#define CHUNK_STORE_B(q) store_chunk(1, cur, B.kc, q, pb##q, bfmt);
+#undef SET_A
+#undef SET_B
+#define SET_A(q) pa##q
+#define SET_B(q) pb##q
         {
             const int s = s0, cur = 0;
 #include "gemm_coop_step.glsl"
         }
-#undef CHUNK_FETCH_A
-#undef CHUNK_FETCH_B
-#undef CHUNK_STORE_A
-#undef CHUNK_STORE_B
-#define CHUNK_FETCH_A(q) CHUNK_FETCH_INTO_A(q, xa##q)
-#define CHUNK_FETCH_B(q) CHUNK_FETCH_INTO_B(q, xb##q)
-#define CHUNK_STORE_A(q) store_chunk(0, cur, A.kc, q, xa##q, afmt);
-#define CHUNK_STORE_B(q) store_chunk(1, cur, B.kc, q, xb##q, bfmt);
+#undef SET_A
+#undef SET_B
+#define SET_A(q) xa##q
+#define SET_B(q) xb##q
         {
             const int s = s0 + 1, cur = 1;
 #include "gemm_coop_step.glsl"
