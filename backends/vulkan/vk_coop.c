@@ -220,6 +220,14 @@ qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *
     return QGMM_OK;
 }
 
+/* Hangs the feature structure s (sType and flags set) off f12's chain and asks for ext. */
+static void chain(VkPhysicalDeviceVulkan12Features *f12, void *s, vk_coop_features *e, const char *ext)
+{
+    ((VkBaseOutStructure *)s)->pNext = (VkBaseOutStructure *)f12->pNext;
+    f12->pNext = s;
+    e->ext[e->next++] = ext;
+}
+
 void vk_coop_enable(vk_ctx *c, vk_coop_features *e, VkPhysicalDeviceVulkan12Features *f12)
 {
     memset(e, 0, sizeof *e);
@@ -231,33 +239,25 @@ void vk_coop_enable(vk_ctx *c, vk_coop_features *e, VkPhysicalDeviceVulkan12Feat
         VkPhysicalDeviceCooperativeMatrixFeaturesNV *nv = (VkPhysicalDeviceCooperativeMatrixFeaturesNV *)e->nv;
         nv->sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
         nv->cooperativeMatrix = VK_TRUE;
-        nv->pNext = f12->pNext;
-        f12->pNext = nv;
-        e->ext[e->next++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+        chain(f12, nv, e, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
         return;
     }
     qgmm_VkPhysicalDeviceCooperativeMatrixFeaturesKHR *khr = (qgmm_VkPhysicalDeviceCooperativeMatrixFeaturesKHR *)e->khr;
     khr->sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR;
     khr->cooperativeMatrix = VK_TRUE;
-    khr->pNext = f12->pNext;
-    f12->pNext = khr;
-    e->ext[e->next++] = QGMM_VK_KHR_COOPERATIVE_MATRIX_NAME;
+    chain(f12, khr, e, QGMM_VK_KHR_COOPERATIVE_MATRIX_NAME);
     if (c->coop_bf16) {
         qgmm_VkPhysicalDeviceShaderBfloat16FeaturesKHR *bf = (qgmm_VkPhysicalDeviceShaderBfloat16FeaturesKHR *)e->bf16;
         bf->sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR;
         bf->shaderBFloat16Type = VK_TRUE;
         bf->shaderBFloat16CooperativeMatrix = VK_TRUE;
-        bf->pNext = f12->pNext;
-        f12->pNext = bf;
-        e->ext[e->next++] = QGMM_VK_KHR_SHADER_BFLOAT16_NAME;
+        chain(f12, bf, e, QGMM_VK_KHR_SHADER_BFLOAT16_NAME);
     }
     if (c->coop_wg) {
         qgmm_VkPhysicalDeviceCooperativeMatrix2FeaturesNV *w = (qgmm_VkPhysicalDeviceCooperativeMatrix2FeaturesNV *)e->cm2;
         w->sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV;
         w->cooperativeMatrixWorkgroupScope = VK_TRUE;
         w->cooperativeMatrixFlexibleDimensions = VK_TRUE;
-        w->pNext = f12->pNext;
-        f12->pNext = w;
-        e->ext[e->next++] = QGMM_VK_NV_COOPERATIVE_MATRIX_2_NAME;
+        chain(f12, w, e, QGMM_VK_NV_COOPERATIVE_MATRIX_2_NAME);
     }
 }

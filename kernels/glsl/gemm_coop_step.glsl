@@ -1,6 +1,6 @@
 // gemm_coop_step.glsl — the body of gemm_coopmat.comp's main loop: one depth step s from
-// shared stage `cur` (both set by the includer, with CHUNK_STORE_* / CHUNK_FETCH_* naming the
-// register set that holds step s). Included once per loop iteration, or (QG_SETS 2) twice,
+// shared stage `cur` (both set by the includer, with SET_A / SET_B naming the register set
+// that holds step s). Included once per loop iteration, or (QG_SETS 2) twice,
 // so that two register sets alternate by name: a step's chunks then have two steps of MMAs
 // to arrive (a copy between sets would wait for the loads and undo that).
 {
