@@ -213,6 +213,12 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
     g_vk.vkGetPhysicalDeviceProperties2(c->pd, &p2);
     c->subgroup_size = sg.subgroupSize;
     {
+        const VkSubgroupFeatureFlags need =
+            VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+        c->cast_rows_ok = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sg.supportedOperations & need) == need &&
+                          sg.subgroupSize >= 4 && sg.subgroupSize <= 256 && !(sg.subgroupSize & (sg.subgroupSize - 1));
+    }
+    {
         const qgmm_status cs = vk_coop_choose(c, &sg);
         if (cs != QGMM_OK) {
             free(c);
@@ -336,12 +342,16 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
                  c->bf16_why);
     snprintf(c->describe, sizeof c->describe,
              "vulkan: %s (driver %u.%u.%u, Vulkan %u.%u, subgroup %u, shared %u KB, timestamps %s); "
-             "casts: integer-exact codec (f64 scale division emulated with integers, shaderFloat64 %s); %s",
+             "casts: integer-exact codec (f64 scale division emulated with integers, shaderFloat64 %s), row and "
+             "block segments %s; %s",
              c->props.deviceName, VK_API_VERSION_MAJOR(c->props.driverVersion),
              VK_API_VERSION_MINOR(c->props.driverVersion), VK_API_VERSION_PATCH(c->props.driverVersion),
              VK_API_VERSION_MAJOR(c->props.apiVersion), VK_API_VERSION_MINOR(c->props.apiVersion),
              c->subgroup_size, c->props.limits.maxComputeSharedMemorySize / 1024, c->ts_ok ? "yes" : "no",
-             c->has_f64 ? "present" : "absent", gemm);
+             c->has_f64 ? "present" : "absent",
+             c->cast_rows_ok ? "on few lanes each (cast_rows, subgroup reductions)"
+                             : "on cast.comp (no compute subgroup arithmetic and shuffle)",
+             gemm);
     *out = c;
     return QGMM_OK;
 }

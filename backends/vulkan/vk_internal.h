@@ -58,6 +58,9 @@ enum vk_pipe {
     VKP_CAST_E4M3FN, /* cast.comp per fp8 format (order of QGMM_F8E4M3FN..QGMM_F8E5M2) */
     VKP_CAST_E4M3FNUZ,
     VKP_CAST_E5M2,
+    VKP_CAST_ROWS_E4M3FN, /* cast_rows.comp per fp8 format: the low-register segment paths */
+    VKP_CAST_ROWS_E4M3FNUZ,
+    VKP_CAST_ROWS_E5M2,
     VKP_DEQUANT,
     VKP_BLOCKED,
     VKP_PAD,
@@ -112,6 +115,9 @@ typedef struct vk_ctx {
     uint32_t qfam;
     VkPhysicalDeviceProperties props;
     uint32_t subgroup_size;
+    /* cast_rows.comp may run: compute-stage subgroups of at least 4 with basic, arithmetic
+     * and shuffle operations (vk_device.c) */
+    int cast_rows_ok;
     int has_f64, ts_ok;
     int pipestats; /* QGMM_VK_PIPELINE_STATS: print each pipeline's driver statistics */
     /* GEMM path (vk_device.c, coop_detect): VK_GEMM_COOP_KHR when the device has

@@ -185,17 +185,69 @@ static int spec_wanted(int path)
 /* Whether sc may get a pipeline of its own: 2 cached already, 1 new while the casts hold
  * fewer than half of the context's specialized-pipeline slots (the rest stay for the GEMM),
  * else 0: the cast runs on the unspecialized pipeline (the same bytes, the shared register
- * budget). */
-static int spec_room(const vk_ctx *c, int pipe, const int32_t *sc)
+ * budget). The casts' pipes are cast.comp's and cast_rows.comp's, VKP_CAST_E4M3FN to
+ * VKP_CAST_ROWS_E5M2. */
+static int spec_room(const vk_ctx *c, int pipe, const int32_t *sc, int nsc)
 {
     int mine = 0;
     for (int i = 0; i < c->nspec_pipes; ++i) {
         const vk_spec_pipe *e = &c->spec_pipes[i];
-        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_E5M2) continue;
-        if (e->pipe == pipe && e->nspec == SC_COUNT && !memcmp(e->spec, sc, sizeof(int32_t) * SC_COUNT)) return 2;
+        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_ROWS_E5M2) continue;
+        if (e->pipe == pipe && e->nspec == nsc && !memcmp(e->spec, sc, sizeof(int32_t) * (size_t)nsc)) return 2;
         ++mine;
     }
     return mine < VK_MAX_SPEC_PIPES / 2 && c->nspec_pipes < VK_MAX_SPEC_PIPES;
+}
+
+/* An integer tuning aid from the environment (vk_cast_bench), def when unset or outside
+ * [lo, hi]. */
+static int env_int(const char *name, int def, int lo, int hi)
+{
+    const char *v = getenv(name);
+    if (!v || !v[0]) return def;
+    const int n = atoi(v);
+    return n >= lo && n <= hi ? n : def;
+}
+
+/* cast_rows.comp's constants (its header). */
+enum { RC_LS, RC_KPS, RC_SPL, RC_RULE, RC_ENC, RC_NIT, RC_COUNT };
+
+/* Moves a segment cast (cast.comp paths 1 and 4) onto cast_rows.comp: the fewest lanes per
+ * segment (a power of two, at least 2 so that each warp load covers whole 32-byte sectors,
+ * at most the workgroup) that hold it in about QGMM_VULKAN_CAST_ROWS_KPS units of 8 elements
+ * each (default 4: rows of 5120 take 256 lanes of 3 units, 1x128 blocks 4 lanes of 4, MX
+ * blocks 2 lanes of 2), at most 8 units; QGMM_VULKAN_CAST_ROWS_NIT segment groups per
+ * workgroup in turn (default 1). Returns the workgroup count, 0 when the cast stays on
+ * cast.comp: the device lacks the subgroup operations, a segment needs more than 8 units per
+ * lane, or QGMM_VULKAN_CAST_ROWS=0 (tuning aid: the cast.comp paths). */
+static int64_t rows_plan(const vk_ctx *c, int64_t *p, int32_t *rc)
+{
+    if (!c->cast_rows_ok || (p[CP_FAST] != 1 && p[CP_FAST] != 4) || !env_int("QGMM_VULKAN_CAST_ROWS", 1, 0, 1))
+        return 0;
+    const int64_t L = p[CP_L] > 0 ? p[CP_L] : p[CP_R], U = L / 8;
+    const int64_t kt = env_int("QGMM_VULKAN_CAST_ROWS_KPS", 4, 1, 8);
+    int64_t ls = 1;
+    while (ls < 256 && ls * kt < U) ls <<= 1;
+    if (ls < 2 && U >= 2) ls = 2;
+    const int64_t kps = (U + ls - 1) / ls;
+    if (kps > 8) return 0;
+    /* consecutive segments of a row per lane group, up to 8 units per lane: addresses,
+     * row and scale offsets computed once for all of them */
+    int64_t spl = env_int("QGMM_VULKAN_CAST_ROWS_SPL", 4, 1, 4);
+    while (spl > 1 && (spl * kps > 8 || p[CP_NSEG] % spl)) spl >>= 1;
+    if (p[CP_FAST] == 4) p[CP_NSEGT] *= 4; /* chunks of 4 MX blocks back to blocks */
+    p[CP_FAST] = 1;
+    p[CP_LS] = ls;
+    p[CP_KPS] = kps;
+    const int nit = env_int("QGMM_VULKAN_CAST_ROWS_NIT", 1, 1, 64);
+    rc[RC_LS] = (int32_t)ls;
+    rc[RC_KPS] = (int32_t)kps;
+    rc[RC_SPL] = (int32_t)spl;
+    rc[RC_RULE] = (int32_t)p[CP_RULE];
+    rc[RC_ENC] = (int32_t)p[CP_ENC];
+    rc[RC_NIT] = nit;
+    const int64_t per = (256 / ls) * spl * nit;
+    return (p[CP_NSEGT] + per - 1) / per;
 }
 
 static qgmm_status run_cast(vk_ctx *c, int64_t *p)
@@ -211,10 +263,22 @@ static qgmm_status run_cast(vk_ctx *c, int64_t *p)
     } else if (p[CP_FAST] == 2) {
         groups = p[CP_E] * p[CP_NSEG] * p[CP_OTILES];
     }
-    const int pipe = VKP_CAST_E4M3FN + (int)(p[CP_FMT] - QGMM_F8E4M3FN);
+    const int fi = (int)(p[CP_FMT] - QGMM_F8E4M3FN);
+    int32_t rc[RC_COUNT];
+    int64_t pr[QP_MAX];
+    memcpy(pr, p, sizeof pr);
+    const int64_t rgroups = rows_plan(c, pr, rc);
+    const int rroom = rgroups > 0 ? spec_room(c, VKP_CAST_ROWS_E4M3FN + fi, rc, RC_COUNT) : 0;
+    if (rroom) {
+        if (rroom == 1 && c->pipestats)
+            fprintf(stderr, "qgmm vulkan cast_rows pipeline: ls %d kps %d spl %d rule %d enc %d nit %d\n",
+                    rc[RC_LS], rc[RC_KPS], rc[RC_SPL], rc[RC_RULE], rc[RC_ENC], rc[RC_NIT]);
+        return vk_dispatch_spec(c, VKP_CAST_ROWS_E4M3FN + fi, rc, RC_COUNT, pr, QP_MAX, rgroups);
+    }
+    const int pipe = VKP_CAST_E4M3FN + fi;
     int32_t sc[SC_COUNT];
     cast_spec(p, sc);
-    const int room = spec_wanted(sc[SC_PATH]) && groups > 0 ? spec_room(c, pipe, sc) : 0;
+    const int room = spec_wanted(sc[SC_PATH]) && groups > 0 ? spec_room(c, pipe, sc, SC_COUNT) : 0;
     if (!room) return vk_dispatch(c, pipe, p, QP_MAX, groups);
     if (room == 1 && c->pipestats) /* names the constants of the statistics line that follows */
         fprintf(stderr, "qgmm vulkan cast pipeline: path %d rule %d enc %d xdt %d vec %d kps %d\n", sc[SC_PATH],

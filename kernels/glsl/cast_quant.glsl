@@ -1,0 +1,86 @@
+// cast_quant.glsl — what the cast shaders (cast.comp, cast_rows.comp) share between the amax
+// and the stores: bf16 words as f32 bits, the segment scale and its store, and the fast and
+// exact encoders of 8-element units. The includer defines FMT (fp8 format), K_RULE (0
+// rowwise/blockwise, 1 MX FLOOR, 2 MX RCEIL) and K_ENC (fast encoder) first.
+
+// The two bf16 elements of a word as f32 bits (the fast paths take bf16 x only: a dtype
+// branch here would be if-converted into both conversions per element).
+uint bf_lo(uint w) { return w << 16; }
+uint bf_hi(uint w) { return w & 0xFFFF0000u; }
+// The amax of bf16 magnitudes, as f32 bits: magnitudes (NaNs above inf) order like
+// integers and widen monotonically, so max-then-widen = widen-then-max.
+uint amax_bf_to_f32(uint m) { return m << 16; }
+
+// Segment scale from its amax (ops-spec §1-§3 rule of the call); stores it when `store`
+// (plain f32/byte scales at e*SE + so*SO + g*SG, blocked bytes at the §4 offset). Returns
+// the multiplier x is quantized with.
+uint scale_and_store(uint amax, int64_t e, int64_t so, int64_t g, bool store)
+{
+    const FmtConsts c = FmtConsts(PU(CP_C_MAX), PU(CP_C_CLAMP), PU(CP_C_EPS), PU(CP_C_INV));
+    const int rule = K_RULE;
+    const uint64_t S = PA(CP_S);
+    const int64_t sidx = e * P(CP_SE) + so * P(CP_SO) + g * P(CP_SG);
+    if (rule == 0) {
+        uint s = rowwise_scale(amax, c);
+        if (PI(CP_POW2) != 0) s = scale_pow2_floor(s);
+        if (store) st_u32(S, sidx, PI(CP_RECIP) != 0 ? scale_reciprocal(s) : s);
+        return s;
+    }
+    const uint b = rule == 1 ? mx_scale_floor(amax, FMT) : mx_scale_rceil_fast(amax, c);
+    if (store) {
+        if (PI(CP_SKIND) == 2) st_u8(S, e * P(CP_EXPBYTES) + blocked_offset(so, g, P(CP_COLSPAD)), b);
+        else st_u8(S, sidx, b);
+    }
+    return e8m0_reciprocal(b);
+}
+
+// One element, fast or exact (see the header).
+uint q1(uint x, uint mult, bool fast)
+{
+    return fast ? quantize_fast(x, mult, FMT) : f32_to_fp8(f32_mul_fast(x, mult), FMT);
+}
+
+// 4 fp8 bytes from two words of bf16 pairs, fast path. Encoder 1 (the host's default):
+// quantize_fast per element. Encoder 0: magnitude codes (fp8_mag_fast), then the four signs
+// moved from bits 15/31 of the two words to bits 7 of the four bytes at once (fewer integer
+// operations on paper; timed within 1 % of encoder 1 on the H100); fnuz formats, whose zero
+// takes no sign, always use quantize_fast.
+uint q4_fast(uint a, uint b, uint mult, int enc)
+{
+    if (FMT == FMT_E4M3FNUZ || enc == 1)
+        return quantize_fast(bf_lo(a), mult, FMT) | (quantize_fast(bf_hi(a), mult, FMT) << 8) |
+               (quantize_fast(bf_lo(b), mult, FMT) << 16) | (quantize_fast(bf_hi(b), mult, FMT) << 24);
+    const float s = uintBitsToFloat(mult);
+    precise float p0 = abs(uintBitsToFloat(bf_lo(a))) * s, p1 = abs(uintBitsToFloat(bf_hi(a))) * s;
+    precise float p2 = abs(uintBitsToFloat(bf_lo(b))) * s, p3 = abs(uintBitsToFloat(bf_hi(b))) * s;
+    const uint w = fp8_mag_fast(p0, FMT) | (fp8_mag_fast(p1, FMT) << 8) | (fp8_mag_fast(p2, FMT) << 16) |
+                   (fp8_mag_fast(p3, FMT) << 24);
+    return w | ((a >> 8) & 0x80u) | ((a >> 16) & 0x8000u) | ((b << 8) & 0x800000u) | (b & 0x80000000u);
+}
+uint q4_exact(uint a, uint b, uint mult)
+{
+    return q1(bf_lo(a), mult, false) | (q1(bf_hi(a), mult, false) << 8) | (q1(bf_lo(b), mult, false) << 16) |
+           (q1(bf_hi(b), mult, false) << 24);
+}
+
+// 8 bf16 elements (one 16-byte unit) -> 8 fp8 bytes.
+uvec2 encode_unit(uvec4 a, uint mult, bool fast, int enc)
+{
+    if (fast) return uvec2(q4_fast(a.x, a.y, mult, enc), q4_fast(a.z, a.w, mult, enc));
+    return uvec2(q4_exact(a.x, a.y, mult), q4_exact(a.z, a.w, mult));
+}
+
+// One fast element with its sign (x: f32 bits of a bf16 value).
+uint q1_fast(uint x, uint mult, int enc)
+{
+    if (FMT == FMT_E4M3FNUZ || enc == 1) return quantize_fast(x, mult, FMT);
+    precise float p = abs(uintBitsToFloat(x)) * uintBitsToFloat(mult);
+    return fp8_mag_fast(p, FMT) | ((x >> 24) & 0x80u);
+}
+
+// The e8m0 byte of an MX block (FLOOR or RCEIL).
+uint mx_byte(uint amax)
+{
+    if (K_RULE == 1) return mx_scale_floor(amax, FMT);
+    return mx_scale_rceil_fast(amax, FmtConsts(PU(CP_C_MAX), PU(CP_C_CLAMP), PU(CP_C_EPS), PU(CP_C_INV)));
+}

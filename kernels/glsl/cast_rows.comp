@@ -1,0 +1,184 @@
+#version 460
+// cast_rows.comp — cast.comp's segment paths (rowwise rows, 1x128 blocks, MX blocks along the
+// contiguous dim) rebuilt for occupancy: a lane holds at most 8 16-byte units of x in
+// registers, so the driver keeps the kernel small and many workgroups stay resident per
+// multiprocessor; while some of them reduce and encode, the others' loads are in flight.
+// cast.comp's segment path holds up to 16 units per lane and combines lanes through a
+// shared-memory tree, which left two workgroups per multiprocessor and the memory idle while
+// they encoded (docs/backends-vulkan.md, "Casts and padding").
+//
+// Layout: SC_LS consecutive lanes (in subgroup order) form a lane group, which takes SC_SPL
+// consecutive segments of one row; lane lr holds units lr, lr + LS, ... (at most SC_KPS) of
+// each, so every warp load covers whole 32-byte sectors (LS >= 2) and the per-segment work
+// (row, addresses, scale offset) is shared by SPL segments. Lanes of a segment combine their
+// amax with subgroup shuffles when the lane group fits in a subgroup, else with one subgroup
+// reduction, one shared-memory slot per subgroup and one barrier. A workgroup takes SC_NIT
+// lane-group rounds in turn. The scale and the bytes are those of cast.comp (the same
+// cast_quant.glsl / codec.glsl functions), which the conformance suite checks against the
+// CPU reference.
+//
+// Every loop over units has a constant trip count and [[unroll]], so glslc's optimizer
+// unrolls it and the unit array becomes registers (loops bounded by a specialization
+// constant stayed loops, and the NVIDIA driver put the array in local memory).
+//
+// The host (vk_ops_cast.c, rows_plan) uses this shader only where the device's subgroups
+// support basic, arithmetic and shuffle operations in compute shaders, with SPL * KPS <= 8,
+// SPL in {1, 2, 4} dividing the segments per row.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_control_flow_attributes : require
+#include "params.h"
+#include "common.glsl"
+#include "codec.glsl"
+#include "layout.glsl"
+
+#define FMT QG_FMT // compiled per fp8 format, as cast.comp
+
+// Specialization constants (all set by the host): lanes per segment (power of two, <= 256),
+// units per lane per segment, segments per lane group, scale rule (0 rowwise/blockwise, 1 MX
+// FLOOR, 2 MX RCEIL), encoder (cast_quant.glsl q4_fast), lane-group rounds per workgroup.
+layout(constant_id = 0) const int SC_LS = 256;
+layout(constant_id = 1) const int SC_KPS = 4;
+layout(constant_id = 2) const int SC_SPL = 1;
+layout(constant_id = 3) const int SC_RULE = 0;
+layout(constant_id = 4) const int SC_ENC = 1;
+layout(constant_id = 5) const int SC_NIT = 1;
+#define K_RULE SC_RULE
+#define K_ENC SC_ENC
+#define MAXU 8 // units per lane
+#define MAXS 4 // segments per lane group
+
+layout(local_size_x = 256) in;
+// per-subgroup amax of segments wider than a subgroup, double-buffered across rounds so that
+// one barrier per round suffices (256 / the smallest subgroup size of 4)
+shared uvec4 sh_sg[2][64]; // amax of segments 0..3 of the group
+
+#include "cast_quant.glsl"
+
+// The amax (bf16 magnitude bits) of the lane's units of segment t of its group.
+uint lane_amax(uvec4 c[MAXU], int t)
+{
+    uvec4 ml = uvec4(0u), mh = uvec4(0u);
+    [[unroll]] for (int k = 0; k < MAXU; ++k) {
+        if (k < SC_SPL * SC_KPS && k / SC_KPS == t) {
+            ml = max(ml, c[k] & 0x7FFFu);
+            mh = max(mh, c[k] & 0x7FFF0000u);
+        }
+    }
+    ml = max(ml, mh >> 16);
+    return max(max(ml.x, ml.y), max(ml.z, ml.w));
+}
+
+// Combines the amax over the segment's lanes when they lie in one subgroup (LS <= size).
+uint shuffle_amax(uint a)
+{
+    [[unroll]] for (int b = 0; b < 8; ++b)
+        if ((1 << b) < SC_LS) a = max(a, subgroupShuffleXor(a, uint(1 << b)));
+    return a;
+}
+
+// Unit k of the lane's array (k not a constant: a select chain over constant indices, so
+// that the array stays in registers).
+uvec4 unit_at(uvec4 c[MAXU], int k)
+{
+    uvec4 v = c[0];
+    [[unroll]] for (int j = 1; j < MAXU; ++j)
+        if (j == k) v = c[j];
+    return v;
+}
+
+// Encodes the lane's units with their segments' multipliers m[t]. Where every segment of the
+// lane takes the fast encoder, the units are encoded unrolled; otherwise (a segment holds
+// inf or NaN, or its scale is outside the fast encoder's range: rare) a loop encodes them one
+// by one, so that the exact encoder appears once in the code, not once per unit.
+void encode_units(uvec4 c[MAXU], uvec4 m, bvec4 f, bool sv, int lr, int U, uint64_t qb)
+{
+    if (all(f)) {
+        [[unroll]] for (int k = 0; k < MAXU; ++k) {
+            const int t = k / SC_KPS, u = lr + SC_LS * (k - t * SC_KPS);
+            if (k < SC_SPL * SC_KPS && sv && u < U)
+                QV8(qb + uint64_t(t * U + u) * 8ul).v = encode_unit(c[k], m[t], true, SC_ENC);
+        }
+    } else {
+        for (int k = 0; k < SC_SPL * SC_KPS; ++k) {
+            const int t = k / SC_KPS, u = lr + SC_LS * (k - t * SC_KPS);
+            const uint mt = t == 0 ? m.x : t == 1 ? m.y : t == 2 ? m.z : m.w;
+            const bool ft = t == 0 ? f.x : t == 1 ? f.y : t == 2 ? f.z : f.w;
+            if (sv && u < U) QV8(qb + uint64_t(t * U + u) * 8ul).v = encode_unit(unit_at(c, k), mt, ft, SC_ENC);
+        }
+    }
+}
+
+void main()
+{
+    const int sgs = int(gl_SubgroupSize);
+    const int li = int(gl_SubgroupID) * sgs + int(gl_SubgroupInvocationID);
+    const int lr = li & (SC_LS - 1);
+    const int groups = 256 / SC_LS;
+    const int nsegt = PI(CP_NSEGT), nseg = PI(CP_NSEG), O = PI(CP_O);
+    const int L = PI(CP_L) > 0 ? PI(CP_L) : PI(CP_R);
+    const int U = L / 8;
+    const int64_t xe = P(CP_XE), xo = P(CP_XO), qe = P(CP_QE), qo = P(CP_QO);
+    const uint64_t X = PA(CP_X), Q = PA(CP_Q);
+
+    for (int it = 0; it < SC_NIT; ++it) {
+        // the lane group's first segment; its SPL segments share the row (nseg % SPL == 0)
+        const int s = ((int(wg_linear()) * SC_NIT + it) * groups + li / SC_LS) * SC_SPL;
+        const bool sv = s < nsegt;
+        const int row = nseg == 1 ? s : s / nseg;
+        const int sg = s - row * nseg;
+        const int se = PI(CP_E) == 1 ? 0 : row / O;
+        const int so = row - se * O;
+        const int64_t rs = int64_t(sg) * L;
+        const uint64_t xb = X + uint64_t((se * xe + so * xo + rs) * 2);
+        const uint64_t qb = Q + uint64_t(se * qe + so * qo + rs);
+        uvec4 c[MAXU];
+        [[unroll]] for (int k = 0; k < MAXU; ++k) {
+            const int t = k / SC_KPS, u = lr + SC_LS * (k - t * SC_KPS);
+            c[k] = k < SC_SPL * SC_KPS && sv && u < U ? QV16(xb + uint64_t(t * U + u) * 16ul).v : uvec4(0u);
+        }
+        // segments 1..3 are written out: loops over them stayed loops in glslc's unroller,
+        // and their amax array went to memory
+        uint a0 = lane_amax(c, 0);
+        uint a1 = SC_SPL > 1 ? lane_amax(c, 1) : 0u;
+        uint a2 = SC_SPL > 2 ? lane_amax(c, 2) : 0u;
+        uint a3 = SC_SPL > 3 ? lane_amax(c, 3) : 0u;
+        if (SC_LS > 1) {
+            if (SC_LS <= sgs) {
+                a0 = shuffle_amax(a0);
+                if (SC_SPL > 1) a1 = shuffle_amax(a1);
+                if (SC_SPL > 2) { a2 = shuffle_amax(a2); a3 = shuffle_amax(a3); }
+            } else {
+                // LS and the subgroup size are powers of two: a segment is whole subgroups
+                a0 = subgroupMax(a0);
+                if (SC_SPL > 1) a1 = subgroupMax(a1);
+                if (SC_SPL > 2) { a2 = subgroupMax(a2); a3 = subgroupMax(a3); }
+                if (subgroupElect()) sh_sg[it & 1][gl_SubgroupID] = uvec4(a0, a1, a2, a3);
+                barrier();
+                const int nsg = SC_LS / sgs, first = (li / SC_LS) * nsg;
+                for (int k = 0; k < nsg; ++k) {
+                    const uvec4 v = sh_sg[it & 1][first + k];
+                    a0 = max(a0, v.x); a1 = max(a1, v.y); a2 = max(a2, v.z); a3 = max(a3, v.w);
+                }
+            }
+        }
+        // each segment's scale, stored by the group's lane 0; segments past SPL count as fast
+        const uvec4 am = uvec4(amax_bf_to_f32(a0), amax_bf_to_f32(a1), amax_bf_to_f32(a2), amax_bf_to_f32(a3));
+        uvec4 m = uvec4(0u);
+        bvec4 f = bvec4(true);
+        m.x = scale_and_store(am.x, se, so, sg, sv && lr == 0);
+        f.x = quantize_fast_ok(am.x, m.x);
+        if (SC_SPL > 1) {
+            m.y = scale_and_store(am.y, se, so, sg + 1, sv && lr == 0);
+            f.y = quantize_fast_ok(am.y, m.y);
+        }
+        if (SC_SPL > 2) {
+            m.z = scale_and_store(am.z, se, so, sg + 2, sv && lr == 0);
+            f.z = quantize_fast_ok(am.z, m.z);
+            m.w = scale_and_store(am.w, se, so, sg + 3, sv && lr == 0);
+            f.w = quantize_fast_ok(am.w, m.w);
+        }
+        encode_units(c, m, f, sv, lr, U, qb);
+    }
+}
