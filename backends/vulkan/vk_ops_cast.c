@@ -185,14 +185,14 @@ static int spec_wanted(int path)
 /* Whether sc may get a pipeline of its own: 2 cached already, 1 new while the casts hold
  * fewer than half of the context's specialized-pipeline slots (the rest stay for the GEMM),
  * else 0: the cast runs on the unspecialized pipeline (the same bytes, the shared register
- * budget). The casts' pipes are cast.comp's and cast_rows.comp's, VKP_CAST_E4M3FN to
- * VKP_CAST_ROWS_E5M2. */
+ * budget). The casts' pipes are cast.comp's, cast_rows.comp's and cast_2d.comp's,
+ * VKP_CAST_E4M3FN to VKP_CAST_2D_E5M2. */
 static int spec_room(const vk_ctx *c, int pipe, const int32_t *sc, int nsc)
 {
     int mine = 0;
     for (int i = 0; i < c->nspec_pipes; ++i) {
         const vk_spec_pipe *e = &c->spec_pipes[i];
-        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_ROWS_E5M2) continue;
+        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_2D_E5M2) continue;
         if (e->pipe == pipe && e->nspec == nsc && !memcmp(e->spec, sc, sizeof(int32_t) * (size_t)nsc)) return 2;
         ++mine;
     }
@@ -224,16 +224,17 @@ static int64_t rows_plan(const vk_ctx *c, int64_t *p, int32_t *rc)
 {
     if (!c->cast_rows_ok || (p[CP_FAST] != 1 && p[CP_FAST] != 4) || !env_int("QGMM_VULKAN_CAST_ROWS", 1, 0, 1))
         return 0;
+    if (p[CP_SKIND] == 2 && p[CP_EXPBYTES] >= ((int64_t)1 << 31)) return 0; /* cast_quant.glsl scale_offset: 32-bit */
     const int64_t L = p[CP_L] > 0 ? p[CP_L] : p[CP_R], U = L / 8;
-    const int64_t kt = env_int("QGMM_VULKAN_CAST_ROWS_KPS", 4, 1, 8);
+    const int64_t kt = env_int("QGMM_VULKAN_CAST_ROWS_KPS", 8, 1, 8);
     int64_t ls = 1;
     while (ls < 256 && ls * kt < U) ls <<= 1;
-    if (ls < 2 && U >= 2) ls = 2;
+    if (ls < 2 && U >= 2 && env_int("QGMM_VULKAN_CAST_ROWS_MINLS", 2, 1, 2) == 2) ls = 2;
     const int64_t kps = (U + ls - 1) / ls;
     if (kps > 8) return 0;
     /* consecutive segments of a row per lane group, up to 8 units per lane: addresses,
      * row and scale offsets computed once for all of them */
-    int64_t spl = env_int("QGMM_VULKAN_CAST_ROWS_SPL", 4, 1, 4);
+    int64_t spl = env_int("QGMM_VULKAN_CAST_ROWS_SPL", 2, 1, 4);
     while (spl > 1 && (spl * kps > 8 || p[CP_NSEG] % spl)) spl >>= 1;
     if (p[CP_FAST] == 4) p[CP_NSEGT] *= 4; /* chunks of 4 MX blocks back to blocks */
     p[CP_FAST] = 1;
@@ -250,10 +251,35 @@ static int64_t rows_plan(const vk_ctx *c, int64_t *p, int32_t *rc)
     return (p[CP_NSEGT] + per - 1) / per;
 }
 
+/* cast_2d.comp's constants (its header). */
+enum { TC_MODE, TC_RPL, TC_RULE, TC_ENC, TC_COUNT };
+
+/* Moves MX dim1 (cast.comp path 2) and 128x128 tiles (path 3) onto cast_2d.comp where the
+ * device has the subgroup operations (QGMM_VULKAN_CAST_2D=0, tuning aid: stay on cast.comp).
+ * MX dim1 takes QGMM_VULKAN_CAST_2D_RPL rows per lane (8 or 16, default 16). Returns the
+ * workgroup count, 0 to stay. */
+static int64_t twod_plan(const vk_ctx *c, int64_t *p, int32_t *tc)
+{
+    if (!c->cast_rows_ok || (p[CP_FAST] != 2 && p[CP_FAST] != 3) || !env_int("QGMM_VULKAN_CAST_2D", 1, 0, 1))
+        return 0;
+    if (p[CP_SKIND] == 2 && p[CP_EXPBYTES] >= ((int64_t)1 << 31)) return 0; /* cast_2d.comp: 32-bit blocked offsets */
+    tc[TC_MODE] = p[CP_FAST] == 2 ? 0 : 1;
+    tc[TC_RPL] = env_int("QGMM_VULKAN_CAST_2D_RPL", 8, 8, 16) == 16 ? 16 : 8;
+    tc[TC_RULE] = (int32_t)p[CP_RULE];
+    tc[TC_ENC] = (int32_t)p[CP_ENC];
+    if (p[CP_FAST] == 3) {
+        tc[TC_RPL] = 8; /* unused by the tile mode: one pipeline */
+        return p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
+    }
+    const int64_t cols = (256 / (32 / tc[TC_RPL])) * 8; /* columns per workgroup */
+    p[CP_OTILES] = (p[CP_O] + cols - 1) / cols;
+    return p[CP_E] * p[CP_NSEG] * p[CP_OTILES];
+}
+
 static qgmm_status run_cast(vk_ctx *c, int64_t *p)
 {
     const char *enc = getenv("QGMM_VULKAN_CAST_ENC");
-    p[CP_ENC] = !(enc && !strcmp(enc, "b"));
+    p[CP_ENC] = enc && !strcmp(enc, "b") ? 0 : enc && !strcmp(enc, "a") ? 1 : 2;
     int64_t groups = p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
     if (p[CP_FAST] == 4) {
         groups = (p[CP_NSEGT] + 127) / 128;
@@ -274,6 +300,16 @@ static qgmm_status run_cast(vk_ctx *c, int64_t *p)
             fprintf(stderr, "qgmm vulkan cast_rows pipeline: ls %d kps %d spl %d rule %d enc %d nit %d\n",
                     rc[RC_LS], rc[RC_KPS], rc[RC_SPL], rc[RC_RULE], rc[RC_ENC], rc[RC_NIT]);
         return vk_dispatch_spec(c, VKP_CAST_ROWS_E4M3FN + fi, rc, RC_COUNT, pr, QP_MAX, rgroups);
+    }
+    int32_t tc[TC_COUNT];
+    memcpy(pr, p, sizeof pr);
+    const int64_t tgroups = twod_plan(c, pr, tc);
+    const int troom = tgroups > 0 ? spec_room(c, VKP_CAST_2D_E4M3FN + fi, tc, TC_COUNT) : 0;
+    if (troom) {
+        if (troom == 1 && c->pipestats)
+            fprintf(stderr, "qgmm vulkan cast_2d pipeline: mode %d rpl %d rule %d enc %d\n", tc[TC_MODE], tc[TC_RPL],
+                    tc[TC_RULE], tc[TC_ENC]);
+        return vk_dispatch_spec(c, VKP_CAST_2D_E4M3FN + fi, tc, TC_COUNT, pr, QP_MAX, tgroups);
     }
     const int pipe = VKP_CAST_E4M3FN + fi;
     int32_t sc[SC_COUNT];

@@ -1,4 +1,4 @@
-// cast_quant.glsl — what the cast shaders (cast.comp, cast_rows.comp) share between the amax
+// cast_quant.glsl — what the cast shaders (cast.comp, cast_rows.comp, cast_2d.comp) share between the amax
 // and the stores: bf16 words as f32 bits, the segment scale and its store, and the fast and
 // exact encoders of 8-element units. The includer defines FMT (fp8 format), K_RULE (0
 // rowwise/blockwise, 1 MX FLOOR, 2 MX RCEIL) and K_ENC (fast encoder) first.
@@ -34,17 +34,55 @@ uint scale_and_store(uint amax, int64_t e, int64_t so, int64_t g, bool store)
     return e8m0_reciprocal(b);
 }
 
+// What a segment's scale needs from the parameter block, read once (cast_rows.comp, before
+// its loop): read at each segment instead, every read after a store to q is a dependent
+// load again, as the compiler cannot tell the parameter block from the stored-to buffers.
+struct ScaleArgs {
+    FmtConsts c;
+    uint64_t S;
+    int64_t se, so, sg, expbytes, colspad;
+    int skind, pow2, recip;
+};
+ScaleArgs scale_args()
+{
+    return ScaleArgs(FmtConsts(PU(CP_C_MAX), PU(CP_C_CLAMP), PU(CP_C_EPS), PU(CP_C_INV)), PA(CP_S), P(CP_SE),
+                     P(CP_SO), P(CP_SG), P(CP_EXPBYTES), P(CP_COLSPAD), PI(CP_SKIND), PI(CP_POW2), PI(CP_RECIP));
+}
+
+// scale_and_store's arithmetic without the store: returns the multiplier, sets `stored` to
+// what goes to memory (f32 bits for K_RULE 0, the e8m0 byte otherwise).
+uint scale_of(uint amax, ScaleArgs a, out uint stored)
+{
+    if (K_RULE == 0) {
+        uint s = rowwise_scale(amax, a.c);
+        if (a.pow2 != 0) s = scale_pow2_floor(s);
+        stored = a.recip != 0 ? scale_reciprocal(s) : s;
+        return s;
+    }
+    const uint b = K_RULE == 1 ? mx_scale_floor(amax, FMT) : mx_scale_rceil_fast(amax, a.c);
+    stored = b;
+    return e8m0_reciprocal(b);
+}
+
+// Byte offset from a.S of segment (e, so, g)'s scale, as scale_and_store addresses it.
+int64_t scale_offset(ScaleArgs a, int64_t e, int64_t so, int64_t g)
+{
+    if (K_RULE == 0) return (e * a.se + so * a.so + g * a.sg) * 4;
+    if (a.skind == 2) return e * a.expbytes + int64_t(blocked_offset32(int(so), int(g), int(a.colspad)));
+    return e * a.se + so * a.so + g * a.sg;
+}
+
 // One element, fast or exact (see the header).
 uint q1(uint x, uint mult, bool fast)
 {
     return fast ? quantize_fast(x, mult, FMT) : f32_to_fp8(f32_mul_fast(x, mult), FMT);
 }
 
-// 4 fp8 bytes from two words of bf16 pairs, fast path. Encoder 1 (the host's default):
-// quantize_fast per element. Encoder 0: magnitude codes (fp8_mag_fast), then the four signs
-// moved from bits 15/31 of the two words to bits 7 of the four bytes at once (fewer integer
-// operations on paper; timed within 1 % of encoder 1 on the H100); fnuz formats, whose zero
-// takes no sign, always use quantize_fast.
+// 4 fp8 bytes from two words of bf16 pairs, fast path. Encoder 1: quantize_fast per element.
+// Encoder 0: magnitude codes (fp8_mag_fast), then the four signs moved from bits 15/31 of the
+// two words to bits 7 of the four bytes at once. Encoder 2: the same with fp8_mag_binade's
+// magnitude codes (4 integer operations per element instead of 6). vk_ops_cast.c says which is
+// the default and why; fnuz formats, whose zero takes no sign, always use quantize_fast.
 uint q4_fast(uint a, uint b, uint mult, int enc)
 {
     if (FMT == FMT_E4M3FNUZ || enc == 1)
@@ -53,8 +91,10 @@ uint q4_fast(uint a, uint b, uint mult, int enc)
     const float s = uintBitsToFloat(mult);
     precise float p0 = abs(uintBitsToFloat(bf_lo(a))) * s, p1 = abs(uintBitsToFloat(bf_hi(a))) * s;
     precise float p2 = abs(uintBitsToFloat(bf_lo(b))) * s, p3 = abs(uintBitsToFloat(bf_hi(b))) * s;
-    const uint w = fp8_mag_fast(p0, FMT) | (fp8_mag_fast(p1, FMT) << 8) | (fp8_mag_fast(p2, FMT) << 16) |
-                   (fp8_mag_fast(p3, FMT) << 24);
+    const uint w = enc == 2 ? fp8_mag_binade(p0, FMT) | (fp8_mag_binade(p1, FMT) << 8) |
+                                  (fp8_mag_binade(p2, FMT) << 16) | (fp8_mag_binade(p3, FMT) << 24)
+                            : fp8_mag_fast(p0, FMT) | (fp8_mag_fast(p1, FMT) << 8) | (fp8_mag_fast(p2, FMT) << 16) |
+                                  (fp8_mag_fast(p3, FMT) << 24);
     return w | ((a >> 8) & 0x80u) | ((a >> 16) & 0x8000u) | ((b << 8) & 0x800000u) | (b & 0x80000000u);
 }
 uint q4_exact(uint a, uint b, uint mult)
@@ -75,7 +115,7 @@ uint q1_fast(uint x, uint mult, int enc)
 {
     if (FMT == FMT_E4M3FNUZ || enc == 1) return quantize_fast(x, mult, FMT);
     precise float p = abs(uintBitsToFloat(x)) * uintBitsToFloat(mult);
-    return fp8_mag_fast(p, FMT) | ((x >> 24) & 0x80u);
+    return (enc == 2 ? fp8_mag_binade(p, FMT) : fp8_mag_fast(p, FMT)) | ((x >> 24) & 0x80u);
 }
 
 // The e8m0 byte of an MX block (FLOOR or RCEIL).

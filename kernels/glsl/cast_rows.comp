@@ -121,6 +121,7 @@ void main()
     const int U = L / 8;
     const int64_t xe = P(CP_XE), xo = P(CP_XO), qe = P(CP_QE), qo = P(CP_QO);
     const uint64_t X = PA(CP_X), Q = PA(CP_Q);
+    const ScaleArgs sa = scale_args();
 
     for (int it = 0; it < SC_NIT; ++it) {
         // the lane group's first segment; its SPL segments share the row (nseg % SPL == 0)
@@ -163,21 +164,40 @@ void main()
                 }
             }
         }
-        // each segment's scale, stored by the group's lane 0; segments past SPL count as fast
+        // each segment's scale, stored by the group's lane 0; segments past SPL count as fast.
+        // The SPL segments' scales are consecutive: f32 at a stride of SG, bytes at SG or, in
+        // the blocked layout, adjacent (g % SPL == 0, SPL <= 4: one 4-byte group of a tile row).
         const uvec4 am = uvec4(amax_bf_to_f32(a0), amax_bf_to_f32(a1), amax_bf_to_f32(a2), amax_bf_to_f32(a3));
-        uvec4 m = uvec4(0u);
+        uvec4 m = uvec4(0u), st = uvec4(0u);
         bvec4 f = bvec4(true);
-        m.x = scale_and_store(am.x, se, so, sg, sv && lr == 0);
+        m.x = scale_of(am.x, sa, st.x);
         f.x = quantize_fast_ok(am.x, m.x);
         if (SC_SPL > 1) {
-            m.y = scale_and_store(am.y, se, so, sg + 1, sv && lr == 0);
+            m.y = scale_of(am.y, sa, st.y);
             f.y = quantize_fast_ok(am.y, m.y);
         }
         if (SC_SPL > 2) {
-            m.z = scale_and_store(am.z, se, so, sg + 2, sv && lr == 0);
+            m.z = scale_of(am.z, sa, st.z);
             f.z = quantize_fast_ok(am.z, m.z);
-            m.w = scale_and_store(am.w, se, so, sg + 3, sv && lr == 0);
+            m.w = scale_of(am.w, sa, st.w);
             f.w = quantize_fast_ok(am.w, m.w);
+        }
+        if (sv && lr == 0) {
+            const uint64_t s0 = sa.S + uint64_t(scale_offset(sa, se, so, sg));
+            const int64_t step = K_RULE == 0 ? sa.sg * 4 : sa.skind == 2 ? 1 : sa.sg;
+            if (K_RULE != 0 && SC_SPL == 4 && step == 1 && (s0 & 3ul) == 0ul) {
+                QU32(s0).v = st.x | (st.y << 8) | (st.z << 16) | (st.w << 24);
+            } else if (K_RULE != 0 && SC_SPL == 2 && step == 1 && (s0 & 1ul) == 0ul) {
+                QU16(s0).v = uint16_t(st.x | (st.y << 8));
+            } else {
+                [[unroll]] for (int t = 0; t < MAXS; ++t) {
+                    if (t < SC_SPL) {
+                        const uint64_t at = s0 + uint64_t(t * step);
+                        if (K_RULE == 0) QU32(at).v = st[t];
+                        else QU8(at).v = uint8_t(st[t]);
+                    }
+                }
+            }
         }
         encode_units(c, m, f, sv, lr, U, qb);
     }

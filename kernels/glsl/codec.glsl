@@ -391,6 +391,30 @@ uint fp8_mag_fast(float a, int fmt)
     return code;
 }
 
+// The magnitude code of quantize_fast with fewer integer operations (the casts are bound by
+// the integer pipe on the H100): a = |x| * s as a float (quantize_fast's preconditions). The
+// value is clamped to fp8max, and the adder rounds it at its binade's fp8 unit: M is 2 to the
+// power (binade exponent + 23 - mbits), the binade being that of max(a, smallest normal), so
+// a + M keeps exactly the fp8 mantissa bits of a rounded half to even, in the normal and the
+// subnormal range alike; bits(a + M) - bits(M) is that rounded value in units, and the binade's
+// exponent gives the code's upper bits. Every product here is exact (powers of two) and the
+// one addition is correctly rounded (OpFAdd); tests/vulkan/test_fp8_binade.c checks this
+// function, written again in C, against the reference on every f32 from +0 to +inf.
+uint fp8_mag_binade(float a, int fmt)
+{
+    int mbits, bias; uint maxcode; bool has_inf, fnuz;
+    fp8_format_of(fmt, mbits, bias, maxcode, has_inf, fnuz);
+    precise float pm = min(a, uintBitsToFloat(fp8_max_bits(fmt)));
+    precise float pe = max(pm, uintBitsToFloat(uint(128 - bias) << 23));
+    const uint eb = floatBitsToUint(pe) & 0x7F800000u;
+    precise float M = uintBitsToFloat(eb) * uintBitsToFloat(uint(127 + 23 - mbits) << 23);
+    precise float t = pm + M;
+    uint code = (floatBitsToUint(t) - floatBitsToUint(M)) +
+                ((floatBitsToUint(M) >> uint(23 - mbits)) - (uint(128 - bias + 23 - mbits) << uint(mbits)));
+    if (has_inf && floatBitsToUint(a) == 0x7F800000u) code = 0x7Cu;
+    return code;
+}
+
 // qgmm_mx_scale_rceil with the product through f32_mul_fast, which equals f32_mul_rn
 // bit for bit (see there): the same scale byte, without the 64-bit integer multiply.
 uint mx_scale_rceil_fast(uint amax, FmtConsts c) { return mx_rceil_of(f32_mul_fast(amax, c.inv_max)); }

@@ -8,6 +8,16 @@ int64_t blocked_offset(int64_t r, int64_t c, int64_t cols_pad)
     return tile * 512 + inner;
 }
 
+// blocked_offset in 32-bit arithmetic, for callers whose host checked that one expert's
+// blocked scales (and so every offset) stay below 2^31 bytes (64-bit division and modulo
+// cost the shader several times the 32-bit ones).
+int blocked_offset32(int r, int c, int cols_pad)
+{
+    const int tile = (r >> 7) * (cols_pad >> 2) + (c >> 2);
+    const int inner = (r & 31) * 16 + ((r & 127) >> 5) * 4 + (c & 3);
+    return tile * 512 + inner;
+}
+
 // qgmm_blocked_coords
 void blocked_coords(int64_t off, int64_t cols_pad, out int64_t r, out int64_t c)
 {

@@ -1,0 +1,179 @@
+#version 460
+// cast_2d.comp — the two casts whose scale block spans several rows, rebuilt as
+// cast_rows.comp was: few registers per lane, amax combined by subgroup operations with at
+// most one barrier, every unit loop unrolled by glslc so that x stays in registers.
+//  SC_MODE 0, MX dim1: bf16 x with the 32-row block dim strided and the other dim (columns)
+//    contiguous, q contiguous along the block (column-major). A lane holds 8 columns x SC_RPL
+//    rows (one 16-byte load per row); 32 / RPL consecutive lanes make one 32-row block and
+//    combine their 8 column amaxes by shuffles; each lane writes RPL bytes per column. A
+//    warp load covers 32 / (32 / RPL) column groups of 128 contiguous bytes.
+//  SC_MODE 1, 128x128 tiles: bf16 x, reduce dim contiguous; one tile per workgroup, a lane
+//    holds 8 rows of 8 elements (16 lanes cover a tile row's 256 bytes); one subgroup
+//    reduction, one shared slot per subgroup, one barrier.
+// cast.comp's paths 2 and 3 held the same data in 64-112 registers plus local memory, and
+// 128x128 reduced through an 8-level shared-memory tree. Scales and bytes are cast.comp's
+// (cast_quant.glsl / codec.glsl); the conformance suite checks them against the CPU.
+// The host (vk_ops_cast.c) uses it only where cast_rows.comp may run (subgroup basic,
+// arithmetic and shuffle operations in compute shaders).
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_control_flow_attributes : require
+#include "params.h"
+#include "common.glsl"
+#include "codec.glsl"
+#include "layout.glsl"
+
+#define FMT QG_FMT // compiled per fp8 format, as cast.comp
+
+layout(constant_id = 0) const int SC_MODE = 0; // 0 MX dim1, 1 128x128 tiles
+layout(constant_id = 1) const int SC_RPL = 8;  // MX dim1: rows per lane, 8 or 16
+layout(constant_id = 2) const int SC_RULE = 0;
+layout(constant_id = 3) const int SC_ENC = 1;
+#define K_RULE SC_RULE
+#define K_ENC SC_ENC
+
+layout(local_size_x = 256) in;
+shared uint sh_sg[64]; // per-subgroup amax (256 / the smallest subgroup size of 4)
+
+#include "cast_quant.glsl"
+
+// Element i of the lane's 16 words held as uvec4 units (i not a constant: a select chain over
+// constant indices, so that the units stay in registers).
+uvec4 word_at(uvec4 w[16], int i)
+{
+    uvec4 v = w[0];
+    [[unroll]] for (int j = 1; j < 16; ++j)
+        if (j == i) v = w[j];
+    return v;
+}
+
+// Column j (0..7) of the lane's unit row i as f32 bits.
+uint col_bits(uvec4 w, int j) { return (j & 1) == 0 ? bf_lo(w[j >> 1]) : bf_hi(w[j >> 1]); }
+
+void mx_dim1()
+{
+    const int sgs = int(gl_SubgroupSize);
+    const int li = int(gl_SubgroupID) * sgs + int(gl_SubgroupInvocationID);
+    const int LPB = 32 / SC_RPL; // lanes per 32-row block
+    const int rq = li & (LPB - 1), cg = li / LPB;
+    const int64_t lin = wg_linear(), ct_n = P(CP_OTILES), nseg = P(CP_NSEG);
+    const int64_t ct = lin % ct_n, g = (lin / ct_n) % nseg, e = lin / (ct_n * nseg);
+    const int64_t c0 = ct * (256 / LPB) * 8 + 8 * cg, rs = g * 32 + rq * SC_RPL;
+    const bool valid = c0 < P(CP_O);
+    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + rs * P(CP_XR) + c0) * 2);
+    const uint rowb = uint(P(CP_XR)) * 2u;
+    uvec4 w[16];
+    uvec4 ml = uvec4(0u), mh = uvec4(0u);
+    [[unroll]] for (int i = 0; i < 16; ++i) {
+        w[i] = i < SC_RPL && valid ? QV16(xb + uint64_t(uint(i) * rowb)).v : uvec4(0u);
+        ml = max(ml, w[i] & 0x7FFFu);
+        mh = max(mh, w[i] & 0x7FFF0000u);
+    }
+    mh >>= 16;
+    [[unroll]] for (int b = 0; b < 3; ++b) {
+        if ((1 << b) < LPB) {
+            ml = max(ml, uvec4(subgroupShuffleXor(ml.x, uint(1 << b)), subgroupShuffleXor(ml.y, uint(1 << b)),
+                               subgroupShuffleXor(ml.z, uint(1 << b)), subgroupShuffleXor(ml.w, uint(1 << b))));
+            mh = max(mh, uvec4(subgroupShuffleXor(mh.x, uint(1 << b)), subgroupShuffleXor(mh.y, uint(1 << b)),
+                               subgroupShuffleXor(mh.z, uint(1 << b)), subgroupShuffleXor(mh.w, uint(1 << b))));
+        }
+    }
+    if (!valid) return;
+    const uint64_t qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + c0 * P(CP_QO) + rs);
+    const uint64_t qo = uint64_t(P(CP_QO));
+    // the 8 columns' scales: plain at a stride of SO, blocked 16 bytes apart (8 rows of one
+    // 32-row group of a tile, c0 % 8 == 0)
+    uint64_t sa = PA(CP_S);
+    int64_t sst = 16;
+    if (PI(CP_SKIND) == 2) {
+        sa += uint64_t(e * P(CP_EXPBYTES) + int64_t(blocked_offset32(int(c0), int(g), PI(CP_COLSPAD))));
+    } else {
+        sa += uint64_t(e * P(CP_SE) + c0 * P(CP_SO) + g * P(CP_SG));
+        sst = P(CP_SO);
+    }
+    uint mult[8];
+    uint fastmask = 0u;
+    [[unroll]] for (int j = 0; j < 8; ++j) {
+        const uint amax = amax_bf_to_f32((j & 1) == 0 ? ml[j >> 1] : mh[j >> 1]);
+        const uint b = mx_byte(amax);
+        mult[j] = e8m0_reciprocal(b);
+        if (rq == 0) QU8(sa + uint64_t(j * sst)).v = uint8_t(b);
+        if (quantize_fast_ok(amax, mult[j])) fastmask |= 1u << j;
+    }
+    if (fastmask == 0xFFu) {
+        [[unroll]] for (int j = 0; j < 8; ++j) {
+            uvec4 o = uvec4(0u);
+            [[unroll]] for (int i = 0; i < 16; ++i)
+                if (i < SC_RPL) o[i >> 2] |= q1_fast(col_bits(w[i], j), mult[j], SC_ENC) << (8 * (i & 3));
+            if (SC_RPL == 16) QV16(qb + uint64_t(j) * qo).v = o;
+            else QV8(qb + uint64_t(j) * qo).v = o.xy;
+        }
+    } else {
+        // a column holds inf or NaN, or its scale is outside the fast encoder's range (rare):
+        // one loop, so that the exact encoder appears once in the code
+        for (int j = 0; j < 8; ++j) {
+            uint mj = mult[0];
+            [[unroll]] for (int k = 1; k < 8; ++k)
+                if (k == j) mj = mult[k];
+            const bool fast = ((fastmask >> j) & 1u) != 0u;
+            uvec4 o = uvec4(0u);
+            for (int i = 0; i < SC_RPL; ++i) {
+                const uvec4 wi = word_at(w, i);
+                const uint x = (j & 1) == 0 ? bf_lo(wi[j >> 1]) : bf_hi(wi[j >> 1]);
+                const uint v = fast ? q1_fast(x, mj, SC_ENC) : q1(x, mj, false);
+                o[i >> 2] |= v << (8 * (i & 3));
+            }
+            if (SC_RPL == 16) QV16(qb + uint64_t(j) * qo).v = o;
+            else QV8(qb + uint64_t(j) * qo).v = o.xy;
+        }
+    }
+}
+
+void tile128()
+{
+    const int sgs = int(gl_SubgroupSize);
+    const int li = int(gl_SubgroupID) * sgs + int(gl_SubgroupInvocationID);
+    const int64_t lin = wg_linear(), notiles = P(CP_NOTILES), nseg = P(CP_NSEG);
+    const int64_t ot = lin % notiles, g = (lin / notiles) % nseg, e = lin / (notiles * nseg);
+    const int lo = li >> 4, lr = li & 15;
+    const int64_t o0 = ot * 128, O = P(CP_O), rs = g * 128 + 8 * lr;
+    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + rs) * 2), qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + rs);
+    const int64_t xo = P(CP_XO), qo = P(CP_QO);
+    uvec4 c[8];
+    uvec4 ml = uvec4(0u), mh = uvec4(0u);
+    [[unroll]] for (int k = 0; k < 8; ++k) {
+        const int64_t o = o0 + lo + 16 * k;
+        c[k] = o < O ? QV16(xb + uint64_t(o * xo * 2)).v : uvec4(0u);
+        ml = max(ml, c[k] & 0x7FFFu);
+        mh = max(mh, c[k] & 0x7FFF0000u);
+    }
+    ml = max(ml, mh >> 16);
+    uint am = subgroupMax(max(max(ml.x, ml.y), max(ml.z, ml.w)));
+    if (subgroupElect()) sh_sg[gl_SubgroupID] = am;
+    barrier();
+    const int nsg = 256 / sgs;
+    for (int k = 0; k < nsg; ++k) am = max(am, sh_sg[k]);
+    const uint amax = amax_bf_to_f32(am);
+    const uint mult = scale_and_store(amax, e, ot, g, li == 0);
+    if (quantize_fast_ok(amax, mult)) {
+        [[unroll]] for (int k = 0; k < 8; ++k) {
+            const int64_t o = o0 + lo + 16 * k;
+            if (o < O) QV8(qb + uint64_t(o * qo)).v = encode_unit(c[k], mult, true, SC_ENC);
+        }
+    } else {
+        for (int k = 0; k < 8; ++k) {
+            const int64_t o = o0 + lo + 16 * k;
+            uvec4 v = c[0];
+            [[unroll]] for (int j = 1; j < 8; ++j)
+                if (j == k) v = c[j];
+            if (o < O) QV8(qb + uint64_t(o * qo)).v = encode_unit(v, mult, false, SC_ENC);
+        }
+    }
+}
+
+void main()
+{
+    if (SC_MODE == 0) mx_dim1();
+    else tile128();
+}
