@@ -51,6 +51,40 @@ uvec4 word_at(uvec4 w[16], int i)
 // Column j (0..7) of the lane's unit row i as f32 bits.
 uint col_bits(uvec4 w, int j) { return (j & 1) == 0 ? bf_lo(w[j >> 1]) : bf_hi(w[j >> 1]); }
 
+// The sign bits of one column in 4 consecutive rows (words a0..a3 of those rows, the
+// column in the low half unless `hi`) at bits 7, 15, 23, 31: the 4 fp8 bytes' signs.
+uint row_signs(uint a0, uint a1, uint a2, uint a3, bool hi)
+{
+    if (hi) return ((a0 >> 24) & 0x80u) | ((a1 >> 16) & 0x8000u) | ((a2 >> 8) & 0x800000u) | (a3 & 0x80000000u);
+    return ((a0 >> 8) & 0x80u) | (a1 & 0x8000u) | ((a2 << 8) & 0x800000u) | ((a3 << 16) & 0x80000000u);
+}
+
+// One reduce-scatter round over lane partners `bit` apart: of the n column maxima held, the
+// lane keeps the upper half when `hi`, else the lower, maxed with the partner's of the same.
+void scatter_round(inout uint m[8], int bit, int n, bool hi)
+{
+    [[unroll]] for (int i = 0; i < 4; ++i) {
+        if (i < n / 2) {
+            const uint keep = hi ? m[i + n / 2] : m[i], give = hi ? m[i] : m[i + n / 2];
+            m[i] = max(keep, subgroupShuffleXor(give, uint(bit)));
+        }
+    }
+}
+
+// One all-gather round: the n values held and the partner's n, the lower lane's first.
+void gather_round(inout uint v[8], int bit, int n, bool hi)
+{
+    uint got[4];
+    [[unroll]] for (int i = 0; i < 4; ++i) got[i] = i < n ? subgroupShuffleXor(v[i], uint(bit)) : 0u;
+    [[unroll]] for (int i = 0; i < 4; ++i) {
+        if (i < n) {
+            const uint mine_v = v[i];
+            v[i] = hi ? got[i] : mine_v;
+            v[i + n] = hi ? mine_v : got[i];
+        }
+    }
+}
+
 void mx_dim1()
 {
     const int sgs = int(gl_SubgroupSize);
@@ -71,17 +105,21 @@ void mx_dim1()
         mh = max(mh, w[i] & 0x7FFF0000u);
     }
     mh >>= 16;
-    [[unroll]] for (int b = 0; b < 3; ++b) {
-        if ((1 << b) < LPB) {
-            ml = max(ml, uvec4(subgroupShuffleXor(ml.x, uint(1 << b)), subgroupShuffleXor(ml.y, uint(1 << b)),
-                               subgroupShuffleXor(ml.z, uint(1 << b)), subgroupShuffleXor(ml.w, uint(1 << b))));
-            mh = max(mh, uvec4(subgroupShuffleXor(mh.x, uint(1 << b)), subgroupShuffleXor(mh.y, uint(1 << b)),
-                               subgroupShuffleXor(mh.z, uint(1 << b)), subgroupShuffleXor(mh.w, uint(1 << b))));
-        }
+    // The 8 column amaxes over the block's LPB lanes by reduce-scatter: each round halves the
+    // columns a lane keeps and takes the partner's maxima of them, so that lane rq ends with
+    // the whole-block amax of columns CPL*rq .. CPL*rq + CPL - 1 (CPL = 8 / LPB). Each lane
+    // then computes and stores only those CPL scales, and an all-gather hands every lane the
+    // 8 multipliers: the per-column scale work is spread over the block's lanes instead of
+    // repeated by each (it cost as many integer operations as 2-3 per element).
+    uint m[8];
+    [[unroll]] for (int j = 0; j < 8; ++j) m[j] = (j & 1) == 0 ? ml[j >> 1] : mh[j >> 1];
+    if (LPB == 4) {
+        scatter_round(m, 2, 8, (rq & 2) != 0);
+        scatter_round(m, 1, 4, (rq & 1) != 0);
+    } else if (LPB == 2) {
+        scatter_round(m, 1, 8, (rq & 1) != 0);
     }
-    if (!valid) return;
-    const uint64_t qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + c0 * P(CP_QO) + rs);
-    const uint64_t qo = uint64_t(P(CP_QO));
+    const int CPL = 8 / LPB, j0 = CPL * rq;
     // the 8 columns' scales: plain at a stride of SO, blocked 16 bytes apart (8 rows of one
     // 32-row group of a tile, c0 % 8 == 0)
     uint64_t sa = PA(CP_S);
@@ -92,16 +130,52 @@ void mx_dim1()
         sa += uint64_t(e * P(CP_SE) + c0 * P(CP_SO) + g * P(CP_SG));
         sst = P(CP_SO);
     }
-    uint mult[8];
+    uint mine[4];
     uint fastmask = 0u;
-    [[unroll]] for (int j = 0; j < 8; ++j) {
-        const uint amax = amax_bf_to_f32((j & 1) == 0 ? ml[j >> 1] : mh[j >> 1]);
-        const uint b = mx_byte(amax);
-        mult[j] = e8m0_reciprocal(b);
-        if (rq == 0) QU8(sa + uint64_t(j * sst)).v = uint8_t(b);
-        if (quantize_fast_ok(amax, mult[j])) fastmask |= 1u << j;
+    [[unroll]] for (int i = 0; i < 4; ++i) {
+        if (i < CPL) {
+            const uint amax = amax_bf_to_f32(m[i]);
+            const uint b = mx_byte(amax);
+            mine[i] = e8m0_reciprocal(b);
+            if (valid) QU8(sa + uint64_t((j0 + i) * sst)).v = uint8_t(b);
+            if (quantize_fast_ok(amax, mine[i])) fastmask |= 1u << (j0 + i);
+        }
     }
-    if (fastmask == 0xFFu) {
+    // all-gather: after the round of bit, a lane holds the multipliers of the 2 * held
+    // columns starting at CPL * (rq & ~(2 * bit - 1)), in column order
+    uint mult[8];
+    [[unroll]] for (int i = 0; i < 8; ++i) mult[i] = i < CPL ? mine[i & 3] : 0u;
+    if (LPB >= 2) {
+        gather_round(mult, 1, CPL, (rq & 1) != 0);
+        fastmask |= subgroupShuffleXor(fastmask, 1u);
+    }
+    if (LPB == 4) {
+        gather_round(mult, 2, 2 * CPL, (rq & 2) != 0);
+        fastmask |= subgroupShuffleXor(fastmask, 2u);
+    }
+    if (!valid) return;
+    const uint64_t qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + c0 * P(CP_QO) + rs);
+    const uint64_t qo = uint64_t(P(CP_QO));
+    if (fastmask == 0xFFu && FMT != FMT_E4M3FNUZ && SC_ENC == 2) {
+        // magnitude codes, then the signs of 4 rows at once (cast_quant.glsl q4_fast's
+        // word-wise signs, here across rows): 2 integer operations per element fewer than
+        // a sign per element
+        [[unroll]] for (int j = 0; j < 8; ++j) {
+            const float sj = uintBitsToFloat(mult[j]);
+            uvec4 o = uvec4(0u);
+            [[unroll]] for (int i = 0; i < 16; ++i) {
+                if (i < SC_RPL) {
+                    precise float p = abs(uintBitsToFloat(col_bits(w[i], j))) * sj;
+                    o[i >> 2] |= fp8_mag_binade(p, FMT) << (8 * (i & 3));
+                }
+            }
+            [[unroll]] for (int k = 0; k < 4; ++k)
+                if (4 * k < SC_RPL) o[k] |= row_signs(w[4 * k][j >> 1], w[4 * k + 1][j >> 1], w[4 * k + 2][j >> 1],
+                                                      w[4 * k + 3][j >> 1], (j & 1) != 0);
+            if (SC_RPL == 16) QV16(qb + uint64_t(j) * qo).v = o;
+            else QV8(qb + uint64_t(j) * qo).v = o.xy;
+        }
+    } else if (fastmask == 0xFFu) {
         [[unroll]] for (int j = 0; j < 8; ++j) {
             uvec4 o = uvec4(0u);
             [[unroll]] for (int i = 0; i < 16; ++i)

@@ -170,17 +170,34 @@ void main()
         const uvec4 am = uvec4(amax_bf_to_f32(a0), amax_bf_to_f32(a1), amax_bf_to_f32(a2), amax_bf_to_f32(a3));
         uvec4 m = uvec4(0u), st = uvec4(0u);
         bvec4 f = bvec4(true);
-        m.x = scale_of(am.x, sa, st.x);
-        f.x = quantize_fast_ok(am.x, m.x);
-        if (SC_SPL > 1) {
-            m.y = scale_of(am.y, sa, st.y);
-            f.y = quantize_fast_ok(am.y, m.y);
-        }
-        if (SC_SPL > 2) {
-            m.z = scale_of(am.z, sa, st.z);
-            f.z = quantize_fast_ok(am.z, m.z);
-            m.w = scale_of(am.w, sa, st.w);
-            f.w = quantize_fast_ok(am.w, m.w);
+        if (SC_SPL > 1 && SC_LS >= SC_SPL && SC_LS <= sgs) {
+            // lane t of the group computes segment t's scale, the group reads them by
+            // shuffles: one scale computation per lane instead of SPL (the rowwise scale's
+            // integer divisions dominate it)
+            const uint amy = lr == 0 ? am.x : lr == 1 ? am.y : lr == 2 ? am.z : am.w;
+            uint sty;
+            const uint my = scale_of(amy, sa, sty);
+            const uint base = gl_SubgroupInvocationID & ~uint(SC_LS - 1);
+            [[unroll]] for (int t = 0; t < MAXS; ++t) {
+                if (t < SC_SPL) {
+                    m[t] = subgroupShuffle(my, base + uint(t));
+                    st[t] = subgroupShuffle(sty, base + uint(t));
+                    f[t] = quantize_fast_ok(am[t], m[t]);
+                }
+            }
+        } else {
+            m.x = scale_of(am.x, sa, st.x);
+            f.x = quantize_fast_ok(am.x, m.x);
+            if (SC_SPL > 1) {
+                m.y = scale_of(am.y, sa, st.y);
+                f.y = quantize_fast_ok(am.y, m.y);
+            }
+            if (SC_SPL > 2) {
+                m.z = scale_of(am.z, sa, st.z);
+                f.z = quantize_fast_ok(am.z, m.z);
+                m.w = scale_of(am.w, sa, st.w);
+                f.w = quantize_fast_ok(am.w, m.w);
+            }
         }
         if (sv && lr == 0) {
             const uint64_t s0 = sa.S + uint64_t(scale_offset(sa, se, so, sg));
