@@ -256,7 +256,7 @@ static int64_t rows_plan(const vk_ctx *c, int64_t *p, int32_t *rc)
 }
 
 /* cast_2d.comp's constants (its header). */
-enum { TC_MODE, TC_RPL, TC_RULE, TC_ENC, TC_COUNT };
+enum { TC_MODE, TC_RPL, TC_RULE, TC_ENC, TC_BPW, TC_COUNT };
 
 /* Moves MX dim1 (cast.comp path 2) and 128x128 tiles (path 3) onto cast_2d.comp where the
  * device has the subgroup operations (QGMM_VULKAN_CAST_2D=0, tuning aid: stay on cast.comp).
@@ -271,13 +271,16 @@ static int64_t twod_plan(const vk_ctx *c, int64_t *p, int32_t *tc)
     tc[TC_RPL] = env_int("QGMM_VULKAN_CAST_2D_RPL", 8, 8, 16) == 16 ? 16 : 8;
     tc[TC_RULE] = (int32_t)p[CP_RULE];
     tc[TC_ENC] = (int32_t)p[CP_ENC];
+    tc[TC_BPW] = 1;
     if (p[CP_FAST] == 3) {
         tc[TC_RPL] = 8; /* unused by the tile mode: one pipeline */
         return p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
     }
-    const int64_t cols = (256 / (32 / tc[TC_RPL])) * 8; /* columns per workgroup */
+    const int bpw = env_int("QGMM_VULKAN_CAST_2D_BPW", 4, 1, 4);
+    tc[TC_BPW] = bpw == 3 ? 2 : bpw;
+    const int64_t cols = (256 / (32 / tc[TC_RPL]) / tc[TC_BPW]) * 8; /* columns per workgroup */
     p[CP_OTILES] = (p[CP_O] + cols - 1) / cols;
-    return p[CP_E] * p[CP_NSEG] * p[CP_OTILES];
+    return p[CP_E] * ((p[CP_NSEG] + tc[TC_BPW] - 1) / tc[TC_BPW]) * p[CP_OTILES];
 }
 
 static qgmm_status run_cast(vk_ctx *c, int64_t *p)
@@ -311,8 +314,8 @@ static qgmm_status run_cast(vk_ctx *c, int64_t *p)
     const int troom = tgroups > 0 ? spec_room(c, VKP_CAST_2D_E4M3FN + fi, tc, TC_COUNT) : 0;
     if (troom) {
         if (troom == 1 && c->pipestats)
-            fprintf(stderr, "qgmm vulkan cast_2d pipeline: mode %d rpl %d rule %d enc %d\n", tc[TC_MODE], tc[TC_RPL],
-                    tc[TC_RULE], tc[TC_ENC]);
+            fprintf(stderr, "qgmm vulkan cast_2d pipeline: mode %d rpl %d rule %d enc %d bpw %d\n", tc[TC_MODE],
+                    tc[TC_RPL], tc[TC_RULE], tc[TC_ENC], tc[TC_BPW]);
         return vk_dispatch_spec(c, VKP_CAST_2D_E4M3FN + fi, tc, TC_COUNT, pr, QP_MAX, tgroups);
     }
     const int pipe = VKP_CAST_E4M3FN + fi;

@@ -30,6 +30,7 @@ layout(constant_id = 0) const int SC_MODE = 0; // 0 MX dim1, 1 128x128 tiles
 layout(constant_id = 1) const int SC_RPL = 8;  // MX dim1: rows per lane, 8 or 16
 layout(constant_id = 2) const int SC_RULE = 0;
 layout(constant_id = 3) const int SC_ENC = 1;
+layout(constant_id = 4) const int SC_BPW = 1;  // MX dim1: 32-row blocks per workgroup (1, 2, 4)
 #define K_RULE SC_RULE
 #define K_ENC SC_ENC
 
@@ -91,10 +92,15 @@ void mx_dim1()
     const int li = int(gl_SubgroupID) * sgs + int(gl_SubgroupInvocationID);
     const int LPB = 32 / SC_RPL; // lanes per 32-row block
     const int rq = li & (LPB - 1), cg = li / LPB;
-    const int64_t lin = wg_linear(), ct_n = P(CP_OTILES), nseg = P(CP_NSEG);
-    const int64_t ct = lin % ct_n, g = (lin / ct_n) % nseg, e = lin / (ct_n * nseg);
-    const int64_t c0 = ct * (256 / LPB) * 8 + 8 * cg, rs = g * 32 + rq * SC_RPL;
-    const bool valid = c0 < P(CP_O);
+    // the workgroup: SC_BPW consecutive 32-row blocks x (256 / LPB / BPW) column groups, so
+    // that each column's q bytes of those blocks (BPW x 32 contiguous bytes) come from one
+    // workgroup and reach memory as whole lines rather than as 32-byte pieces
+    const int CGW = 256 / LPB / SC_BPW; // column groups per workgroup
+    const int64_t lin = wg_linear(), ct_n = P(CP_OTILES), nseg = P(CP_NSEG), gt_n = (nseg + SC_BPW - 1) / SC_BPW;
+    const int64_t ct = lin % ct_n, gt = (lin / ct_n) % gt_n, e = lin / (ct_n * gt_n);
+    const int64_t g = gt * SC_BPW + cg / CGW;
+    const int64_t c0 = ct * CGW * 8 + 8 * (cg % CGW), rs = g * 32 + rq * SC_RPL;
+    const bool valid = c0 < P(CP_O) && g < nseg;
     const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + rs * P(CP_XR) + c0) * 2);
     const uint rowb = uint(P(CP_XR)) * 2u;
     uvec4 w[16];
