@@ -73,9 +73,10 @@ static int is_bf16(const qgmm_tensor *x) { return x->dtype == QGMM_BF16; } /* th
  * QGMM_VULKAN_CAST_LANES: "generic" keeps every cast on the generic two-pass path (the
  * pre-register-resident kernel); "v1" the first register-resident layouts: rows with
  * at most 8 units per lane, MX dim0 blocks as 4 separate segments per
- * lane pair instead of 4-block chunks. QGMM_VULKAN_CAST_ENC: "b" quantizes with codec.glsl's
- * fp8_mag_fast plus word-wise signs instead of quantize_fast per element (the default,
- * "a": the H100 timed them within 1 % of each other, bench/vulkan/results/h100_cast_run2.md). */
+ * lane pair instead of 4-block chunks (both for cast.comp's paths only). QGMM_VULKAN_CAST_ENC:
+ * the fast encoder, "a" quantize_fast per element, "b" codec.glsl's fp8_mag_fast plus
+ * word-wise signs, else (the default) fp8_mag_binade plus word-wise signs: 3 % faster than
+ * "a" and "b" on the row casts on the H100 (bench/vulkan/results/h100_cast_rows.md). */
 static int lanes_mode(void)
 {
     const char *v = getenv("QGMM_VULKAN_CAST_LANES");
@@ -212,14 +213,18 @@ static int env_int(const char *name, int def, int lo, int hi)
 /* cast_rows.comp's constants (its header). */
 enum { RC_LS, RC_KPS, RC_SPL, RC_RULE, RC_ENC, RC_NIT, RC_COUNT };
 
-/* Moves a segment cast (cast.comp paths 1 and 4) onto cast_rows.comp: the fewest lanes per
- * segment (a power of two, at least 2 so that each warp load covers whole 32-byte sectors,
- * at most the workgroup) that hold it in about QGMM_VULKAN_CAST_ROWS_KPS units of 8 elements
- * each (default 4: rows of 5120 take 256 lanes of 3 units, 1x128 blocks 4 lanes of 4, MX
- * blocks 2 lanes of 2), at most 8 units; QGMM_VULKAN_CAST_ROWS_NIT segment groups per
- * workgroup in turn (default 1). Returns the workgroup count, 0 when the cast stays on
- * cast.comp: the device lacks the subgroup operations, a segment needs more than 8 units per
- * lane, or QGMM_VULKAN_CAST_ROWS=0 (tuning aid: the cast.comp paths). */
+/* Moves a segment cast (cast.comp paths 1 and 4) onto cast_rows.comp. Lanes per segment:
+ * the fewest (a power of two, at most the workgroup) that hold it in at most
+ * QGMM_VULKAN_CAST_ROWS_KPS units of 8 elements each (default 8), but at least 2 (each warp
+ * load then covers whole 32-byte sectors) and at least 4 for segments of 16 units or more.
+ * Segments per lane group: up to QGMM_VULKAN_CAST_ROWS_SPL (default 2) consecutive ones of a
+ * row, at most 8 units per lane. So rows of 5120 take 128 lanes of 5 units, 1x128 blocks 4
+ * lanes of 4 units x 2 blocks, MX blocks 2 lanes of 2 units x 2 blocks: the fastest of the
+ * settings timed on the H100 (docs/backends-vulkan.md, "Casts on few lanes"). A workgroup
+ * takes QGMM_VULKAN_CAST_ROWS_NIT lane-group rounds (default 1; more measured slower or
+ * even). Returns the workgroup count, 0 when the cast stays on cast.comp: the device lacks
+ * the subgroup operations, a segment needs more than 8 units per lane, one expert's blocked
+ * scales exceed 2^31 bytes, or QGMM_VULKAN_CAST_ROWS=0 (tuning aid). */
 static int64_t rows_plan(const vk_ctx *c, int64_t *p, int32_t *rc)
 {
     if (!c->cast_rows_ok || (p[CP_FAST] != 1 && p[CP_FAST] != 4) || !env_int("QGMM_VULKAN_CAST_ROWS", 1, 0, 1))
@@ -260,8 +265,9 @@ enum { TC_MODE, TC_RPL, TC_RULE, TC_ENC, TC_BPW, TC_COUNT };
 
 /* Moves MX dim1 (cast.comp path 2) and 128x128 tiles (path 3) onto cast_2d.comp where the
  * device has the subgroup operations (QGMM_VULKAN_CAST_2D=0, tuning aid: stay on cast.comp).
- * MX dim1 takes QGMM_VULKAN_CAST_2D_RPL rows per lane (8 or 16, default 16). Returns the
- * workgroup count, 0 to stay. */
+ * MX dim1 takes QGMM_VULKAN_CAST_2D_RPL rows per lane (8 or 16, default 8) and
+ * QGMM_VULKAN_CAST_2D_BPW 32-row blocks per workgroup (1, 2 or 4, default 4), the fastest
+ * pair timed on the H100. Returns the workgroup count, 0 to stay. */
 static int64_t twod_plan(const vk_ctx *c, int64_t *p, int32_t *tc)
 {
     if (!c->cast_rows_ok || (p[CP_FAST] != 2 && p[CP_FAST] != 3) || !env_int("QGMM_VULKAN_CAST_2D", 1, 0, 1))
