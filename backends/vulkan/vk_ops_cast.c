@@ -289,6 +289,28 @@ static int64_t twod_plan(const vk_ctx *c, int64_t *p, int32_t *tc)
     return p[CP_E] * ((p[CP_NSEG] + tc[TC_BPW] - 1) / tc[TC_BPW]) * p[CP_OTILES];
 }
 
+/* Runs the cast on cast_rows.comp or cast_2d.comp (`pipe`, nspec constants) when `plan`
+ * takes it and a specialized-pipeline slot is free: returns 1 with the dispatch's status in
+ * *st, else 0 (the caller goes on to cast.comp). plan works on a copy of the parameters, so
+ * a refused cast leaves them as cast.comp expects. */
+static int low_register(vk_ctx *c, const int64_t *p, int pipe, int nspec,
+                        int64_t (*plan)(const vk_ctx *, int64_t *, int32_t *), qgmm_status *st)
+{
+    int32_t spec[VK_MAX_SPEC_CONST];
+    int64_t pr[QP_MAX];
+    memcpy(pr, p, sizeof pr);
+    const int64_t groups = plan(c, pr, spec);
+    const int room = groups > 0 ? spec_room(c, pipe, spec, nspec) : 0;
+    if (!room) return 0;
+    if (room == 1 && c->pipestats) { /* names the constants of the statistics line that follows */
+        fprintf(stderr, "qgmm vulkan %s pipeline constants (in the shader's order):", g_vk_spirv[pipe].name);
+        for (int i = 0; i < nspec; ++i) fprintf(stderr, " %d", spec[i]);
+        fputc('\n', stderr);
+    }
+    *st = vk_dispatch_spec(c, pipe, spec, nspec, pr, QP_MAX, groups);
+    return 1;
+}
+
 static qgmm_status run_cast(vk_ctx *c, int64_t *p)
 {
     const char *enc = getenv("QGMM_VULKAN_CAST_ENC");
@@ -303,27 +325,10 @@ static qgmm_status run_cast(vk_ctx *c, int64_t *p)
         groups = p[CP_E] * p[CP_NSEG] * p[CP_OTILES];
     }
     const int fi = (int)(p[CP_FMT] - QGMM_F8E4M3FN);
-    int32_t rc[RC_COUNT];
-    int64_t pr[QP_MAX];
-    memcpy(pr, p, sizeof pr);
-    const int64_t rgroups = rows_plan(c, pr, rc);
-    const int rroom = rgroups > 0 ? spec_room(c, VKP_CAST_ROWS_E4M3FN + fi, rc, RC_COUNT) : 0;
-    if (rroom) {
-        if (rroom == 1 && c->pipestats)
-            fprintf(stderr, "qgmm vulkan cast_rows pipeline: ls %d kps %d spl %d rule %d enc %d nit %d\n",
-                    rc[RC_LS], rc[RC_KPS], rc[RC_SPL], rc[RC_RULE], rc[RC_ENC], rc[RC_NIT]);
-        return vk_dispatch_spec(c, VKP_CAST_ROWS_E4M3FN + fi, rc, RC_COUNT, pr, QP_MAX, rgroups);
-    }
-    int32_t tc[TC_COUNT];
-    memcpy(pr, p, sizeof pr);
-    const int64_t tgroups = twod_plan(c, pr, tc);
-    const int troom = tgroups > 0 ? spec_room(c, VKP_CAST_2D_E4M3FN + fi, tc, TC_COUNT) : 0;
-    if (troom) {
-        if (troom == 1 && c->pipestats)
-            fprintf(stderr, "qgmm vulkan cast_2d pipeline: mode %d rpl %d rule %d enc %d bpw %d\n", tc[TC_MODE],
-                    tc[TC_RPL], tc[TC_RULE], tc[TC_ENC], tc[TC_BPW]);
-        return vk_dispatch_spec(c, VKP_CAST_2D_E4M3FN + fi, tc, TC_COUNT, pr, QP_MAX, tgroups);
-    }
+    qgmm_status st;
+    if (low_register(c, p, VKP_CAST_ROWS_E4M3FN + fi, RC_COUNT, rows_plan, &st) ||
+        low_register(c, p, VKP_CAST_2D_E4M3FN + fi, TC_COUNT, twod_plan, &st))
+        return st;
     const int pipe = VKP_CAST_E4M3FN + fi;
     int32_t sc[SC_COUNT];
     cast_spec(p, sc);
