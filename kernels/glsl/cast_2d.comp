@@ -5,8 +5,11 @@
 //  SC_MODE 0, MX dim1: bf16 x with the 32-row block dim strided and the other dim (columns)
 //    contiguous, q contiguous along the block (column-major). A lane holds 8 columns x SC_RPL
 //    rows (one 16-byte load per row); 32 / RPL consecutive lanes make one 32-row block and
-//    combine their 8 column amaxes by shuffles; each lane writes RPL bytes per column. A
-//    warp load covers 32 / (32 / RPL) column groups of 128 contiguous bytes.
+//    combine their 8 column amaxes by shuffles (a reduce-scatter: each lane then computes
+//    and stores 8 / LPB of the scales, an all-gather hands out the multipliers); each lane
+//    writes RPL bytes per column, with the signs of 4 rows applied at once. A warp load
+//    covers 32 / RPL rows of RPL column groups (128 contiguous bytes per row); a workgroup takes SC_BPW consecutive
+//    blocks, so each column's q bytes of them leave it as one whole line.
 //  SC_MODE 1, 128x128 tiles: bf16 x, reduce dim contiguous; one tile per workgroup, a lane
 //    holds 8 rows of 8 elements (16 lanes cover a tile row's 256 bytes); one subgroup
 //    reduction, one shared slot per subgroup, one barrier.
