@@ -224,7 +224,9 @@ enum { RC_LS, RC_KPS, RC_SPL, RC_RULE, RC_ENC, RC_NIT, RC_COUNT };
  * takes QGMM_VULKAN_CAST_ROWS_NIT lane-group rounds (default 1; more measured slower or
  * even). Returns the workgroup count, 0 when the cast stays on cast.comp: the device lacks
  * the subgroup operations, a segment needs more than 8 units per lane, one expert's blocked
- * scales exceed 2^31 bytes, or QGMM_VULKAN_CAST_ROWS=0 (tuning aid). */
+ * scales exceed 2^31 bytes, or QGMM_VULKAN_CAST_ROWS=0 (tuning aid). The shader takes its
+ * layout from the constants; of the parameters only CP_NSEGT changes (segments, not
+ * cast.comp's 4-block chunks). */
 static int64_t rows_plan(const vk_ctx *c, int64_t *p, int32_t *rc)
 {
     if (!c->cast_rows_ok || (p[CP_FAST] != 1 && p[CP_FAST] != 4) || !env_int("QGMM_VULKAN_CAST_ROWS", 1, 0, 1))
@@ -246,9 +248,6 @@ static int64_t rows_plan(const vk_ctx *c, int64_t *p, int32_t *rc)
     int64_t spl = env_int("QGMM_VULKAN_CAST_ROWS_SPL", 2, 1, 4);
     while (spl > 1 && (spl * kps > 8 || p[CP_NSEG] % spl)) spl >>= 1;
     if (p[CP_FAST] == 4) p[CP_NSEGT] *= 4; /* chunks of 4 MX blocks back to blocks */
-    p[CP_FAST] = 1;
-    p[CP_LS] = ls;
-    p[CP_KPS] = kps;
     const int nit = env_int("QGMM_VULKAN_CAST_ROWS_NIT", 1, 1, 64);
     rc[RC_LS] = (int32_t)ls;
     rc[RC_KPS] = (int32_t)kps;
@@ -315,6 +314,11 @@ static qgmm_status run_cast(vk_ctx *c, int64_t *p)
 {
     const char *enc = getenv("QGMM_VULKAN_CAST_ENC");
     p[CP_ENC] = enc && !strcmp(enc, "b") ? 0 : enc && !strcmp(enc, "a") ? 1 : 2;
+    const int fi = (int)(p[CP_FMT] - QGMM_F8E4M3FN);
+    qgmm_status st;
+    if (low_register(c, p, VKP_CAST_ROWS_E4M3FN + fi, RC_COUNT, rows_plan, &st) ||
+        low_register(c, p, VKP_CAST_2D_E4M3FN + fi, TC_COUNT, twod_plan, &st))
+        return st;
     int64_t groups = p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
     if (p[CP_FAST] == 4) {
         groups = (p[CP_NSEGT] + 127) / 128;
@@ -324,11 +328,6 @@ static qgmm_status run_cast(vk_ctx *c, int64_t *p)
     } else if (p[CP_FAST] == 2) {
         groups = p[CP_E] * p[CP_NSEG] * p[CP_OTILES];
     }
-    const int fi = (int)(p[CP_FMT] - QGMM_F8E4M3FN);
-    qgmm_status st;
-    if (low_register(c, p, VKP_CAST_ROWS_E4M3FN + fi, RC_COUNT, rows_plan, &st) ||
-        low_register(c, p, VKP_CAST_2D_E4M3FN + fi, TC_COUNT, twod_plan, &st))
-        return st;
     const int pipe = VKP_CAST_E4M3FN + fi;
     int32_t sc[SC_COUNT];
     cast_spec(p, sc);

@@ -20,6 +20,7 @@
 // Every path quantizes with codec.glsl's quantize_fast where its preconditions hold for the
 // segment (finite amax, normal scale below 2^100), else with the exact integer path; both
 // give the CPU reference's bytes.
+#extension GL_EXT_control_flow_attributes : require // cast_quant.glsl unit_at
 #include "params.h"
 #include "common.glsl"
 #include "codec.glsl"

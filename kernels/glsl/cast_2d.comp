@@ -55,6 +55,13 @@ uvec4 word_at(uvec4 w[16], int i)
 // Column j (0..7) of the lane's unit row i as f32 bits.
 uint col_bits(uvec4 w, int j) { return (j & 1) == 0 ? bf_lo(w[j >> 1]) : bf_hi(w[j >> 1]); }
 
+// A column's RPL q bytes (16-byte aligned: the host checks q).
+void store_column(uint64_t at, uvec4 o)
+{
+    if (SC_RPL == 16) QV16(at).v = o;
+    else QV8(at).v = o.xy;
+}
+
 // The sign bits of one column in 4 consecutive rows (words a0..a3 of those rows, the
 // column in the low half unless `hi`) at bits 7, 15, 23, 31: the 4 fp8 bytes' signs.
 uint row_signs(uint a0, uint a1, uint a2, uint a3, bool hi)
@@ -110,8 +117,7 @@ void mx_dim1()
     uvec4 ml = uvec4(0u), mh = uvec4(0u);
     [[unroll]] for (int i = 0; i < 16; ++i) {
         w[i] = i < SC_RPL && valid ? QV16(xb + uint64_t(uint(i) * rowb)).v : uvec4(0u);
-        ml = max(ml, w[i] & 0x7FFFu);
-        mh = max(mh, w[i] & 0x7FFF0000u);
+        amax_add(ml, mh, w[i]);
     }
     mh >>= 16;
     // The 8 column amaxes over the block's LPB lanes by reduce-scatter: each round halves the
@@ -181,16 +187,14 @@ void mx_dim1()
             [[unroll]] for (int k = 0; k < 4; ++k)
                 if (4 * k < SC_RPL) o[k] |= row_signs(w[4 * k][j >> 1], w[4 * k + 1][j >> 1], w[4 * k + 2][j >> 1],
                                                       w[4 * k + 3][j >> 1], (j & 1) != 0);
-            if (SC_RPL == 16) QV16(qb + uint64_t(j) * qo).v = o;
-            else QV8(qb + uint64_t(j) * qo).v = o.xy;
+            store_column(qb + uint64_t(j) * qo, o);
         }
     } else if (fastmask == 0xFFu) {
         [[unroll]] for (int j = 0; j < 8; ++j) {
             uvec4 o = uvec4(0u);
             [[unroll]] for (int i = 0; i < 16; ++i)
                 if (i < SC_RPL) o[i >> 2] |= q1_fast(col_bits(w[i], j), mult[j], SC_ENC) << (8 * (i & 3));
-            if (SC_RPL == 16) QV16(qb + uint64_t(j) * qo).v = o;
-            else QV8(qb + uint64_t(j) * qo).v = o.xy;
+            store_column(qb + uint64_t(j) * qo, o);
         }
     } else {
         // a column holds inf or NaN, or its scale is outside the fast encoder's range (rare):
@@ -207,8 +211,7 @@ void mx_dim1()
                 const uint v = fast ? q1_fast(x, mj, SC_ENC) : q1(x, mj, false);
                 o[i >> 2] |= v << (8 * (i & 3));
             }
-            if (SC_RPL == 16) QV16(qb + uint64_t(j) * qo).v = o;
-            else QV8(qb + uint64_t(j) * qo).v = o.xy;
+            store_column(qb + uint64_t(j) * qo, o);
         }
     }
 }
@@ -228,11 +231,9 @@ void tile128()
     [[unroll]] for (int k = 0; k < 8; ++k) {
         const int64_t o = o0 + lo + 16 * k;
         c[k] = o < O ? QV16(xb + uint64_t(o * xo * 2)).v : uvec4(0u);
-        ml = max(ml, c[k] & 0x7FFFu);
-        mh = max(mh, c[k] & 0x7FFF0000u);
+        amax_add(ml, mh, c[k]);
     }
-    ml = max(ml, mh >> 16);
-    uint am = subgroupMax(max(max(ml.x, ml.y), max(ml.z, ml.w)));
+    uint am = subgroupMax(amax_fold(ml, mh));
     if (subgroupElect()) sh_sg[gl_SubgroupID] = am;
     barrier();
     const int nsg = 256 / sgs;
@@ -247,10 +248,7 @@ void tile128()
     } else {
         for (int k = 0; k < 8; ++k) {
             const int64_t o = o0 + lo + 16 * k;
-            uvec4 v = c[0];
-            [[unroll]] for (int j = 1; j < 8; ++j)
-                if (j == k) v = c[j];
-            if (o < O) QV8(qb + uint64_t(o * qo)).v = encode_unit(v, mult, false, SC_ENC);
+            if (o < O) QV8(qb + uint64_t(o * qo)).v = encode_unit(unit_at(c, k), mult, false, SC_ENC);
         }
     }
 }

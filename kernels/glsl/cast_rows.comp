@@ -61,13 +61,9 @@ uint lane_amax(uvec4 c[MAXU], int t)
 {
     uvec4 ml = uvec4(0u), mh = uvec4(0u);
     [[unroll]] for (int k = 0; k < MAXU; ++k) {
-        if (k < SC_SPL * SC_KPS && k / SC_KPS == t) {
-            ml = max(ml, c[k] & 0x7FFFu);
-            mh = max(mh, c[k] & 0x7FFF0000u);
-        }
+        if (k < SC_SPL * SC_KPS && k / SC_KPS == t) amax_add(ml, mh, c[k]);
     }
-    ml = max(ml, mh >> 16);
-    return max(max(ml.x, ml.y), max(ml.z, ml.w));
+    return amax_fold(ml, mh);
 }
 
 // Combines the amax over the segment's lanes when they lie in one subgroup (LS <= size).
@@ -76,16 +72,6 @@ uint shuffle_amax(uint a)
     [[unroll]] for (int b = 0; b < 8; ++b)
         if ((1 << b) < SC_LS) a = max(a, subgroupShuffleXor(a, uint(1 << b)));
     return a;
-}
-
-// Unit k of the lane's array (k not a constant: a select chain over constant indices, so
-// that the array stays in registers).
-uvec4 unit_at(uvec4 c[MAXU], int k)
-{
-    uvec4 v = c[0];
-    [[unroll]] for (int j = 1; j < MAXU; ++j)
-        if (j == k) v = c[j];
-    return v;
 }
 
 // Encodes the lane's units with their segments' multipliers m[t]. Where every segment of the
@@ -186,17 +172,13 @@ void main()
                 }
             }
         } else {
-            m.x = scale_of(am.x, sa, st.x);
-            f.x = quantize_fast_ok(am.x, m.x);
-            if (SC_SPL > 1) {
-                m.y = scale_of(am.y, sa, st.y);
-                f.y = quantize_fast_ok(am.y, m.y);
-            }
-            if (SC_SPL > 2) {
-                m.z = scale_of(am.z, sa, st.z);
-                f.z = quantize_fast_ok(am.z, m.z);
-                m.w = scale_of(am.w, sa, st.w);
-                f.w = quantize_fast_ok(am.w, m.w);
+            [[unroll]] for (int t = 0; t < MAXS; ++t) {
+                if (t < SC_SPL) {
+                    uint stt;
+                    m[t] = scale_of(am[t], sa, stt);
+                    st[t] = stt;
+                    f[t] = quantize_fast_ok(am[t], m[t]);
+                }
             }
         }
         if (sv && lr == 0) {

@@ -398,7 +398,7 @@ uint fp8_mag_fast(float a, int fmt)
 // a + M keeps exactly the fp8 mantissa bits of a rounded half to even, in the normal and the
 // subnormal range alike; bits(a + M) - bits(M) is that rounded value in units, and the binade's
 // exponent gives the code's upper bits. Every product here is exact (powers of two) and the
-// one addition is correctly rounded (OpFAdd); tests/vulkan/test_fp8_binade.c checks this
+// one addition is correctly rounded (OpFAdd); tests/test_fp8_binade.c checks this
 // function, written again in C, against the reference on every f32 from +0 to +inf.
 uint fp8_mag_binade(float a, int fmt)
 {
