@@ -17,6 +17,16 @@ void rr_set(char **dst, const char *src)
     *dst = n;
 }
 
+void rr_set_clipped(char **dst, const char *src, size_t max)
+{
+    rr_set(dst, src);
+    size_t n = strlen(*dst);
+    if (n <= max) return;
+    n = max;
+    while (n > 0 && ((unsigned char)(*dst)[n] & 0xC0) == 0x80) --n; /* not inside a character */
+    (*dst)[n] = 0;
+}
+
 void rr_init(run_record *r)
 {
     memset(r, 0, sizeof *r);

@@ -67,6 +67,12 @@ rr_context *rr_add_context(run_record *r);
 rr_result *rr_add_result(run_record *r);
 /* strdup that never returns NULL for a NULL input ("" instead); replaces *dst. */
 void rr_set(char **dst, const char *src);
+/* The longest name-like string of the run format (docs/run-format.md): the dashboard rejects
+ * a run holding a longer one. */
+#define RR_MAX_NAME 512
+/* rr_set of at most max bytes of src, cut at a UTF-8 character boundary (for text the runner
+ * takes from elsewhere, such as a commit subject, which has no length limit of its own). */
+void rr_set_clipped(char **dst, const char *src, size_t max);
 /* Recomputes every result's rates and % of ceiling from samples, bytes, flops and the
  * ceiling results of the same context (docs/run-format.md). */
 void rr_derive(run_record *r);

@@ -78,7 +78,7 @@ int sysinfo_git(run_record *r, const char *dir)
     snprintf(cmd, sizeof cmd, "git -C %s log -1 --format=%%ct HEAD 2>/dev/null", q);
     if (run_cmd(cmd, buf, sizeof buf) == 0 && buf[0]) r->commit_time = atoll(buf);
     snprintf(cmd, sizeof cmd, "git -C %s log -1 --format=%%s HEAD 2>/dev/null", q);
-    if (run_cmd(cmd, buf, sizeof buf) == 0) rr_set(&r->subject, buf);
+    if (run_cmd(cmd, buf, sizeof buf) == 0) rr_set_clipped(&r->subject, buf, RR_MAX_NAME);
     snprintf(cmd, sizeof cmd, "git -C %s rev-parse --abbrev-ref HEAD 2>/dev/null", q);
     if (run_cmd(cmd, buf, sizeof buf) == 0 && strcmp(buf, "HEAD") != 0) rr_set(&r->branch, buf);
     /* tracked files only: build directories and scratch files do not make a tree dirty */
