@@ -64,6 +64,9 @@ enum vk_pipe {
     VKP_CAST_2D_E4M3FN, /* cast_2d.comp per fp8 format: MX dim1 and 128x128 tiles, low-register */
     VKP_CAST_2D_E4M3FNUZ,
     VKP_CAST_2D_E5M2,
+    VKP_CAST_COLS_E4M3FN, /* cast_cols.comp per fp8 format: rowwise scales along a strided dim */
+    VKP_CAST_COLS_E4M3FNUZ,
+    VKP_CAST_COLS_E5M2,
     VKP_DEQUANT,
     VKP_BLOCKED,
     VKP_PAD,

@@ -186,14 +186,14 @@ static int spec_wanted(int path)
 /* Whether sc may get a pipeline of its own: 2 cached already, 1 new while the casts hold
  * fewer than half of the context's specialized-pipeline slots (the rest stay for the GEMM),
  * else 0: the cast runs on the unspecialized pipeline (the same bytes, the shared register
- * budget). The casts' pipes are cast.comp's, cast_rows.comp's and cast_2d.comp's,
- * VKP_CAST_E4M3FN to VKP_CAST_2D_E5M2. */
+ * budget). The casts' pipes are cast.comp's, cast_rows.comp's, cast_2d.comp's and
+ * cast_cols.comp's, VKP_CAST_E4M3FN to VKP_CAST_COLS_E5M2. */
 static int spec_room(const vk_ctx *c, int pipe, const int32_t *sc, int nsc)
 {
     int mine = 0;
     for (int i = 0; i < c->nspec_pipes; ++i) {
         const vk_spec_pipe *e = &c->spec_pipes[i];
-        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_2D_E5M2) continue;
+        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_COLS_E5M2) continue;
         if (e->pipe == pipe && e->nspec == nsc && !memcmp(e->spec, sc, sizeof(int32_t) * (size_t)nsc)) return 2;
         ++mine;
     }
@@ -310,10 +310,16 @@ static int low_register(vk_ctx *c, const int64_t *p, int pipe, int nspec,
     return 1;
 }
 
-static qgmm_status run_cast(vk_ctx *c, int64_t *p)
+/* The fast encoder (QGMM_VULKAN_CAST_ENC, see lanes_mode). */
+static int64_t cast_enc(void)
 {
     const char *enc = getenv("QGMM_VULKAN_CAST_ENC");
-    p[CP_ENC] = enc && !strcmp(enc, "b") ? 0 : enc && !strcmp(enc, "a") ? 1 : 2;
+    return enc && !strcmp(enc, "b") ? 0 : enc && !strcmp(enc, "a") ? 1 : 2;
+}
+
+static qgmm_status run_cast(vk_ctx *c, int64_t *p)
+{
+    p[CP_ENC] = cast_enc();
     const int fi = (int)(p[CP_FMT] - QGMM_F8E4M3FN);
     qgmm_status st;
     if (low_register(c, p, VKP_CAST_ROWS_E4M3FN + fi, RC_COUNT, rows_plan, &st) ||
@@ -337,6 +343,85 @@ static qgmm_status run_cast(vk_ctx *c, int64_t *p)
         fprintf(stderr, "qgmm vulkan cast pipeline: path %d rule %d enc %d xdt %d vec %d kps %d\n", sc[SC_PATH],
                 sc[SC_RULE], sc[SC_ENC], sc[SC_XDT], sc[SC_VEC], sc[SC_KPS]);
     return vk_dispatch_spec(c, pipe, sc, SC_COUNT, p, QP_MAX, groups);
+}
+
+/* Byte offset in the scratch buffer of cast_cols.comp's words: after the group table. */
+static int64_t cols_words_at(const int64_t *p)
+{
+    return ((TAB_HEADER + TAB_STRIDE * p[CP_NSEG]) * 4 + 255) / 256 * 256;
+}
+
+/* cast_cols.comp's constants (its header). */
+enum { CC_LC, CC_KPL, CC_QT, CC_ENC, CC_PASS, CC_COUNT };
+
+/* Whether an FP8 rowwise cast whose reduce dim is strided and whose other dim is contiguous
+ * (colwise, per (e, c), jagged colwise: cast.comp's generic path otherwise) runs on
+ * cast_cols.comp: subgroup operations, bf16 x with 16-byte aligned rows and a column count
+ * that is a multiple of 8, q with 8-byte aligned rows (QO == 1) or transposed (QR == 1,
+ * 8-byte aligned columns), and one scratch word per (expert, group, column) beside the
+ * group table (VK_SCRATCH_BYTES).
+ * Sets the constants: QGMM_VULKAN_CAST_COLS_LC lanes across a workgroup's columns (1, 2, 4,
+ * 8 or 16; default 8: 128 bytes of each row), QGMM_VULKAN_CAST_COLS_KPL rows per lane (8 or
+ * 16, default 16: chunks of 512 rows, jagged 504); QGMM_VULKAN_CAST_COLS=0 keeps cast.comp
+ * (tuning aids). Returns the rows of a chunk, 0 to stay. */
+static int64_t cols_plan(const vk_ctx *c, const int64_t *p, int jagged, int32_t *cc)
+{
+    if (!c->cast_rows_ok || !env_int("QGMM_VULKAN_CAST_COLS", 1, 0, 1)) return 0;
+    if (p[CP_XDT] != QGMM_BF16 || p[CP_XO] != 1 || p[CP_XR] == 1 || p[CP_O] % 8 || p[CP_X] % 16 ||
+        (p[CP_XR] * 2) % 16 || (p[CP_XE] * 2) % 16 || p[CP_Q] % 8 || p[CP_QE] % 8)
+        return 0;
+    if (cols_words_at(p) + 4 * p[CP_E] * p[CP_NSEG] * p[CP_O] > (int64_t)VK_SCRATCH_BYTES) return 0;
+    if (p[CP_QO] == 1 && p[CP_QR] % 8 == 0) cc[CC_QT] = 0;
+    else if (p[CP_QR] == 1 && p[CP_QO] % 8 == 0) cc[CC_QT] = 1;
+    else return 0;
+    int lc = env_int("QGMM_VULKAN_CAST_COLS_LC", 8, 1, 16);
+    while (lc & (lc - 1)) lc &= lc - 1;
+    cc[CC_LC] = lc;
+    cc[CC_KPL] = env_int("QGMM_VULKAN_CAST_COLS_KPL", 16, 8, 16) == 8 ? 8 : 16;
+    cc[CC_ENC] = (int32_t)cast_enc();
+    return (256 / lc) * cc[CC_KPL] - (jagged ? 8 : 0); /* cast_cols.comp's CH */
+}
+
+/* With QGMM_VK_PIPELINE_STATS, names the constants of a cast_cols pipeline about to be
+ * created (the driver's statistics line follows). */
+static void room_report(const vk_ctx *c, int pipe, const int32_t *cc)
+{
+    if (c->pipestats && spec_room(c, pipe, cc, CC_COUNT) == 1)
+        fprintf(stderr, "qgmm vulkan cast_cols pipeline: lc %d kpl %d qt %d enc %d pass %d\n", cc[CC_LC], cc[CC_KPL],
+                cc[CC_QT], cc[CC_ENC], cc[CC_PASS]);
+}
+
+/* cast_cols.comp's passes (its header): zero the scratch words, amax, scales, quantize, each
+ * pass its own specialized pipeline; 0 when those do not all have a slot (the caller goes
+ * on to cast.comp). */
+static int cols_run(vk_ctx *c, int64_t *p, int32_t *cc, int64_t chunk, qgmm_status *st)
+{
+    static const int order[3] = {1, 0, 2}; /* amax, scales, quantize */
+    const int pipe = VKP_CAST_COLS_E4M3FN + (int)(p[CP_FMT] - QGMM_F8E4M3FN);
+    int fresh = 0;
+    for (int i = 0; i < 3; ++i) {
+        cc[CC_PASS] = i;
+        const int room = spec_room(c, pipe, cc, CC_COUNT);
+        if (!room) return 0;
+        fresh += room == 1;
+    }
+    if (fresh && c->nspec_pipes + fresh > VK_MAX_SPEC_PIPES) return 0;
+    p[CP_ENC] = cc[CC_ENC];
+    p[CP_OTILES] = (p[CP_O] + 8 * cc[CC_LC] - 1) / (8 * cc[CC_LC]);
+    /* chunks per expert: whole R cut into chunks, or each group into its own (a bound) */
+    p[CP_NCH] = (p[CP_R] + chunk - 1) / chunk + (p[CP_TABLE] ? p[CP_NSEG] : 0);
+    const int64_t words = p[CP_E] * p[CP_NSEG] * p[CP_O];
+    p[CP_AMAX] = (int64_t)c->scratch.addr + cols_words_at(p);
+    /* timing aid (vk_cast_bench): a subset of the passes, bit i = pass order[i] (wrong bytes) */
+    const int passes = env_int("QGMM_VULKAN_CAST_COLS_PASSES", 15, 0, 15);
+    *st = passes & 8 ? vk_fill(c, (uint64_t)p[CP_AMAX], 4 * words, 0) : QGMM_OK;
+    for (int i = 0; i < 3 && *st == QGMM_OK; ++i) {
+        cc[CC_PASS] = order[i];
+        room_report(c, pipe, cc);
+        const int64_t groups = order[i] == 0 ? (words + 255) / 256 : p[CP_E] * p[CP_NCH] * p[CP_OTILES];
+        if (groups > 0 && (passes >> i & 1)) *st = vk_dispatch_spec(c, pipe, cc, CC_COUNT, p, QP_MAX, groups);
+    }
+    return 1;
 }
 
 qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *prm,
@@ -379,12 +464,17 @@ qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
     p[CP_NSEG] = jagged ? offs->shape[0] : 1;
     fmt_consts(q->dtype, p, CP_C_MAX, CP_C_CLAMP, CP_C_EPS, CP_C_INV);
     lanes_auto(p, x, jagged ? 0 : p[CP_R], 0);
+    int32_t cc[CC_COUNT];
+    const int64_t chunk = cols_plan(c, p, jagged, cc);
     if (jagged) {
         if (p[CP_NSEG] == 0) return QGMM_OK;
-        qgmm_status st = vk_offs_prep(c, offs, p[CP_R], 1, 1, 0, 1, 0, 0, 0);
+        /* cast_cols.comp schedules its chunks by the table's tile prefix (tile = a chunk) */
+        qgmm_status st = vk_offs_prep(c, offs, p[CP_R], 1, 1, chunk, 1, 0, 0, 0);
         if (st != QGMM_OK) return st;
         p[CP_TABLE] = (int64_t)c->scratch.addr;
     }
+    qgmm_status st;
+    if (chunk > 0 && cols_run(c, p, cc, chunk, &st)) return st;
     return run_cast(c, p);
 }
 

@@ -8,7 +8,7 @@
  * cast_device_run.sh) so that this one only touches the public API.
  *
  * --verify runs every op once more on a cpu context and compares q, scales and padded
- * outputs byte for byte with the Vulkan ones (the conformance suite is the numerics proof;
+ * outputs byte for byte with the Vulkan ones (exit status 1 on a difference) (the conformance suite is the numerics proof;
  * this checks the big shapes and the fast paths' wide lanes on the driver being timed).
  * With --exhaustive, f32 scales of slices holding NaNs of different payloads may differ
  * in the payload (codec.glsl's amax_combine keeps the largest, the CPU the first): the
@@ -16,7 +16,11 @@
  * --exhaustive fills x with every bf16 bit pattern (NaN, inf, zeros, subnormals included,
  * permuted per row) instead of random finite non-zero values.
  *
- * usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--verify] [--exhaustive]
+ * Besides the casts of the fast paths: colwise (reduce_dim 0), jagged rowwise / colwise
+ * over 16 random groups, the 3D per-(e, c) cast with q transposed per expert (the dgrad
+ * weights) and the MXFP8 3D dim1 cast.
+ *
+ * usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--ops I,J,...] [--verify] [--exhaustive]
  *        (default 32768 x 5120 bf16 = 335 MB, 20 iterations)
  * build: gcc -O2 -Iapi bench/vulkan/vk_cast_bench.c -L<build>/lib -lqgmm -lm -o vk_cast_bench
  */
@@ -29,19 +33,26 @@
 #define RNG_SEED 0x2545F4914F6CDD1Dull
 #include "vk_bench_util.h"
 
-enum { OP_ROWWISE, OP_MX_FLOOR, OP_MX_RCEIL, OP_MX_DIM1, OP_BW_1X128, OP_BW_128, OP_PAD, OP_UNPAD, OP_COUNT };
+enum { OP_ROWWISE, OP_MX_FLOOR, OP_MX_RCEIL, OP_MX_DIM1, OP_BW_1X128, OP_BW_128, OP_PAD, OP_UNPAD,
+       OP_COLWISE, OP_JAG_ROW, OP_JAG_COL, OP_3D_T, OP_MX3D_DIM1, OP_COUNT };
 static const char *const op_name[OP_COUNT] = {
     "FP8 rowwise e4m3fn, reciprocal scales", "MXFP8 dim0 FLOOR, blocked scales",
     "MXFP8 dim0 RCEIL, blocked scales",      "MXFP8 dim1 FLOOR, column-major q, plain scales",
     "FP8 blockwise 1x128",                   "FP8 blockwise 128x128",
-    "pad token groups (G 16, A 32)",         "unpad token groups (G 16, A 32)"};
+    "pad token groups (G 16, A 32)",         "unpad token groups (G 16, A 32)",
+    "FP8 colwise (reduce_dim 0)",            "FP8 jagged rowwise (16 column groups)",
+    "FP8 jagged colwise (16 row groups), column-major q",    "FP8 3D per (e, c), q transposed per expert (E 16)",
+    "MXFP8 3D dim1 (E 16), q transposed per expert"};
+
+/* ops past OP_UNPAD read x twice where a whole reduction does not fit in registers: their
+ * bytes are still the nominal ones (x read once) */
 
 enum { G_PAD = 16, A_PAD = 32 };
 
 /* One context's buffers for every op (the same sizes on vulkan and cpu). */
 typedef struct bufs {
     qgmm_context *ctx;
-    qgmm_buffer *x, *q, *s, *offs, *pstart, *poffs, *padded, *unpadded;
+    qgmm_buffer *x, *q, *s, *offs, *offs_k, *pstart, *poffs, *padded, *unpadded;
 } bufs;
 
 typedef struct dims { int64_t M, K, P; size_t sbytes; } dims;
@@ -53,7 +64,8 @@ static qgmm_buffer *alloc(qgmm_context *ctx, size_t bytes)
     return b;
 }
 
-static void make_bufs(bufs *b, qgmm_context *ctx, const dims *d, const uint16_t *x, const int32_t *offs)
+static void make_bufs(bufs *b, qgmm_context *ctx, const dims *d, const uint16_t *x, const int32_t *offs,
+                      const int32_t *offs_k)
 {
     const size_t mk = (size_t)(d->M * d->K);
     b->ctx = ctx;
@@ -63,6 +75,8 @@ static void make_bufs(bufs *b, qgmm_context *ctx, const dims *d, const uint16_t 
     b->s = alloc(ctx, d->sbytes);
     b->offs = alloc(ctx, 4 * G_PAD);
     OK(qgmm_buffer_upload(b->offs, 0, offs, 4 * G_PAD));
+    b->offs_k = alloc(ctx, 4 * G_PAD);
+    OK(qgmm_buffer_upload(b->offs_k, 0, offs_k, 4 * G_PAD));
     b->pstart = alloc(ctx, 4 * G_PAD);
     b->poffs = alloc(ctx, 4 * G_PAD);
     b->padded = alloc(ctx, (size_t)(2 * d->P * d->K));
@@ -71,7 +85,7 @@ static void make_bufs(bufs *b, qgmm_context *ctx, const dims *d, const uint16_t 
 
 static void free_bufs(bufs *b)
 {
-    qgmm_buffer *all[] = {b->x, b->q, b->s, b->offs, b->pstart, b->poffs, b->padded, b->unpadded};
+    qgmm_buffer *all[] = {b->x, b->q, b->s, b->offs, b->offs_k, b->pstart, b->poffs, b->padded, b->unpadded};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) qgmm_buffer_free(all[i]);
 }
 
@@ -87,6 +101,11 @@ static double op_bytes(int op, const dims *d)
     case OP_BW_1X128: return 3 * mk + 4 * mk / 128;
     case OP_BW_128: return 3 * mk + 4 * mk / (128.0 * 128.0);
     case OP_PAD: return 2 * mk + 2.0 * (double)d->P * (double)d->K;
+    case OP_COLWISE: return 3 * mk + 4.0 * (double)d->K;
+    case OP_JAG_ROW: return 3 * mk + 4.0 * G_PAD * (double)d->M;
+    case OP_JAG_COL: return 3 * mk + 4.0 * G_PAD * (double)d->K;
+    case OP_3D_T: return 3 * mk + 4.0 * G_PAD * (double)d->K;
+    case OP_MX3D_DIM1: return 3 * mk + mk / 32;
     default: return 4 * mk;
     }
 }
@@ -131,6 +150,38 @@ static void enqueue(int op, const bufs *b, const dims *d)
         OK(qgmm_quantize_fp8_blockwise(b->ctx, &p, &x, &q, &s));
         break;
     }
+    case OP_COLWISE:
+    case OP_JAG_ROW:
+    case OP_JAG_COL: {
+        const qgmm_fp8_rowwise_params p = {op == OP_JAG_ROW ? 1 : 0, 0, QGMM_SCALE_RECIPROCAL};
+        const int64_t sh2[2] = {G_PAD, op == OP_JAG_ROW ? M : K}, sh1[1] = {K};
+        s = op == OP_COLWISE ? qgmm_tensor_make(b->s, 0, QGMM_F32, 1, sh1) : qgmm_tensor_make(b->s, 0, QGMM_F32, 2, sh2);
+        const qgmm_tensor offs = qgmm_tensor_make(op == OP_JAG_ROW ? b->offs_k : b->offs, 0, QGMM_I32, 1, shg);
+        /* jagged colwise feeds the K-grouped wgrad GEMM: q column-major (tokens contiguous) */
+        const qgmm_tensor qc = qgmm_tensor_make_colmajor(b->q, 0, QGMM_F8E4M3FN, M, K);
+        OK(qgmm_quantize_fp8_rowwise(b->ctx, &p, &x, op == OP_COLWISE ? NULL : &offs, op == OP_JAG_COL ? &qc : &q, &s));
+        break;
+    }
+    case OP_3D_T:
+    case OP_MX3D_DIM1: { /* x (E, M/E, K); q (E, M/E, K) with strides (M/E*K, 1, M/E) */
+        const int64_t R = M / G_PAD, sh3[3] = {G_PAD, R, K};
+        const qgmm_tensor x3 = qgmm_tensor_make(b->x, 0, QGMM_BF16, 3, sh3);
+        qgmm_tensor q3 = qgmm_tensor_make(b->q, 0, QGMM_F8E4M3FN, 3, sh3);
+        q3.strides[1] = 1;
+        q3.strides[2] = R;
+        if (op == OP_3D_T) {
+            const qgmm_fp8_rowwise_params p = {1, 0, QGMM_SCALE_RECIPROCAL};
+            const int64_t sh[2] = {G_PAD, K};
+            s = qgmm_tensor_make(b->s, 0, QGMM_F32, 2, sh);
+            OK(qgmm_quantize_fp8_rowwise(b->ctx, &p, &x3, NULL, &q3, &s));
+        } else {
+            const qgmm_mxfp8_params p = {1, QGMM_MX_FLOOR, QGMM_SCALES_PLAIN};
+            const int64_t sh[3] = {G_PAD, K, R / 32};
+            s = qgmm_tensor_make(b->s, 0, QGMM_E8M0, 3, sh);
+            OK(qgmm_quantize_mxfp8(b->ctx, &p, &x3, &q3, &s));
+        }
+        break;
+    }
     case OP_PAD: {
         const qgmm_tensor offs = qgmm_tensor_make(b->offs, 0, QGMM_I32, 1, shg);
         const qgmm_tensor ps = qgmm_tensor_make(b->pstart, 0, QGMM_I32, 1, shg);
@@ -139,7 +190,7 @@ static void enqueue(int op, const bufs *b, const dims *d)
         OK(qgmm_pad_token_groups(b->ctx, A_PAD, &x, &offs, &out, &ps, &po));
         break;
     }
-    default: {
+    case OP_UNPAD: {
         const qgmm_tensor offs = qgmm_tensor_make(b->offs, 0, QGMM_I32, 1, shg);
         const qgmm_tensor in = qgmm_tensor_make(b->padded, 0, QGMM_BF16, 2, shp);
         const qgmm_tensor out = qgmm_tensor_make(b->unpadded, 0, QGMM_BF16, 2, shx);
@@ -239,23 +290,34 @@ int main(int argc, char **argv)
 {
     dims d = {32768, 5120, 0, 0};
     int iters = 20, do_verify = 0, exhaustive = 0;
+    unsigned long long want = ~0ull; /* --ops: which ops to time */
+    int mismatched = 0;              /* --verify found a differing byte: exit 1 */
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--rows") && i + 1 < argc) d.M = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--cols") && i + 1 < argc) d.K = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--verify")) do_verify = 1;
         else if (!strcmp(argv[i], "--exhaustive")) exhaustive = 1;
-        else {
-            printf("usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--verify] [--exhaustive]\n"
+        else if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
+            want = 0;
+            for (char *t = argv[++i], *e; *t; t = *e ? e + 1 : e) {
+                const long k = strtol(t, &e, 10);
+                if (e == t || k < 0 || k >= OP_COUNT || (*e && *e != ',')) { fprintf(stderr, "--ops: indices 0..%d, comma-separated\n", OP_COUNT - 1); return 2; }
+                want |= 1ull << k;
+            }
+        } else {
+            printf("usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--ops I,J,...] [--verify] [--exhaustive]\n"
                    "Vulkan casts and token-group padding on a bf16 (M, K) input (default 32768 x 5120,\n"
                    "335 MB): median device ms of N runs (default 20) after warm-up, GB/s of bytes read +\n"
                    "written, plus qgmm_buffer_copy of 1 GiB. --verify: compare every output byte with\n"
-                   "the cpu backend; --exhaustive: x cycles through every bf16 bit pattern.\n");
+                   "the cpu backend; --exhaustive: x cycles through every bf16 bit pattern.\n"
+                   "--ops: time only these (default all):\n");
+            for (int k = 0; k < OP_COUNT; ++k) printf("  %2d  %s\n", k, op_name[k]);
             return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
         }
     }
-    if (d.M % 128 || d.K % 128 || iters < 1) {
-        fprintf(stderr, "rows and cols must be multiples of 128, iters >= 1\n");
+    if (d.M % (128 * G_PAD) || d.K % 128 || iters < 1) {
+        fprintf(stderr, "rows must be a multiple of %d, cols of 128, iters >= 1\n", 128 * G_PAD);
         return 2;
     }
     const size_t mk = (size_t)(d.M * d.K);
@@ -274,14 +336,15 @@ int main(int argc, char **argv)
             x[i] = (uint16_t)((v & 0x8000) | ((107 + (v >> 16) % 41) << 7) | ((v >> 32) & 0x7F));
         }
     }
-    int32_t offs[G_PAD];
-    {
-        int64_t left = d.M;
+    int32_t offs[G_PAD], offs_k[G_PAD]; /* token groups over the rows; column groups (jagged rowwise) */
+    for (int which = 0; which < 2; ++which) {
+        const int64_t n = which ? d.K : d.M;
+        int64_t left = n;
         for (int g = 0; g < G_PAD; ++g) {
-            const int64_t share = g == G_PAD - 1 ? left : (int64_t)(rnd() % (uint64_t)(2 * d.M / G_PAD + 1));
+            const int64_t share = g == G_PAD - 1 ? left : (int64_t)(rnd() % (uint64_t)(2 * n / G_PAD + 1));
             const int64_t sz = share < left ? share : left;
             left -= sz;
-            offs[g] = (int32_t)(d.M - left);
+            (which ? offs_k : offs)[g] = (int32_t)(n - left);
         }
     }
 
@@ -294,10 +357,10 @@ int main(int argc, char **argv)
     printf("# x bf16 (%lld, %lld) = %.0f MB, %s data; median of %d after 3 warm-ups\n", (long long)d.M,
            (long long)d.K, 2e-6 * (double)mk, exhaustive ? "every-bf16-pattern" : "random finite non-zero", iters);
     bufs bv, bc;
-    make_bufs(&bv, vk, &d, x, offs);
+    make_bufs(&bv, vk, &d, x, offs, offs_k);
     if (do_verify) {
         OK(qgmm_context_create("cpu", 0, &cpu));
-        make_bufs(&bc, cpu, &d, x, offs);
+        make_bufs(&bc, cpu, &d, x, offs, offs_k);
     }
     /* unpad reads what pad wrote */
     enqueue(OP_PAD, &bv, &d);
@@ -323,12 +386,15 @@ int main(int argc, char **argv)
     printf("| op | ms | GB/s |%s\n|---|---|---|%s\n", do_verify ? " bytes differing from cpu: q / scales |" : "",
            do_verify ? "---|" : "");
     for (int op = 0; op < OP_COUNT; ++op) {
+        if (!(want >> op & 1)) continue;
         const double ms = time_op(op, &bv, &d, iters, NULL, NULL);
         printf("| %s | %.4f | %.0f |", op_name[op], ms, op_bytes(op, &d) / (ms * 1e6));
         if (do_verify) {
             size_t ns;
             const size_t nq = verify(op, &bv, &bc, &d, &ns);
             printf(" %zu / %zu |", nq, ns);
+            /* --exhaustive: NaN payloads of f32 scales may differ (see the top) */
+            if (nq || (ns && (!exhaustive || op == OP_PAD))) mismatched = 1;
         }
         printf("\n");
         fflush(stdout);
@@ -348,5 +414,5 @@ int main(int argc, char **argv)
     }
     qgmm_context_destroy(vk);
     free(x);
-    return 0;
+    return mismatched;
 }

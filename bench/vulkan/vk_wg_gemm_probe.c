@@ -36,6 +36,42 @@ static const uint32_t spv_d256[] =
 static const uint32_t spv_d3_256[] =
 #include "wgp_deep3_128x128x32_256.spv.inc"
     ;
+static const uint32_t spv_t1[] =
+#include "wgp_tensor_128x128x32_256.spv.inc"
+    ;
+static const uint32_t spv_t2[] =
+#include "wgp_tensor_128x128x64_256.spv.inc"
+    ;
+static const uint32_t spv_t3[] =
+#include "wgp_tensor_256x128x32_256.spv.inc"
+    ;
+static const uint32_t spv_t4[] =
+#include "wgp_tensor_128x256x32_256.spv.inc"
+    ;
+static const uint32_t spv_t5[] =
+#include "wgp_tensor_256x128x64_256.spv.inc"
+    ;
+static const uint32_t spv_t6[] =
+#include "wgp_tensor_128x128x32_128.spv.inc"
+    ;
+static const uint32_t spv_d1[] =
+#include "wgp_deep_128x128x32_128.spv.inc"
+    ;
+static const uint32_t spv_d2[] =
+#include "wgp_deep_256x128x16_256.spv.inc"
+    ;
+static const uint32_t spv_d3[] =
+#include "wgp_deep_128x256x16_256.spv.inc"
+    ;
+static const uint32_t spv_d4[] =
+#include "wgp_deep3_256x128x16_256.spv.inc"
+    ;
+static const uint32_t spv_d5[] =
+#include "wgp_deep_128x128x16_256.spv.inc"
+    ;
+static const uint32_t spv_d6[] =
+#include "wgp_deep3_128x128x32_128.spv.inc"
+    ;
 
 typedef struct push { uint64_t a, b, c; uint32_t m, n, k, pad; } push;
 
@@ -62,7 +98,7 @@ static const char *ctype(uint32_t t)
 }
 
 typedef struct variant {
-    const char *kind; /* global, staged, deep (two register sets), deep3 (three) */
+    const char *kind; /* global, staged, deep (two register sets), deep3 (three), tensor (tensor-addressed loads) */
     uint32_t tm, tn, tk, wg;
     const uint32_t *code;
     size_t bytes;
@@ -74,6 +110,18 @@ static const variant builtin[] = {
     {"staged", 128, 128, 32, 256, spv_s256, sizeof spv_s256, NULL},
     {"deep", 128, 128, 32, 256, spv_d256, sizeof spv_d256, NULL},
     {"deep3", 128, 128, 32, 256, spv_d3_256, sizeof spv_d3_256, NULL},
+    {"tensor", 128, 128, 32, 256, spv_t1, sizeof spv_t1, NULL},
+    {"tensor", 128, 128, 64, 256, spv_t2, sizeof spv_t2, NULL},
+    {"tensor", 256, 128, 32, 256, spv_t3, sizeof spv_t3, NULL},
+    {"tensor", 128, 256, 32, 256, spv_t4, sizeof spv_t4, NULL},
+    {"tensor", 256, 128, 64, 256, spv_t5, sizeof spv_t5, NULL},
+    {"tensor", 128, 128, 32, 128, spv_t6, sizeof spv_t6, NULL},
+    {"deep", 128, 128, 32, 128, spv_d1, sizeof spv_d1, NULL},
+    {"deep", 256, 128, 16, 256, spv_d2, sizeof spv_d2, NULL},
+    {"deep", 128, 256, 16, 256, spv_d3, sizeof spv_d3, NULL},
+    {"deep3", 256, 128, 16, 256, spv_d4, sizeof spv_d4, NULL},
+    {"deep", 128, 128, 16, 256, spv_d5, sizeof spv_d5, NULL},
+    {"deep3", 128, 128, 32, 128, spv_d6, sizeof spv_d6, NULL},
 };
 #define NBUILTIN (int)(sizeof builtin / sizeof *builtin)
 
@@ -115,7 +163,7 @@ int main(int argc, char **argv)
         else if (nvar < 32 && parse_variant(argv[i], &vars[nvar])) ++nvar;
         else {
             printf("usage: vk_wg_gemm_probe [--m M] [--n N] [--k K] [--iters N] [KIND:TMxTNxTK:WG[@FILE.spv] ...]\n"
-                   "  KIND global|staged|deep|deep3; built in:");
+                   "  KIND global|staged|deep|deep3|tensor; built in:");
             for (int b = 0; b < NBUILTIN; ++b)
                 printf(" %s:%ux%ux%u:%u", builtin[b].kind, builtin[b].tm, builtin[b].tn, builtin[b].tk, builtin[b].wg);
             printf("\n");
@@ -179,9 +227,11 @@ int main(int argc, char **argv)
                 bff.shaderBFloat16CooperativeMatrix);
         return 77;
     }
+    fprintf(stderr, "tensor addressing: %u\n", cm2f.cooperativeMatrixTensorAddressing);
     /* enable what the shader needs and nothing it does not */
     cm2f = (qgmm_VkPhysicalDeviceCooperativeMatrix2FeaturesNV){QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV,
-                                                               NULL, VK_TRUE, VK_TRUE, 0, 0, 0, 0, 0};
+                                                               NULL, VK_TRUE, VK_TRUE, 0, 0, 0,
+                                                               cm2f.cooperativeMatrixTensorAddressing, 0};
     bff = (qgmm_VkPhysicalDeviceShaderBfloat16FeaturesKHR){QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR,
                                                            &cm2f, VK_TRUE, 0, VK_TRUE};
     cmf = (qgmm_VkPhysicalDeviceCooperativeMatrixFeaturesKHR){QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,

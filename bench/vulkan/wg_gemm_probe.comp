@@ -7,7 +7,9 @@
 //   STAGED=0: fragments loaded straight from global memory (the driver stages them);
 //   STAGED=1: our own double-buffered shared tiles, 16-byte chunks per lane;
 //   STAGED=2: the same with two steps of global loads in flight (two register sets);
-//   STAGED=3: three. Built by backends/vulkan/CMakeLists.txt (the variants of the table
+//   STAGED=3: three;
+//   STAGED=4: fragments loaded straight from global memory by tensor-addressed loads
+//   (spirv_coop_khr --tensor turns the buffer loads below into them). Built by backends/vulkan/CMakeLists.txt (the variants of the table
 //   in vk_wg_gemm_probe.c).
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -19,20 +21,25 @@
 // compiler dies (SIGFPE in vkCreateComputePipelines) on workgroup-scope matrix types whose
 // dimensions are specialization constants. The index math is unsigned (TM, TN, TK below):
 // the same kernel with signed sizes timed 150 instead of 208 TFLOP/s (deep, H100).
-#if STAGED && 2 * (TM_ + TN_) * (TK_ / 8 + 1) * 16 + 8192 > 49152
+#if STAGED && STAGED != 4 && 2 * (TM_ + TN_) * (TK_ / 8 + 1) * 16 + 8192 > 49152
 #error "two shared stages plus the driver's 8 KB workgroup-scope reserve exceed 48 KB"
 #endif
 layout(local_size_x = WG) in;
 const uint TM = TM_, TN = TN_, TK = TK_;
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer V4 { uvec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer F32 { float f[]; };
+#if STAGED == 4
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer H { float16_t h[]; };
+layout(push_constant) uniform P { H a; H b; F32 c; uint M, N, K; } p;
+#else
 layout(push_constant) uniform P { V4 a; V4 b; F32 c; uint M, N, K; } p;
+#endif
 
 #define ACC fcoopmatNV<32, gl_ScopeWorkgroup, TM, TN>
 #define MA fcoopmatNV<16, gl_ScopeWorkgroup, TM, TK>
 #define MB fcoopmatNV<16, gl_ScopeWorkgroup, TK, TN>
 
-#if STAGED
+#if STAGED && STAGED != 4
 #define PITCH (TK / 8 + 1)  // uvec4 per shared row: one spare chunk against bank conflicts
 shared uvec4 sh[2 * (TM + TN) * PITCH];
 #endif
@@ -55,6 +62,14 @@ void main()
         MB b;
         coopMatLoadNV(a, p.a.v, m0 * kc + k, kc, false);
         coopMatLoadNV(b, p.b.v, n0 * kc + k, kc, true);
+        acc = coopMatMulAddNV(a, b, acc);
+    }
+#elif STAGED == 4
+    for (uint k = 0; k < p.K; k += TK) {
+        MA a;
+        MB b;
+        coopMatLoadNV(a, p.a.h, m0 * p.K + k, p.K, false);
+        coopMatLoadNV(b, p.b.h, n0 * p.K + k, p.K, true);
         acc = coopMatMulAddNV(a, b, acc);
     }
 #elif STAGED == 2

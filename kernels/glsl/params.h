@@ -76,6 +76,8 @@
 #define CP_NSEGT 40    /* CP_FAST 1: segments in all, E * O * NSEG (< 2^30); CP_FAST 4: chunks, a quarter of that */
 #define CP_OTILES 41   /* CP_FAST 2: 1024-column tiles per block row */
 #define CP_ENC 42      /* fast encoder: 1 quantize_fast per element (default), 0 fp8_mag_fast + word-wise signs */
+#define CP_AMAX 43     /* cast_cols.comp: scratch address of its per-(e, g, column) amax / multiplier words */
+#define CP_NCH 44      /* cast_cols.comp: row chunks per expert (jagged: a bound; surplus workgroups exit) */
 
 /* ---- dequant.comp: elementwise inverse of the casts */
 #define DQ_Q 0

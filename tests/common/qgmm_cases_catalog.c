@@ -656,6 +656,22 @@ static void build_strided_and_many_groups(qc_list *l)
 
     push(l, rowwise(0, 300, 32, 0, QGMM_GROUPS_RAGGED, 128, QGMM_BF16, QGMM_F8E4M3FN, 0,
                     QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL));
+    /* long column segments (more rows than a GPU workgroup keeps in registers: re-read),
+     * rows not a multiple of 8, columns not a multiple of 16, both q layouts */
+    push(l, rowwise(0, 2500, 40, 0, QGMM_GROUPS_NONE, 0, QGMM_BF16, QGMM_F8E4M3FN, 0,
+                    QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE));
+    c = rowwise(0, 2500, 40, 0, QGMM_GROUPS_NONE, 0, QGMM_BF16, QGMM_F8E5M2, 1, QGMM_SCALE_MULTIPLIER,
+                QGMM_INPUT_NORMAL);
+    c.transposed_out = 0; push(l, c);
+    push(l, rowwise(2, 2100, 24, 1, QGMM_GROUPS_NONE, 0, QGMM_BF16, QGMM_F8E4M3FN, 0,
+                    QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE));
+    push(l, rowwise(0, 4200, 16, 0, QGMM_GROUPS_RAGGED, 3, QGMM_BF16, QGMM_F8E4M3FN, 0,
+                    QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE));
+    c = rowwise(0, 4200, 16, 0, QGMM_GROUPS_EVEN, 2, QGMM_BF16, QGMM_F8E4M3FNUZ, 0,
+                QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL);
+    c.transposed_out = 0; push(l, c);
+    push(l, rowwise(0, 700, 16, 0, QGMM_GROUPS_RAGGED, 300, QGMM_BF16, QGMM_F8E4M3FN, 0,
+                    QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL)); /* more groups than a workgroup has lanes */
     c = shape_case(QGMM_CASE_PAD, 0, 300, 0, 32, 128, QGMM_GROUPS_RAGGED, 1, QGMM_INPUT_NORMAL);
     c.alignment = 16; push(l, c);
     c = shape_case(QGMM_CASE_SCALES_TO_BLOCKED, 0, 300, 0, 2 * 32, 128, QGMM_GROUPS_RAGGED, 1, QGMM_INPUT_NORMAL);
