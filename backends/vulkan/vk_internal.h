@@ -67,6 +67,9 @@ enum vk_pipe {
     VKP_CAST_COLS_E4M3FN, /* cast_cols.comp per fp8 format: rowwise scales along a strided dim */
     VKP_CAST_COLS_E4M3FNUZ,
     VKP_CAST_COLS_E5M2,
+    VKP_CAST_JROWS_E4M3FN, /* cast_jrows.comp per fp8 format: jagged rowwise along the contiguous dim */
+    VKP_CAST_JROWS_E4M3FNUZ,
+    VKP_CAST_JROWS_E5M2,
     VKP_DEQUANT,
     VKP_BLOCKED,
     VKP_PAD,

@@ -186,14 +186,14 @@ static int spec_wanted(int path)
 /* Whether sc may get a pipeline of its own: 2 cached already, 1 new while the casts hold
  * fewer than half of the context's specialized-pipeline slots (the rest stay for the GEMM),
  * else 0: the cast runs on the unspecialized pipeline (the same bytes, the shared register
- * budget). The casts' pipes are cast.comp's, cast_rows.comp's, cast_2d.comp's and
- * cast_cols.comp's, VKP_CAST_E4M3FN to VKP_CAST_COLS_E5M2. */
+ * budget). The casts' pipes are cast.comp's, cast_rows.comp's, cast_2d.comp's,
+ * cast_cols.comp's and cast_jrows.comp's, VKP_CAST_E4M3FN to VKP_CAST_JROWS_E5M2. */
 static int spec_room(const vk_ctx *c, int pipe, const int32_t *sc, int nsc)
 {
     int mine = 0;
     for (int i = 0; i < c->nspec_pipes; ++i) {
         const vk_spec_pipe *e = &c->spec_pipes[i];
-        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_COLS_E5M2) continue;
+        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_JROWS_E5M2) continue;
         if (e->pipe == pipe && e->nspec == nsc && !memcmp(e->spec, sc, sizeof(int32_t) * (size_t)nsc)) return 2;
         ++mine;
     }
@@ -424,6 +424,34 @@ static int cols_run(vk_ctx *c, int64_t *p, int32_t *cc, int64_t chunk, qgmm_stat
     return 1;
 }
 
+/* cast_jrows.comp's constants (its header). */
+enum { JC_LS, JC_KPS, JC_ENC, JC_COUNT };
+
+/* The jagged rowwise cast along the contiguous dim (offs over the columns) on
+ * cast_jrows.comp: subgroup shuffles, bf16 x with 16-byte aligned rows whose length is a
+ * multiple of 8, q rows contiguous and 8-byte aligned. Lanes per segment: the fewest (power
+ * of two, at most 8) whose 8 units each hold one and a half times the mean group width
+ * (QGMM_VULKAN_CAST_JROWS_LS: 1, 2, 4 or 8, tuning aid; QGMM_VULKAN_CAST_JROWS=0 keeps
+ * cast.comp). Returns the workgroup count, 0 to stay. Called with the group table in place. */
+static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
+{
+    if (!c->cast_rows_ok || !env_int("QGMM_VULKAN_CAST_JROWS", 1, 0, 1) || !p[CP_TABLE] || p[CP_E] != 1) return 0;
+    if (p[CP_XDT] != QGMM_BF16 || p[CP_XR] != 1 || p[CP_QR] != 1 || p[CP_R] % 8 || p[CP_X] % 16 ||
+        (p[CP_XO] * 2) % 16 || p[CP_Q] % 8 || p[CP_QO] % 8)
+        return 0;
+    const int64_t units = (3 * p[CP_R] / (2 * p[CP_NSEG]) + 7) / 8; /* 1.5 x the mean group, in units */
+    int ls = 1;
+    while (ls < 8 && ls * 8 < units) ls <<= 1;
+    const int forced = env_int("QGMM_VULKAN_CAST_JROWS_LS", 0, 1, 8);
+    if (forced && !(forced & (forced - 1))) ls = forced;
+    jc[JC_LS] = ls;
+    jc[JC_KPS] = 8;
+    jc[JC_ENC] = (int32_t)cast_enc();
+    p[CP_ENC] = jc[JC_ENC];
+    const int64_t per = 256 / ls;
+    return (p[CP_O] * p[CP_NSEG] + per - 1) / per;
+}
+
 qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *prm,
                                     const qgmm_tensor *x, const qgmm_tensor *offs,
                                     const qgmm_tensor *q, const qgmm_tensor *scales)
@@ -475,6 +503,8 @@ qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
     }
     qgmm_status st;
     if (chunk > 0 && cols_run(c, p, cc, chunk, &st)) return st;
+    if (jagged && low_register(c, p, VKP_CAST_JROWS_E4M3FN + (int)(p[CP_FMT] - QGMM_F8E4M3FN), JC_COUNT, jrows_plan, &st))
+        return st;
     return run_cast(c, p);
 }
 

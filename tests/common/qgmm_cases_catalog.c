@@ -672,6 +672,11 @@ static void build_strided_and_many_groups(qc_list *l)
     c.transposed_out = 0; push(l, c);
     push(l, rowwise(0, 700, 16, 0, QGMM_GROUPS_RAGGED, 300, QGMM_BF16, QGMM_F8E4M3FN, 0,
                     QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL)); /* more groups than a workgroup has lanes */
+    /* jagged rowwise segments wider than a GPU lane group holds (re-read), empty groups */
+    push(l, rowwise(0, 40, 3000, 1, QGMM_GROUPS_RAGGED, 3, QGMM_BF16, QGMM_F8E4M3FN, 0,
+                    QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE));
+    push(l, rowwise(0, 24, 1000, 1, QGMM_GROUPS_EMPTY, 7, QGMM_BF16, QGMM_F8E5M2, 1,
+                    QGMM_SCALE_MULTIPLIER, QGMM_INPUT_NORMAL));
     c = shape_case(QGMM_CASE_PAD, 0, 300, 0, 32, 128, QGMM_GROUPS_RAGGED, 1, QGMM_INPUT_NORMAL);
     c.alignment = 16; push(l, c);
     c = shape_case(QGMM_CASE_SCALES_TO_BLOCKED, 0, 300, 0, 2 * 32, 128, QGMM_GROUPS_RAGGED, 1, QGMM_INPUT_NORMAL);
