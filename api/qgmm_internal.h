@@ -8,7 +8,7 @@
 #include "qgmm_backend.h"
 
 #define QGMM_ERROR_CAP 1024
-#define QGMM_DESCRIBE_CAP 512
+#define QGMM_DESCRIBE_CAP 2048 /* the Vulkan line names its cast and GEMM paths: on the H100 it was cut at 512 */
 
 struct qgmm_context {
     const qgmm_backend_vtable *vt;

@@ -160,7 +160,7 @@ typedef struct vk_ctx {
     vk_mem status;     /* device status word (device-local) */
     vk_mem readback;   /* host-visible: status word copy */
     vk_mem staging;    /* host-visible transfers */
-    char describe[1024];
+    char describe[2048];
 } vk_ctx;
 
 enum { VK_GEMM_TILED = 0, VK_GEMM_COOP_NV = 1, VK_GEMM_COOP_KHR = 2 };
