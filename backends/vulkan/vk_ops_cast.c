@@ -430,9 +430,10 @@ enum { JC_LS, JC_KPS, JC_ENC, JC_COUNT };
 /* The jagged rowwise cast along the contiguous dim (offs over the columns) on
  * cast_jrows.comp: subgroup shuffles, bf16 x with 16-byte aligned rows whose length is a
  * multiple of 8, q rows contiguous and 8-byte aligned. Lanes per segment: the fewest (power
- * of two, at most 8) whose 8 units each hold one and a half times the mean group width
- * (QGMM_VULKAN_CAST_JROWS_LS: 1, 2, 4 or 8, tuning aid; QGMM_VULKAN_CAST_JROWS=0 keeps
- * cast.comp). Returns the workgroup count, 0 to stay. Called with the group table in place. */
+ * of two, at most 8) whose 8 units each hold one and a half times the mean group width.
+ * Tuning aids: QGMM_VULKAN_CAST_JROWS_LS (a power of two up to the subgroup size; 16 and 32
+ * measured slower), QGMM_VULKAN_CAST_JROWS_KPS (units per lane in registers, 1-8),
+ * QGMM_VULKAN_CAST_JROWS=0 (cast.comp). Returns the workgroup count, 0 to stay. Called with the group table in place. */
 static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
 {
     if (!c->cast_rows_ok || !env_int("QGMM_VULKAN_CAST_JROWS", 1, 0, 1) || !p[CP_TABLE] || p[CP_E] != 1) return 0;
@@ -442,10 +443,12 @@ static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
     const int64_t units = (3 * p[CP_R] / (2 * p[CP_NSEG]) + 7) / 8; /* 1.5 x the mean group, in units */
     int ls = 1;
     while (ls < 8 && ls * 8 < units) ls <<= 1;
-    const int forced = env_int("QGMM_VULKAN_CAST_JROWS_LS", 0, 1, 8);
-    if (forced && !(forced & (forced - 1))) ls = forced;
+    const int forced = env_int("QGMM_VULKAN_CAST_JROWS_LS", 0, 1, 32);
+    if (forced && !(forced & (forced - 1)) && (uint32_t)forced <= c->subgroup_size) ls = forced;
     jc[JC_LS] = ls;
-    jc[JC_KPS] = 8;
+    /* 4 units per lane in registers, later ones re-read: 939 GB/s against 869 for 8 on the
+     * H100 (fewer registers, more workgroups resident) */
+    jc[JC_KPS] = env_int("QGMM_VULKAN_CAST_JROWS_KPS", 4, 1, 8);
     jc[JC_ENC] = (int32_t)cast_enc();
     p[CP_ENC] = jc[JC_ENC];
     const int64_t per = 256 / ls;
