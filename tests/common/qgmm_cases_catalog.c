@@ -656,27 +656,32 @@ static void build_strided_and_many_groups(qc_list *l)
 
     push(l, rowwise(0, 300, 32, 0, QGMM_GROUPS_RAGGED, 128, QGMM_BF16, QGMM_F8E4M3FN, 0,
                     QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL));
-    /* long column segments (more rows than a GPU workgroup keeps in registers: re-read),
-     * rows not a multiple of 8, columns not a multiple of 16, both q layouts */
-    push(l, rowwise(0, 2500, 40, 0, QGMM_GROUPS_NONE, 0, QGMM_BF16, QGMM_F8E4M3FN, 0,
-                    QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE));
-    c = rowwise(0, 2500, 40, 0, QGMM_GROUPS_NONE, 0, QGMM_BF16, QGMM_F8E5M2, 1, QGMM_SCALE_MULTIPLIER,
-                QGMM_INPUT_NORMAL);
-    c.transposed_out = 0; push(l, c);
-    push(l, rowwise(2, 2100, 24, 1, QGMM_GROUPS_NONE, 0, QGMM_BF16, QGMM_F8E4M3FN, 0,
-                    QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE));
-    push(l, rowwise(0, 4200, 16, 0, QGMM_GROUPS_RAGGED, 3, QGMM_BF16, QGMM_F8E4M3FN, 0,
-                    QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE));
-    c = rowwise(0, 4200, 16, 0, QGMM_GROUPS_EVEN, 2, QGMM_BF16, QGMM_F8E4M3FNUZ, 0,
-                QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL);
-    c.transposed_out = 0; push(l, c);
-    push(l, rowwise(0, 700, 16, 0, QGMM_GROUPS_RAGGED, 300, QGMM_BF16, QGMM_F8E4M3FN, 0,
-                    QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL)); /* more groups than a workgroup has lanes */
-    /* jagged rowwise segments wider than a GPU lane group holds (re-read), empty groups */
-    push(l, rowwise(0, 40, 3000, 1, QGMM_GROUPS_RAGGED, 3, QGMM_BF16, QGMM_F8E4M3FN, 0,
-                    QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE));
-    push(l, rowwise(0, 24, 1000, 1, QGMM_GROUPS_EMPTY, 7, QGMM_BF16, QGMM_F8E5M2, 1,
-                    QGMM_SCALE_MULTIPLIER, QGMM_INPUT_NORMAL));
+    /* segments longer than a GPU workgroup or lane group keeps in registers (re-read): long
+     * columns with rows not a multiple of 8 and columns not a multiple of 16, both q layouts;
+     * more groups than a workgroup has lanes; wide jagged rows with empty groups */
+    static const struct {
+        int64_t E, M, K;
+        int rd, G, pow2, transposed;
+        qgmm_group_pattern gp;
+        qgmm_dtype q;
+        qgmm_scale_kind kind;
+        qgmm_input_pattern in;
+    } longseg[] = {
+        {0, 2500, 40, 0, 0, 0, 1, QGMM_GROUPS_NONE, QGMM_F8E4M3FN, QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE},
+        {0, 2500, 40, 0, 0, 1, 0, QGMM_GROUPS_NONE, QGMM_F8E5M2, QGMM_SCALE_MULTIPLIER, QGMM_INPUT_NORMAL},
+        {2, 2100, 24, 1, 0, 0, 1, QGMM_GROUPS_NONE, QGMM_F8E4M3FN, QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE},
+        {0, 4200, 16, 0, 3, 0, 1, QGMM_GROUPS_RAGGED, QGMM_F8E4M3FN, QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE},
+        {0, 4200, 16, 0, 2, 0, 0, QGMM_GROUPS_EVEN, QGMM_F8E4M3FNUZ, QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL},
+        {0, 700, 16, 0, 300, 0, 1, QGMM_GROUPS_RAGGED, QGMM_F8E4M3FN, QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL},
+        {0, 40, 3000, 1, 3, 0, 0, QGMM_GROUPS_RAGGED, QGMM_F8E4M3FN, QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE},
+        {0, 24, 1000, 1, 7, 1, 0, QGMM_GROUPS_EMPTY, QGMM_F8E5M2, QGMM_SCALE_MULTIPLIER, QGMM_INPUT_NORMAL},
+    };
+    for (size_t i = 0; i < sizeof longseg / sizeof longseg[0]; ++i) {
+        c = rowwise(longseg[i].E, longseg[i].M, longseg[i].K, longseg[i].rd, longseg[i].gp, longseg[i].G, QGMM_BF16,
+                    longseg[i].q, longseg[i].pow2, longseg[i].kind, longseg[i].in);
+        c.transposed_out = longseg[i].transposed;
+        push(l, c);
+    }
     c = shape_case(QGMM_CASE_PAD, 0, 300, 0, 32, 128, QGMM_GROUPS_RAGGED, 1, QGMM_INPUT_NORMAL);
     c.alignment = 16; push(l, c);
     c = shape_case(QGMM_CASE_SCALES_TO_BLOCKED, 0, 300, 0, 2 * 32, 128, QGMM_GROUPS_RAGGED, 1, QGMM_INPUT_NORMAL);
