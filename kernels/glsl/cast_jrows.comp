@@ -26,7 +26,7 @@
 
 #define FMT QG_FMT // compiled per fp8 format, as cast.comp
 
-layout(constant_id = 0) const int SC_LS = 8;  // lanes per segment: 1, 2, 4 or 8
+layout(constant_id = 0) const int SC_LS = 8;  // lanes per segment: a power of two, at most the subgroup size
 layout(constant_id = 1) const int SC_KPS = 8; // units per lane kept in registers: 1..8
 layout(constant_id = 2) const int SC_ENC = 2;
 #define K_RULE 0
