@@ -362,7 +362,7 @@ enum { CC_LC, CC_KPL, CC_QT, CC_ENC, CC_PASS, CC_COUNT };
  * group table (VK_SCRATCH_BYTES).
  * Sets the constants: QGMM_VULKAN_CAST_COLS_LC lanes across a workgroup's columns (1, 2, 4,
  * 8 or 16; default 8: 128 bytes of each row), QGMM_VULKAN_CAST_COLS_KPL rows per lane (8 or
- * 16, default 16: chunks of 512 rows, jagged 504); QGMM_VULKAN_CAST_COLS=0 keeps cast.comp
+ * 16; default below: chunks of 512 or 256 rows, jagged 504); QGMM_VULKAN_CAST_COLS=0 keeps cast.comp
  * (tuning aids). Returns the rows of a chunk, 0 to stay. */
 static int64_t cols_plan(const vk_ctx *c, const int64_t *p, int jagged, int32_t *cc)
 {
@@ -377,7 +377,11 @@ static int64_t cols_plan(const vk_ctx *c, const int64_t *p, int jagged, int32_t 
     int lc = env_int("QGMM_VULKAN_CAST_COLS_LC", 8, 1, 16);
     while (lc & (lc - 1)) lc &= lc - 1;
     cc[CC_LC] = lc;
-    cc[CC_KPL] = env_int("QGMM_VULKAN_CAST_COLS_KPL", 16, 8, 16) == 8 ? 8 : 16;
+    /* 16 rows per lane (chunks of 512 rows), 8 for whole-dim segments with q transposed: the
+     * 3D per-(e, c) cast measured 1459-1484 GB/s at 8 against 1295-1366 at 16, colwise and
+     * jagged colwise the other way round (1287-1408 / 1029-1046 at 8) */
+    const int kpl_default = cc[CC_QT] == 1 && !jagged ? 8 : 16;
+    cc[CC_KPL] = env_int("QGMM_VULKAN_CAST_COLS_KPL", kpl_default, 8, 16) == 8 ? 8 : 16;
     cc[CC_ENC] = (int32_t)cast_enc();
     return (256 / lc) * cc[CC_KPL] - (jagged ? 8 : 0); /* cast_cols.comp's CH */
 }
