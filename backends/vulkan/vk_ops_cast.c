@@ -183,21 +183,36 @@ static int spec_wanted(int path)
     return path == 0 || path == 2;
 }
 
-/* Whether sc may get a pipeline of its own: 2 cached already, 1 new while the casts hold
- * fewer than half of the context's specialized-pipeline slots (the rest stay for the GEMM),
- * else 0: the cast runs on the unspecialized pipeline (the same bytes, the shared register
- * budget). The casts' pipes are cast.comp's, cast_rows.comp's, cast_2d.comp's,
- * cast_cols.comp's and cast_jrows.comp's, VKP_CAST_E4M3FN to VKP_CAST_JROWS_E5M2. */
-static int spec_room(const vk_ctx *c, int pipe, const int32_t *sc, int nsc)
+/* Whether sc may get a pipeline of its own when `pending` new ones are already planned for
+ * the same call: 2 cached already, 1 new while the casts hold fewer than half of the
+ * context's specialized-pipeline slots (the rest stay for the GEMM), else 0: the cast runs
+ * on the unspecialized pipeline (the same bytes, the shared register budget). The casts'
+ * pipes are cast.comp's, cast_rows.comp's, cast_2d.comp's, cast_cols.comp's and
+ * cast_jrows.comp's, VKP_CAST_E4M3FN to VKP_CAST_JROWS_E5M2. */
+static int spec_room_after(const vk_ctx *c, int pipe, const int32_t *sc, int nsc, int pending)
 {
-    int mine = 0;
+    int mine = pending;
     for (int i = 0; i < c->nspec_pipes; ++i) {
         const vk_spec_pipe *e = &c->spec_pipes[i];
         if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_JROWS_E5M2) continue;
         if (e->pipe == pipe && e->nspec == nsc && !memcmp(e->spec, sc, sizeof(int32_t) * (size_t)nsc)) return 2;
         ++mine;
     }
-    return mine < VK_MAX_SPEC_PIPES / 2 && c->nspec_pipes < VK_MAX_SPEC_PIPES;
+    return mine < VK_MAX_SPEC_PIPES / 2 && c->nspec_pipes + pending < VK_MAX_SPEC_PIPES;
+}
+static int spec_room(const vk_ctx *c, int pipe, const int32_t *sc, int nsc)
+{
+    return spec_room_after(c, pipe, sc, nsc, 0);
+}
+
+/* With QGMM_VK_PIPELINE_STATS, names the constants of a specialized cast pipeline about to be
+ * created (room 1), so that the driver's statistics line that follows can be told apart. */
+static void report_new_pipe(const vk_ctx *c, int room, int pipe, const int32_t *spec, int nspec)
+{
+    if (room != 1 || !c->pipestats) return;
+    fprintf(stderr, "qgmm vulkan %s pipeline constants (in the shader's order):", g_vk_spirv[pipe].name);
+    for (int i = 0; i < nspec; ++i) fprintf(stderr, " %d", spec[i]);
+    fputc('\n', stderr);
 }
 
 /* An integer tuning aid from the environment (vk_cast_bench), def when unset or outside
@@ -301,11 +316,7 @@ static int low_register(vk_ctx *c, const int64_t *p, int pipe, int nspec,
     const int64_t groups = plan(c, pr, spec);
     const int room = groups > 0 ? spec_room(c, pipe, spec, nspec) : 0;
     if (!room) return 0;
-    if (room == 1 && c->pipestats) { /* names the constants of the statistics line that follows */
-        fprintf(stderr, "qgmm vulkan %s pipeline constants (in the shader's order):", g_vk_spirv[pipe].name);
-        for (int i = 0; i < nspec; ++i) fprintf(stderr, " %d", spec[i]);
-        fputc('\n', stderr);
-    }
+    report_new_pipe(c, room, pipe, spec, nspec);
     *st = vk_dispatch_spec(c, pipe, spec, nspec, pr, QP_MAX, groups);
     return 1;
 }
@@ -382,17 +393,10 @@ static int64_t cols_plan(const vk_ctx *c, const int64_t *p, int jagged, int32_t 
      * jagged colwise the other way round (1287-1408 / 1029-1046 at 8) */
     const int kpl_default = cc[CC_QT] == 1 && !jagged ? 8 : 16;
     cc[CC_KPL] = env_int("QGMM_VULKAN_CAST_COLS_KPL", kpl_default, 8, 16) == 8 ? 8 : 16;
-    cc[CC_ENC] = (int32_t)cast_enc();
-    return (256 / lc) * cc[CC_KPL] - (jagged ? 8 : 0); /* cast_cols.comp's CH */
-}
-
-/* With QGMM_VK_PIPELINE_STATS, names the constants of a cast_cols pipeline about to be
- * created (the driver's statistics line follows). */
-static void room_report(const vk_ctx *c, int pipe, const int32_t *cc)
-{
-    if (c->pipestats && spec_room(c, pipe, cc, CC_COUNT) == 1)
-        fprintf(stderr, "qgmm vulkan cast_cols pipeline: lc %d kpl %d qt %d enc %d pass %d\n", cc[CC_LC], cc[CC_KPL],
-                cc[CC_QT], cc[CC_ENC], cc[CC_PASS]);
+    cc[CC_ENC] = (int32_t)p[CP_ENC];
+    /* a chunk: the rows the lanes hold, 8 fewer for jagged groups (whose chunks start
+     * anywhere: the lanes' 8-row grid starts up to 7 rows before them) */
+    return (256 / lc) * cc[CC_KPL] - (jagged ? 8 : 0);
 }
 
 /* cast_cols.comp's passes (its header): zero the scratch words, amax, scales, quantize, each
@@ -402,16 +406,15 @@ static int cols_run(vk_ctx *c, int64_t *p, int32_t *cc, int64_t chunk, qgmm_stat
 {
     static const int order[3] = {1, 0, 2}; /* amax, scales, quantize */
     const int pipe = VKP_CAST_COLS_E4M3FN + (int)(p[CP_FMT] - QGMM_F8E4M3FN);
-    int fresh = 0;
+    int room[3], fresh = 0;
     for (int i = 0; i < 3; ++i) {
-        cc[CC_PASS] = i;
-        const int room = spec_room(c, pipe, cc, CC_COUNT);
-        if (!room) return 0;
-        fresh += room == 1;
+        cc[CC_PASS] = order[i];
+        room[i] = spec_room_after(c, pipe, cc, CC_COUNT, fresh);
+        if (!room[i]) return 0;
+        fresh += room[i] == 1;
     }
-    if (fresh && c->nspec_pipes + fresh > VK_MAX_SPEC_PIPES) return 0;
-    p[CP_ENC] = cc[CC_ENC];
     p[CP_OTILES] = (p[CP_O] + 8 * cc[CC_LC] - 1) / (8 * cc[CC_LC]);
+    p[CP_CHUNK] = chunk;
     /* chunks per expert: whole R cut into chunks, or each group into its own (a bound) */
     p[CP_NCH] = (p[CP_R] + chunk - 1) / chunk + (p[CP_TABLE] ? p[CP_NSEG] : 0);
     const int64_t words = p[CP_E] * p[CP_NSEG] * p[CP_O];
@@ -421,7 +424,7 @@ static int cols_run(vk_ctx *c, int64_t *p, int32_t *cc, int64_t chunk, qgmm_stat
     *st = passes & 8 ? vk_fill(c, (uint64_t)p[CP_AMAX], 4 * words, 0) : QGMM_OK;
     for (int i = 0; i < 3 && *st == QGMM_OK; ++i) {
         cc[CC_PASS] = order[i];
-        room_report(c, pipe, cc);
+        report_new_pipe(c, room[i], pipe, cc, CC_COUNT);
         const int64_t groups = order[i] == 0 ? (words + 255) / 256 : p[CP_E] * p[CP_NCH] * p[CP_OTILES];
         if (groups > 0 && (passes >> i & 1)) *st = vk_dispatch_spec(c, pipe, cc, CC_COUNT, p, QP_MAX, groups);
     }
@@ -453,8 +456,7 @@ static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
     /* 4 units per lane in registers, later ones re-read: 939 GB/s against 869 for 8 on the
      * H100 (fewer registers, more workgroups resident) */
     jc[JC_KPS] = env_int("QGMM_VULKAN_CAST_JROWS_KPS", 4, 1, 8);
-    jc[JC_ENC] = (int32_t)cast_enc();
-    p[CP_ENC] = jc[JC_ENC];
+    jc[JC_ENC] = (int32_t)p[CP_ENC];
     const int64_t per = 256 / ls;
     return (p[CP_O] * p[CP_NSEG] + per - 1) / per;
 }
@@ -499,6 +501,7 @@ qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
     p[CP_NSEG] = jagged ? offs->shape[0] : 1;
     fmt_consts(q->dtype, p, CP_C_MAX, CP_C_CLAMP, CP_C_EPS, CP_C_INV);
     lanes_auto(p, x, jagged ? 0 : p[CP_R], 0);
+    p[CP_ENC] = cast_enc();
     int32_t cc[CC_COUNT];
     const int64_t chunk = cols_plan(c, p, jagged, cc);
     if (jagged) {

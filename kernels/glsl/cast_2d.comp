@@ -52,9 +52,6 @@ uvec4 word_at(uvec4 w[16], int i)
     return v;
 }
 
-// Column j (0..7) of the lane's unit row i as f32 bits.
-uint col_bits(uvec4 w, int j) { return (j & 1) == 0 ? bf_lo(w[j >> 1]) : bf_hi(w[j >> 1]); }
-
 // A column's RPL q bytes (16-byte aligned: the host checks q).
 void store_column(uint64_t at, uvec4 o)
 {
@@ -119,7 +116,6 @@ void mx_dim1()
         w[i] = i < SC_RPL && valid ? QV16(xb + uint64_t(uint(i) * rowb)).v : uvec4(0u);
         amax_add(ml, mh, w[i]);
     }
-    mh >>= 16;
     // The 8 column amaxes over the block's LPB lanes by reduce-scatter: each round halves the
     // columns a lane keeps and takes the partner's maxima of them, so that lane rq ends with
     // the whole-block amax of columns CPL*rq .. CPL*rq + CPL - 1 (CPL = 8 / LPB). Each lane
@@ -127,7 +123,7 @@ void mx_dim1()
     // 8 multipliers: the per-column scale work is spread over the block's lanes instead of
     // repeated by each (it cost as many integer operations as 2-3 per element).
     uint m[8];
-    [[unroll]] for (int j = 0; j < 8; ++j) m[j] = (j & 1) == 0 ? ml[j >> 1] : mh[j >> 1];
+    amax_columns(ml, mh, m);
     if (LPB == 4) {
         scatter_round(m, 2, 8, (rq & 2) != 0);
         scatter_round(m, 1, 4, (rq & 1) != 0);

@@ -42,13 +42,10 @@ layout(constant_id = 4) const int SC_PASS = 2; // 0 scales, 1 amax, 2 quantize
 #define K_ENC SC_ENC
 
 layout(local_size_x = 256) in;
-shared uint sh_m[2048];
-shared int sh_grp[4]; // jagged: the chunk's group, its first and end rows, the chunk's index in it // 8 column maxima per lane slot: at most 256 slots (one per lane where LC >= the subgroup size)
+shared uint sh_m[2048]; // 8 column maxima per lane slot: at most 256 slots (one per lane where LC >= the subgroup size)
+shared int sh_grp[4];   // jagged: the chunk's group, its first and end rows, the chunk's index in it
 
 #include "cast_quant.glsl"
-
-// Column j (0..7) of a 16-byte unit of 8 bf16 as f32 bits.
-uint col_bits(uvec4 w, int j) { return (j & 1) == 0 ? bf_lo(w[j >> 1]) : bf_hi(w[j >> 1]); }
 
 // Row j of the lane (block j / 8, row j % 8 of it) in the chunk starting at `base`.
 int64_t lane_row(int64_t base, int j, int rl, int lr) { return base + int64_t(((j >> 3) * rl + lr) * 8 + (j & 7)); }
@@ -75,11 +72,7 @@ void quantize_fast_rows(uvec4 w[16], int64_t base, int64_t rs, int64_t re, uint6
                 uvec2 o = uvec2(0u);
                 [[unroll]] for (int i = 0; i < 8; ++i)
                     o[i >> 2] |= q1_fast(col_bits(w[8 * b + i], k), mult[k], SC_ENC) << (8 * (i & 3));
-                const uint64_t at = qb + uint64_t(k) * qcol + uint64_t(r0);
-                if (r0 >= rs && r0 + 8 <= re) QV8(at).v = o;
-                else
-                    for (int i = 0; i < 8; ++i)
-                        if (r0 + i >= rs && r0 + i < re) QU8(at + uint64_t(i)).v = uint8_t(o[i >> 2] >> (8 * (i & 3)));
+                store8_within(qb + uint64_t(k) * qcol + uint64_t(r0), o, rs - r0, re - r0);
             }
         }
     }
@@ -115,11 +108,10 @@ void main()
     const int sgs = int(gl_SubgroupSize), sg = int(gl_SubgroupID);
     const int li = sg * sgs + int(gl_SubgroupInvocationID);
     const int lc = li % SC_LC, lr = li / SC_LC, RL = 256 / SC_LC;
-    // jagged: a chunk is 8 rows less than the lanes hold, so that their grid (from the
-    // chunk's first row rounded down to a multiple of 8) covers it; whole-dim segments start
-    // at row 0, so their chunks start on the grid
+    // at most the RL * KPL rows the lanes hold, 8 fewer for jagged groups, so that the lanes'
+    // grid (from the chunk's first row rounded down to a multiple of 8) covers the chunk
     const uint64_t table = PA(CP_TABLE);
-    const int64_t CH = int64_t(RL * SC_KPL) - (table != 0ul ? 8 : 0);
+    const int64_t CH = P(CP_CHUNK);
     const int64_t lin = wg_linear(), ct_n = P(CP_OTILES), nch = P(CP_NCH);
     const int64_t ct = lin % ct_n, t = (lin / ct_n) % nch, e = lin / (ct_n * nch);
     // the chunk: whole-dim segments are cut into chunks of CH rows; jagged groups each into
@@ -167,9 +159,8 @@ void main()
     if (SC_PASS == 1) {
         uvec4 ml = uvec4(0u), mh = uvec4(0u);
         [[unroll]] for (int j = 0; j < 16; ++j) amax_add(ml, mh, w[j]);
-        mh >>= 16;
         uint m[8];
-        [[unroll]] for (int j = 0; j < 8; ++j) m[j] = (j & 1) == 0 ? ml[j >> 1] : mh[j >> 1];
+        amax_columns(ml, mh, m);
         // lanes of the same columns: equal li % LC within the subgroup, then across subgroups
         for (int bit = SC_LC; bit < sgs; bit <<= 1)
             [[unroll]] for (int j = 0; j < 8; ++j) m[j] = max(m[j], subgroupShuffleXor(m[j], uint(bit)));

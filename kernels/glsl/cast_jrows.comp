@@ -50,14 +50,8 @@ uvec4 clip_unit(uvec4 x, int64_t u, int64_t cb, int64_t ce)
 // in-segment bytes.
 void store_unit(uint64_t qrow, uvec4 x, int64_t u, int64_t cb, int64_t ce, uint mult, bool fast)
 {
-    const uvec2 o = encode_unit(x, mult, fast, SC_ENC);
     const int64_t c = u * 8;
-    if (c >= cb && c + 8 <= ce) {
-        QV8(qrow + uint64_t(c)).v = o;
-        return;
-    }
-    for (int k = 0; k < 8; ++k)
-        if (c + k >= cb && c + k < ce) QU8(qrow + uint64_t(c + k)).v = uint8_t(o[k >> 2] >> (8 * (k & 3)));
+    store8_within(qrow + uint64_t(c), encode_unit(x, mult, fast, SC_ENC), cb - c, ce - c);
 }
 
 void main()

@@ -24,6 +24,29 @@ uint amax_fold(uvec4 ml, uvec4 mh)
     ml = max(ml, mh >> 16);
     return max(max(ml.x, ml.y), max(ml.z, ml.w));
 }
+// The same running maxima per column instead (units whose 8 elements are 8 columns):
+// column j's amax (bf16 magnitude bits) in m[j].
+void amax_columns(uvec4 ml, uvec4 mh, out uint m[8])
+{
+    mh >>= 16;
+    [[unroll]] for (int j = 0; j < 8; ++j) m[j] = (j & 1) == 0 ? ml[j >> 1] : mh[j >> 1];
+}
+
+// Column j (0..7) of a 16-byte unit of 8 bf16 as f32 bits.
+uint col_bits(uvec4 w, int j) { return (j & 1) == 0 ? bf_lo(w[j >> 1]) : bf_hi(w[j >> 1]); }
+
+// Bytes lo .. hi - 1 of the 8 in o (byte i at at + i; bounds outside 0..8 clamp): one
+// 8-byte store when all 8 go (at 8-byte aligned), else byte by byte — the edges of a
+// segment that starts or ends inside a unit.
+void store8_within(uint64_t at, uvec2 o, int64_t lo, int64_t hi)
+{
+    if (lo <= 0 && hi >= 8) {
+        QV8(at).v = o;
+        return;
+    }
+    for (int i = 0; i < 8; ++i)
+        if (i >= lo && i < hi) QU8(at + uint64_t(i)).v = uint8_t(o[i >> 2] >> (8 * (i & 3)));
+}
 
 // What a segment's scale needs from the parameter block, read once (cast_rows.comp, before
 // its loop): read at each segment instead, every read after a store to q is a dependent

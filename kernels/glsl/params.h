@@ -78,6 +78,7 @@
 #define CP_ENC 42      /* fast encoder: 1 quantize_fast per element (default), 0 fp8_mag_fast + word-wise signs */
 #define CP_AMAX 43     /* cast_cols.comp: scratch address of its per-(e, g, column) amax / multiplier words */
 #define CP_NCH 44      /* cast_cols.comp: row chunks per expert (jagged: a bound; surplus workgroups exit) */
+#define CP_CHUNK 45    /* cast_cols.comp: rows of a chunk (vk_ops_cast.c cols_plan) */
 
 /* ---- dequant.comp: elementwise inverse of the casts */
 #define DQ_Q 0
