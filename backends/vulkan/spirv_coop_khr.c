@@ -130,10 +130,9 @@ int main(int argc, char **argv)
     if (!type_of || !ptr_pointee || !is_coop || !coop_comp || !use_mask || !bool_val || !parent || !ptr_class ||
         !coop_rows || !coop_cols)
         die("out of memory", 0);
-    uint32_t uint32_type = 0, bool_type = 0;
+    uint32_t uint32_type = 0, bool_type = 0; /* --tensor */
     size_t *def_pos = calloc(bound, sizeof *def_pos); /* --tensor: where an id is defined */
     if (!def_pos) die("out of memory", 0);
-    size_t uint32_pos = 0;
     for (uint32_t i = 0; i < bound; ++i) parent[i] = i;
     uint32_t int32_type = 0, half_type = 0;
     size_t first_coop_type = 0, int32_pos = 0;
@@ -145,7 +144,7 @@ int main(int argc, char **argv)
         switch (op) {
         case OP_TYPE_INT:
             if (o[1] == 32 && !int32_type) { int32_type = o[0]; int32_pos = p; }
-            if (o[1] == 32 && !o[2] && !uint32_type) { uint32_type = o[0]; uint32_pos = p; }
+            if (o[1] == 32 && !o[2] && !uint32_type) uint32_type = o[0];
             break;
         case OP_TYPE_FLOAT: if (o[1] == 16) half_type = o[0]; break;
         case OP_TYPE_POINTER: ptr_pointee[o[0]] = o[2]; ptr_class[o[0]] = o[1]; break;
@@ -176,8 +175,9 @@ int main(int argc, char **argv)
     }
     if (!any_nv) die("no OpTypeCooperativeMatrixNV: nothing to rewrite", 0);
     if (!int32_type || int32_pos > first_coop_type) die("no 32-bit integer type before the first matrix type", 0);
-    if (tensor && (!uint32_type || uint32_pos > first_coop_type))
-        die("--tensor: no 32-bit unsigned integer type before the first matrix type", 0);
+    /* the tensor types and their constants go before the first function: any place of the
+     * unsigned type among the declarations will do */
+    if (tensor && !uint32_type) die("--tensor: no 32-bit unsigned integer type", 0);
 
     /* ---- pass 2: which use each matrix type has (MulAdd operands) */
     for (size_t p = 5; p < nw; p += w[p] >> 16) {

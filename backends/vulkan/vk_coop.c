@@ -186,7 +186,7 @@ qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *
     if (want && want[0] && strcmp(want, "tiled") && strcmp(want, "coopmat") && strcmp(want, "coopmat-nv"))
         return qgmm_set_error(c->api, QGMM_ERR_INVALID_ARGUMENT,
                               "QGMM_VULKAN_GEMM_PATH=\"%s\": expected tiled, coopmat or coopmat-nv", want);
-    const int force_nv = want && !strcmp(want, "coopmat-nv");
+    const int force_nv = want && !strcmp(want, "coopmat-nv"), force_tiled = want && !strcmp(want, "tiled");
     c->gemm_path = VK_GEMM_TILED;
     c->coop_bf16 = 0;
     c->coop_wg = 0;
@@ -202,7 +202,7 @@ qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *
         /* not asked where the tiled path is forced: that query's property structure is what
          * Debian 12's validation layer (1.3.239) reports as unknown, and the validation runs
          * use the tiled path (docs/backends-vulkan.md, "Conformance") */
-        if (bf16 && !(want && !strcmp(want, "tiled"))) c->coop_wg = wg_ok(c, c->wg_why, sizeof c->wg_why);
+        if (bf16 && !force_tiled) c->coop_wg = wg_ok(c, c->wg_why, sizeof c->wg_why);
         if (c->coop_wg) c->wg_why[0] = 0;
     } else if (nv_ok(c, why_nv, sizeof why_nv)) {
         c->gemm_path = VK_GEMM_COOP_NV;
@@ -214,7 +214,7 @@ qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *
     if (want && (!strcmp(want, "coopmat") || force_nv) && c->gemm_path == VK_GEMM_TILED)
         return qgmm_set_error(c->api, QGMM_ERR_UNSUPPORTED, "QGMM_VULKAN_GEMM_PATH=%s but %s: %s", want,
                               c->props.deviceName, c->coop_why);
-    if (want && !strcmp(want, "tiled") && c->gemm_path != VK_GEMM_TILED) {
+    if (force_tiled && c->gemm_path != VK_GEMM_TILED) {
         c->gemm_path = VK_GEMM_TILED;
         c->coop_bf16 = 0;
         c->coop_wg = 0;
