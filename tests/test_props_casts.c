@@ -539,8 +539,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "FAIL: cannot create a cpu context: %s\n", qgmm_last_error(NULL));
         return 1;
     }
-    /* rowwise: shapes incl. 1x1, ragged, > 128; groups 0 (none), 1, 3, 8 */
-    static const shape2 shapes[] = {{1, 1, 0}, {7, 33, 3}, {64, 130, 8}, {129, 257, 1}, {3, 300, 5}};
+    /* rowwise: shapes incl. 1x1, ragged, > 128; groups 0 (none), 1, 3, 8; odd indices take bf16
+     * x, so (9, 96) and (33, 200) reach the Vulkan backend's jagged-row shaders (bf16 rows of
+     * a multiple of 8 columns), with groups narrower than 8 columns among 30 and 12 */
+    static const shape2 shapes[] = {{1, 1, 0}, {7, 33, 3}, {64, 130, 8}, {129, 257, 1}, {3, 300, 5},
+                                    {9, 96, 30}, {5, 64, 4}, {33, 200, 12}};
     for (unsigned si = 0; si < sizeof shapes / sizeof shapes[0]; ++si)
         for (int rd = 0; rd <= 1; ++rd)
             for (int k = 0; k < 3; ++k)
