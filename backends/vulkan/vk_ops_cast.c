@@ -68,6 +68,9 @@ static int can_vec(const int64_t *p, const qgmm_tensor *x, int64_t seglen)
 }
 
 static int is_bf16(const qgmm_tensor *x) { return x->dtype == QGMM_BF16; } /* the fast paths decode bf16 only */
+/* ... except cast_rows.comp's f32 build: f32 x gets the segment paths' plan (CP_FAST 1 / 4),
+ * which run_cast takes back to 0 (cast.comp's vector path) when that build cannot run it */
+static int rows_dtype(const qgmm_tensor *x) { return x->dtype == QGMM_BF16 || x->dtype == QGMM_F32; }
 
 /* Tuning aids for bench/vulkan/vk_cast_bench.c (unset or anything else: the defaults).
  * QGMM_VULKAN_CAST_LANES: "generic" keeps every cast on the generic two-pass path (the
@@ -92,9 +95,9 @@ static int lanes_mode(void)
 static void fast_segments(int64_t *p, const qgmm_tensor *x, int64_t seglen, int combine)
 {
     const int mode = lanes_mode();
-    if (!mode || !is_bf16(x) || p[CP_VEC] != 8 || seglen <= 0) return;
+    if (!mode || !rows_dtype(x) || p[CP_VEC] != 8 || seglen <= 0) return;
     if (combine) {
-        if (seglen == 128) p[CP_FAST] = 3;
+        if (seglen == 128 && is_bf16(x)) p[CP_FAST] = 3;
         return;
     }
     const int64_t U = seglen / 8, nsegt = p[CP_E] * p[CP_O] * p[CP_NSEG];
@@ -187,14 +190,14 @@ static int spec_wanted(int path)
  * the same call: 2 cached already, 1 new while the casts hold fewer than half of the
  * context's specialized-pipeline slots (the rest stay for the GEMM), else 0: the cast runs
  * on the unspecialized pipeline (the same bytes, the shared register budget). The casts'
- * pipes are cast.comp's, cast_rows.comp's, cast_2d.comp's, cast_cols.comp's and
- * cast_jrows.comp's, VKP_CAST_E4M3FN to VKP_CAST_JROWS_E5M2. */
+ * pipes are cast.comp's, cast_rows.comp's, cast_2d.comp's, cast_cols.comp's,
+ * cast_jrows.comp's and cast_rows.comp's f32 build, VKP_CAST_E4M3FN to VKP_CAST_ROWS_F32_E5M2. */
 static int spec_room_after(const vk_ctx *c, int pipe, const int32_t *sc, int nsc, int pending)
 {
     int mine = pending;
     for (int i = 0; i < c->nspec_pipes; ++i) {
         const vk_spec_pipe *e = &c->spec_pipes[i];
-        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_JROWS_E5M2) continue;
+        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_ROWS_F32_E5M2) continue;
         if (e->pipe == pipe && e->nspec == nsc && !memcmp(e->spec, sc, sizeof(int32_t) * (size_t)nsc)) return 2;
         ++mine;
     }
@@ -248,7 +251,8 @@ static int64_t rows_plan(const vk_ctx *c, int64_t *p, int32_t *rc)
         return 0;
     if (p[CP_SKIND] == 2 && p[CP_EXPBYTES] >= ((int64_t)1 << 31)) return 0; /* cast_quant.glsl scale_offset: 32-bit */
     const int64_t L = p[CP_L] > 0 ? p[CP_L] : p[CP_R], U = L / 8;
-    const int64_t kt = env_int("QGMM_VULKAN_CAST_ROWS_KPS", 8, 1, 8);
+    /* units per lane: 8 (bf16: 32 registers of x), 4 for f32 (the same 32 registers) */
+    const int64_t kt = env_int("QGMM_VULKAN_CAST_ROWS_KPS", p[CP_XDT] == QGMM_F32 ? 4 : 8, 1, 8);
     int64_t ls = 1;
     while (ls < 256 && ls * kt < U) ls <<= 1;
     /* at least 2 lanes (a warp load then covers whole 32-byte sectors), 4 for segments of 16
@@ -333,6 +337,10 @@ static qgmm_status run_cast(vk_ctx *c, int64_t *p)
     p[CP_ENC] = cast_enc();
     const int fi = (int)(p[CP_FMT] - QGMM_F8E4M3FN);
     qgmm_status st;
+    if (p[CP_XDT] == QGMM_F32) {
+        if (low_register(c, p, VKP_CAST_ROWS_F32_E4M3FN + fi, RC_COUNT, rows_plan, &st)) return st;
+        p[CP_FAST] = 0; /* cast.comp's register-resident paths decode bf16 only */
+    }
     if (low_register(c, p, VKP_CAST_ROWS_E4M3FN + fi, RC_COUNT, rows_plan, &st) ||
         low_register(c, p, VKP_CAST_2D_E4M3FN + fi, TC_COUNT, twod_plan, &st))
         return st;

@@ -20,7 +20,7 @@
  * over 16 random groups, the 3D per-(e, c) cast with q transposed per expert (the dgrad
  * weights) and the MXFP8 3D dim1 cast.
  *
- * usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--ops I,J,...] [--verify] [--exhaustive]
+ * usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--ops I,J,...] [--f32] [--verify] [--exhaustive]
  *        (default 32768 x 5120 bf16 = 335 MB, 20 iterations)
  * build: gcc -O2 -Iapi bench/vulkan/vk_cast_bench.c -L<build>/lib -lqgmm -lm -o vk_cast_bench
  */
@@ -49,10 +49,14 @@ static const char *const op_name[OP_COUNT] = {
 
 enum { G_PAD = 16, A_PAD = 32 };
 
+/* --f32: the casts read an f32 x (the same bf16 values, widened); pad and unpad keep bf16 */
+static int g_f32;
+static qgmm_dtype x_dtype(void) { return g_f32 ? QGMM_F32 : QGMM_BF16; }
+
 /* One context's buffers for every op (the same sizes on vulkan and cpu). */
 typedef struct bufs {
     qgmm_context *ctx;
-    qgmm_buffer *x, *q, *s, *offs, *offs_k, *pstart, *poffs, *padded, *unpadded;
+    qgmm_buffer *x, *xb, *q, *s, *offs, *offs_k, *pstart, *poffs, *padded, *unpadded; /* xb: bf16 x of pad */
 } bufs;
 
 typedef struct dims { int64_t M, K, P; size_t sbytes; } dims;
@@ -69,8 +73,19 @@ static void make_bufs(bufs *b, qgmm_context *ctx, const dims *d, const uint16_t 
 {
     const size_t mk = (size_t)(d->M * d->K);
     b->ctx = ctx;
-    b->x = alloc(ctx, 2 * mk);
-    OK(qgmm_buffer_upload(b->x, 0, x, 2 * mk));
+    b->xb = alloc(ctx, 2 * mk);
+    OK(qgmm_buffer_upload(b->xb, 0, x, 2 * mk));
+    b->x = b->xb;
+    if (g_f32) {
+        float *xf = malloc(4 * mk);
+        for (size_t i = 0; i < mk; ++i) {
+            const uint32_t bits = (uint32_t)x[i] << 16; /* bf16 -> f32: exact */
+            memcpy(&xf[i], &bits, 4);
+        }
+        b->x = alloc(ctx, 4 * mk);
+        OK(qgmm_buffer_upload(b->x, 0, xf, 4 * mk));
+        free(xf);
+    }
     b->q = alloc(ctx, mk);
     b->s = alloc(ctx, d->sbytes);
     b->offs = alloc(ctx, 4 * G_PAD);
@@ -85,12 +100,13 @@ static void make_bufs(bufs *b, qgmm_context *ctx, const dims *d, const uint16_t 
 
 static void free_bufs(bufs *b)
 {
-    qgmm_buffer *all[] = {b->x, b->q, b->s, b->offs, b->offs_k, b->pstart, b->poffs, b->padded, b->unpadded};
+    qgmm_buffer *all[] = {b->xb, b->q, b->s, b->offs, b->offs_k, b->pstart, b->poffs, b->padded, b->unpadded};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) qgmm_buffer_free(all[i]);
+    if (b->x != b->xb) qgmm_buffer_free(b->x);
 }
 
-/* Bytes the op moves (read + written). */
-static double op_bytes(int op, const dims *d)
+/* Bytes the op moves (read + written) with a bf16 x. */
+static double op_bytes_bf16(int op, const dims *d)
 {
     const double mk = (double)d->M * (double)d->K;
     switch (op) {
@@ -110,12 +126,19 @@ static double op_bytes(int op, const dims *d)
     }
 }
 
+/* Bytes the op moves: an f32 x adds 2 bytes per element read. */
+static double op_bytes(int op, const dims *d)
+{
+    const double extra = g_f32 && op != OP_PAD && op != OP_UNPAD ? 2.0 * (double)d->M * (double)d->K : 0;
+    return op_bytes_bf16(op, d) + extra;
+}
+
 /* Enqueues op on b's context. */
 static void enqueue(int op, const bufs *b, const dims *d)
 {
     const int64_t M = d->M, K = d->K;
     const int64_t shx[2] = {M, K}, shg[1] = {G_PAD}, shp[2] = {d->P, K};
-    const qgmm_tensor x = qgmm_tensor_make(b->x, 0, QGMM_BF16, 2, shx);
+    const qgmm_tensor x = qgmm_tensor_make(b->x, 0, x_dtype(), 2, shx), xb = qgmm_tensor_make(b->xb, 0, QGMM_BF16, 2, shx);
     const qgmm_tensor q = qgmm_tensor_make(b->q, 0, QGMM_F8E4M3FN, 2, shx);
     qgmm_tensor s;
     switch (op) {
@@ -165,7 +188,7 @@ static void enqueue(int op, const bufs *b, const dims *d)
     case OP_3D_T:
     case OP_MX3D_DIM1: { /* x (E, M/E, K); q (E, M/E, K) with strides (M/E*K, 1, M/E) */
         const int64_t R = M / G_PAD, sh3[3] = {G_PAD, R, K};
-        const qgmm_tensor x3 = qgmm_tensor_make(b->x, 0, QGMM_BF16, 3, sh3);
+        const qgmm_tensor x3 = qgmm_tensor_make(b->x, 0, x_dtype(), 3, sh3);
         qgmm_tensor q3 = qgmm_tensor_make(b->q, 0, QGMM_F8E4M3FN, 3, sh3);
         q3.strides[1] = 1;
         q3.strides[2] = R;
@@ -187,7 +210,7 @@ static void enqueue(int op, const bufs *b, const dims *d)
         const qgmm_tensor ps = qgmm_tensor_make(b->pstart, 0, QGMM_I32, 1, shg);
         const qgmm_tensor po = qgmm_tensor_make(b->poffs, 0, QGMM_I32, 1, shg);
         const qgmm_tensor out = qgmm_tensor_make(b->padded, 0, QGMM_BF16, 2, shp);
-        OK(qgmm_pad_token_groups(b->ctx, A_PAD, &x, &offs, &out, &ps, &po));
+        OK(qgmm_pad_token_groups(b->ctx, A_PAD, &xb, &offs, &out, &ps, &po));
         break;
     }
     case OP_UNPAD: {
@@ -297,6 +320,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--cols") && i + 1 < argc) d.K = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--verify")) do_verify = 1;
+        else if (!strcmp(argv[i], "--f32")) g_f32 = 1;
         else if (!strcmp(argv[i], "--exhaustive")) exhaustive = 1;
         else if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
             want = 0;
@@ -306,11 +330,12 @@ int main(int argc, char **argv)
                 want |= 1ull << k;
             }
         } else {
-            printf("usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--ops I,J,...] [--verify] [--exhaustive]\n"
+            printf("usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--ops I,J,...] [--f32] [--verify] [--exhaustive]\n"
                    "Vulkan casts and token-group padding on a bf16 (M, K) input (default 32768 x 5120,\n"
                    "335 MB): median device ms of N runs (default 20) after warm-up, GB/s of bytes read +\n"
                    "written, plus qgmm_buffer_copy of 1 GiB. --verify: compare every output byte with\n"
-                   "the cpu backend; --exhaustive: x cycles through every bf16 bit pattern.\n"
+                   "the cpu backend; --exhaustive: x cycles through every bf16 bit pattern; --f32: the\n"
+                   "casts read x as f32 (the same values; pad and unpad stay bf16).\n"
                    "--ops: time only these (default all):\n");
             for (int k = 0; k < OP_COUNT; ++k) printf("  %2d  %s\n", k, op_name[k]);
             return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
@@ -354,8 +379,8 @@ int main(int argc, char **argv)
     const char *spec = getenv("QGMM_VULKAN_CAST_SPEC");
     printf("# %s\n# QGMM_VULKAN_CAST_LANES=%s QGMM_VULKAN_CAST_ENC=%s QGMM_VULKAN_CAST_SPEC=%s\n",
            qgmm_context_describe(vk), lanes ? lanes : "(unset)", enc ? enc : "(unset)", spec ? spec : "(unset)");
-    printf("# x bf16 (%lld, %lld) = %.0f MB, %s data; median of %d after 3 warm-ups\n", (long long)d.M,
-           (long long)d.K, 2e-6 * (double)mk, exhaustive ? "every-bf16-pattern" : "random finite non-zero", iters);
+    printf("# x %s (%lld, %lld) = %.0f MB, %s data; median of %d after 3 warm-ups\n", g_f32 ? "f32" : "bf16",
+           (long long)d.M, (long long)d.K, (g_f32 ? 4e-6 : 2e-6) * (double)mk, exhaustive ? "every-bf16-pattern" : "random finite non-zero", iters);
     bufs bv, bc;
     make_bufs(&bv, vk, &d, x, offs, offs_k);
     if (do_verify) {

@@ -1,7 +1,7 @@
 #version 460
 // cast_rows.comp — cast.comp's segment paths (rowwise rows, 1x128 blocks, MX blocks along the
-// contiguous dim) rebuilt for occupancy: a lane holds at most 8 16-byte units of x in
-// registers, so the driver keeps the kernel small and many workgroups stay resident per
+// contiguous dim) rebuilt for occupancy: a lane holds at most 8 units of 8 elements of x in
+// registers (16 bytes of bf16 x each; the QG_XF32 build, for f32 x, 32 bytes), so the driver keeps the kernel small and many workgroups stay resident per
 // multiprocessor; while some of them reduce and encode, the others' loads are in flight.
 // cast.comp's segment path holds up to 16 units per lane and combines lanes through a
 // shared-memory tree, which left two workgroups per multiprocessor and the memory idle while
@@ -34,6 +34,12 @@
 #include "layout.glsl"
 
 #define FMT QG_FMT // compiled per fp8 format, as cast.comp
+// QG_XF32 1: the build for f32 x (a unit's 8 elements are two 16-byte loads, c and c2; the
+// amax is of f32 magnitudes, the encoder takes the elements one by one); 0: bf16 x
+#ifndef QG_XF32
+#define QG_XF32 0
+#endif
+#define XES (QG_XF32 != 0 ? 4 : 2) // bytes per x element
 
 // Specialization constants (all set by the host): lanes per segment (power of two, <= 256),
 // units per lane per segment, segments per lane group, scale rule (0 rowwise/blockwise, 1 MX
@@ -57,13 +63,36 @@ shared uvec4 sh_sg[2][64]; // amax of segments 0..3 of the group
 #include "cast_quant.glsl"
 
 // The amax (bf16 magnitude bits) of the lane's units of segment t of its group.
-uint lane_amax(uvec4 c[MAXU], int t)
+uint lane_amax(uvec4 c[MAXU], uvec4 c2[MAXU], int t)
 {
     uvec4 ml = uvec4(0u), mh = uvec4(0u);
     [[unroll]] for (int k = 0; k < MAXU; ++k) {
-        if (k < SC_SPL * SC_KPS && k / SC_KPS == t) amax_add(ml, mh, c[k]);
+        if (k < SC_SPL * SC_KPS && k / SC_KPS == t) {
+            if (QG_XF32 != 0) {
+                ml = max(ml, c[k] & 0x7FFFFFFFu);
+                mh = max(mh, c2[k] & 0x7FFFFFFFu);
+            } else {
+                amax_add(ml, mh, c[k]);
+            }
+        }
+    }
+    if (QG_XF32 != 0) {
+        ml = max(ml, mh);
+        return max(max(ml.x, ml.y), max(ml.z, ml.w)); // f32 magnitude bits (NaN above inf)
     }
     return amax_fold(ml, mh);
+}
+
+// A unit's 8 bytes: bf16 x through cast_quant.glsl's encode_unit, f32 x element by element.
+uvec2 encode8(uvec4 a, uvec4 b, uint m, bool fast)
+{
+    if (QG_XF32 == 0) return encode_unit(a, m, fast, SC_ENC);
+    uvec2 o = uvec2(0u);
+    [[unroll]] for (int k = 0; k < 4; ++k) {
+        o.x |= (fast ? q1_fast(a[k], m, SC_ENC) : q1(a[k], m, false)) << (8 * k);
+        o.y |= (fast ? q1_fast(b[k], m, SC_ENC) : q1(b[k], m, false)) << (8 * k);
+    }
+    return o;
 }
 
 // Combines the amax over the segment's lanes when they lie in one subgroup (LS <= size).
@@ -78,20 +107,20 @@ uint shuffle_amax(uint a)
 // lane takes the fast encoder, the units are encoded unrolled; otherwise (a segment holds
 // inf or NaN, or its scale is outside the fast encoder's range: rare) a loop encodes them one
 // by one, so that the exact encoder appears once in the code, not once per unit.
-void encode_units(uvec4 c[MAXU], uvec4 m, bvec4 f, bool sv, int lr, int U, uint64_t qb)
+void encode_units(uvec4 c[MAXU], uvec4 c2[MAXU], uvec4 m, bvec4 f, bool sv, int lr, int U, uint64_t qb)
 {
     if (all(f)) {
         [[unroll]] for (int k = 0; k < MAXU; ++k) {
             const int t = k / SC_KPS, u = lr + SC_LS * (k - t * SC_KPS);
             if (k < SC_SPL * SC_KPS && sv && u < U)
-                QV8(qb + uint64_t(t * U + u) * 8ul).v = encode_unit(c[k], m[t], true, SC_ENC);
+                QV8(qb + uint64_t(t * U + u) * 8ul).v = encode8(c[k], c2[k], m[t], true);
         }
     } else {
         for (int k = 0; k < SC_SPL * SC_KPS; ++k) {
             const int t = k / SC_KPS, u = lr + SC_LS * (k - t * SC_KPS);
             const uint mt = t == 0 ? m.x : t == 1 ? m.y : t == 2 ? m.z : m.w;
             const bool ft = t == 0 ? f.x : t == 1 ? f.y : t == 2 ? f.z : f.w;
-            if (sv && u < U) QV8(qb + uint64_t(t * U + u) * 8ul).v = encode_unit(unit_at(c, k), mt, ft, SC_ENC);
+            if (sv && u < U) QV8(qb + uint64_t(t * U + u) * 8ul).v = encode8(unit_at(c, k), unit_at(c2, k), mt, ft);
         }
     }
 }
@@ -118,19 +147,22 @@ void main()
         const int se = PI(CP_E) == 1 ? 0 : row / O;
         const int so = row - se * O;
         const int64_t rs = int64_t(sg) * L;
-        const uint64_t xb = X + uint64_t((se * xe + so * xo + rs) * 2);
+        const uint64_t xb = X + uint64_t((se * xe + so * xo + rs) * XES);
         const uint64_t qb = Q + uint64_t(se * qe + so * qo + rs);
-        uvec4 c[MAXU];
+        uvec4 c[MAXU], c2[MAXU];
         [[unroll]] for (int k = 0; k < MAXU; ++k) {
             const int t = k / SC_KPS, u = lr + SC_LS * (k - t * SC_KPS);
-            c[k] = k < SC_SPL * SC_KPS && sv && u < U ? QV16(xb + uint64_t(t * U + u) * 16ul).v : uvec4(0u);
+            const bool inr = k < SC_SPL * SC_KPS && sv && u < U;
+            const uint64_t at = xb + uint64_t(t * U + u) * uint64_t(8 * XES);
+            c[k] = inr ? QV16(at).v : uvec4(0u);
+            c2[k] = inr && QG_XF32 != 0 ? QV16(at + 16ul).v : uvec4(0u);
         }
         // segments 1..3 are written out: loops over them stayed loops in glslc's unroller,
         // and their amax array went to memory
-        uint a0 = lane_amax(c, 0);
-        uint a1 = SC_SPL > 1 ? lane_amax(c, 1) : 0u;
-        uint a2 = SC_SPL > 2 ? lane_amax(c, 2) : 0u;
-        uint a3 = SC_SPL > 3 ? lane_amax(c, 3) : 0u;
+        uint a0 = lane_amax(c, c2, 0);
+        uint a1 = SC_SPL > 1 ? lane_amax(c, c2, 1) : 0u;
+        uint a2 = SC_SPL > 2 ? lane_amax(c, c2, 2) : 0u;
+        uint a3 = SC_SPL > 3 ? lane_amax(c, c2, 3) : 0u;
         if (SC_LS > 1) {
             if (SC_LS <= sgs) {
                 a0 = shuffle_amax(a0);
@@ -153,7 +185,8 @@ void main()
         // each segment's scale, stored by the group's lane 0; segments past SPL count as fast.
         // The SPL segments' scales are consecutive: f32 at a stride of SG, bytes at SG or, in
         // the blocked layout, adjacent (g % SPL == 0, SPL <= 4: one 4-byte group of a tile row).
-        const uvec4 am = uvec4(amax_bf_to_f32(a0), amax_bf_to_f32(a1), amax_bf_to_f32(a2), amax_bf_to_f32(a3));
+        const uvec4 am = QG_XF32 != 0 ? uvec4(a0, a1, a2, a3)
+                                      : uvec4(amax_bf_to_f32(a0), amax_bf_to_f32(a1), amax_bf_to_f32(a2), amax_bf_to_f32(a3));
         uvec4 m = uvec4(0u), st = uvec4(0u);
         bvec4 f = bvec4(true);
         if (SC_SPL > 1 && SC_LS >= SC_SPL && SC_LS <= sgs) {
@@ -198,6 +231,6 @@ void main()
                 }
             }
         }
-        encode_units(c, m, f, sv, lr, U, qb);
+        encode_units(c, c2, m, f, sv, lr, U, qb);
     }
 }
