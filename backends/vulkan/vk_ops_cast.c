@@ -67,9 +67,9 @@ static int can_vec(const int64_t *p, const qgmm_tensor *x, int64_t seglen)
     return 1;
 }
 
-static int is_bf16(const qgmm_tensor *x) { return x->dtype == QGMM_BF16; } /* the fast paths decode bf16 only */
-/* ... except cast_rows.comp's f32 build: f32 x gets the segment paths' plan (CP_FAST 1 / 4),
- * which run_cast takes back to 0 (cast.comp's vector path) when that build cannot run it */
+/* cast.comp's register-resident paths decode bf16 only, the f32 builds of cast_rows.comp and
+ * cast_2d.comp f32: f32 x gets the fast paths' plans (CP_FAST 1-4), which run_cast takes back
+ * to 0 (cast.comp's vector path) when those builds cannot run them */
 static int rows_dtype(const qgmm_tensor *x) { return x->dtype == QGMM_BF16 || x->dtype == QGMM_F32; }
 
 /* Tuning aids for bench/vulkan/vk_cast_bench.c (unset or anything else: the defaults).
@@ -97,7 +97,7 @@ static void fast_segments(int64_t *p, const qgmm_tensor *x, int64_t seglen, int 
     const int mode = lanes_mode();
     if (!mode || !rows_dtype(x) || p[CP_VEC] != 8 || seglen <= 0) return;
     if (combine) {
-        if (seglen == 128 && is_bf16(x)) p[CP_FAST] = 3;
+        if (seglen == 128) p[CP_FAST] = 3;
         return;
     }
     const int64_t U = seglen / 8, nsegt = p[CP_E] * p[CP_O] * p[CP_NSEG];
@@ -124,7 +124,7 @@ static void lanes_auto(int64_t *p, const qgmm_tensor *x, int64_t seglen, int com
 static void fast_dim1(int64_t *p, const qgmm_tensor *x)
 {
     const int64_t xr = p[CP_XR];
-    if (!lanes_mode() || !is_bf16(x) || p[CP_XO] != 1 || p[CP_O] % 8 || xr % 8 || xr <= 0 || xr > ((int64_t)1 << 26)) return;
+    if (!lanes_mode() || !rows_dtype(x) || p[CP_XO] != 1 || p[CP_O] % 8 || xr % 8 || xr <= 0 || xr > ((int64_t)1 << 26)) return;
     if (p[CP_X] % 16 || p[CP_XE] % 8 || p[CP_QR] != 1 || p[CP_QO] % 16 || p[CP_QE] % 16 || p[CP_Q] % 16) return;
     p[CP_FAST] = 2;
     p[CP_OTILES] = (p[CP_O] + 1023) / 1024;
@@ -191,13 +191,14 @@ static int spec_wanted(int path)
  * context's specialized-pipeline slots (the rest stay for the GEMM), else 0: the cast runs
  * on the unspecialized pipeline (the same bytes, the shared register budget). The casts'
  * pipes are cast.comp's, cast_rows.comp's, cast_2d.comp's, cast_cols.comp's,
- * cast_jrows.comp's and cast_rows.comp's f32 build, VKP_CAST_E4M3FN to VKP_CAST_ROWS_F32_E5M2. */
+ * cast_jrows.comp's and the f32 builds of cast_rows.comp and cast_2d.comp, VKP_CAST_E4M3FN to
+ * VKP_CAST_2D_F32_E5M2. */
 static int spec_room_after(const vk_ctx *c, int pipe, const int32_t *sc, int nsc, int pending)
 {
     int mine = pending;
     for (int i = 0; i < c->nspec_pipes; ++i) {
         const vk_spec_pipe *e = &c->spec_pipes[i];
-        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_ROWS_F32_E5M2) continue;
+        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_2D_F32_E5M2) continue;
         if (e->pipe == pipe && e->nspec == nsc && !memcmp(e->spec, sc, sizeof(int32_t) * (size_t)nsc)) return 2;
         ++mine;
     }
@@ -292,7 +293,8 @@ static int64_t twod_plan(const vk_ctx *c, int64_t *p, int32_t *tc)
         return 0;
     if (p[CP_SKIND] == 2 && p[CP_EXPBYTES] >= ((int64_t)1 << 31)) return 0; /* cast_2d.comp: 32-bit blocked offsets */
     tc[TC_MODE] = p[CP_FAST] == 2 ? 0 : 1;
-    tc[TC_RPL] = env_int("QGMM_VULKAN_CAST_2D_RPL", 8, 8, 16) == 16 ? 16 : 8;
+    /* f32 x: 8 rows (16 would hold 128 registers of x) */
+    tc[TC_RPL] = p[CP_XDT] != QGMM_F32 && env_int("QGMM_VULKAN_CAST_2D_RPL", 8, 8, 16) == 16 ? 16 : 8;
     tc[TC_RULE] = (int32_t)p[CP_RULE];
     tc[TC_ENC] = (int32_t)p[CP_ENC];
     tc[TC_BPW] = 1;
@@ -338,7 +340,9 @@ static qgmm_status run_cast(vk_ctx *c, int64_t *p)
     const int fi = (int)(p[CP_FMT] - QGMM_F8E4M3FN);
     qgmm_status st;
     if (p[CP_XDT] == QGMM_F32) {
-        if (low_register(c, p, VKP_CAST_ROWS_F32_E4M3FN + fi, RC_COUNT, rows_plan, &st)) return st;
+        if (low_register(c, p, VKP_CAST_ROWS_F32_E4M3FN + fi, RC_COUNT, rows_plan, &st) ||
+            low_register(c, p, VKP_CAST_2D_F32_E4M3FN + fi, TC_COUNT, twod_plan, &st))
+            return st;
         p[CP_FAST] = 0; /* cast.comp's register-resident paths decode bf16 only */
     }
     if (low_register(c, p, VKP_CAST_ROWS_E4M3FN + fi, RC_COUNT, rows_plan, &st) ||

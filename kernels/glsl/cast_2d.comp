@@ -16,6 +16,8 @@
 // cast.comp's paths 2 and 3 held the same data in 64-112 registers plus local memory, and
 // 128x128 reduced through an 8-level shared-memory tree. Scales and bytes are cast.comp's
 // (cast_quant.glsl / codec.glsl); the conformance suite checks them against the CPU.
+// The QG_XF32 build takes f32 x: 8 columns (MX dim1) or 8 elements (128x128) are two 16-byte
+// loads (w and w2, c and c2), MX dim1 at 8 rows per lane.
 // The host (vk_ops_cast.c) uses it only where cast_rows.comp may run (subgroup basic,
 // arithmetic and shuffle operations in compute shaders).
 #extension GL_KHR_shader_subgroup_basic : require
@@ -108,13 +110,15 @@ void mx_dim1()
     const int64_t g = gt * SC_BPW + cg / CGW;
     const int64_t c0 = ct * CGW * 8 + 8 * (cg % CGW), rs = g * 32 + rq * SC_RPL;
     const bool valid = c0 < P(CP_O) && g < nseg;
-    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + rs * P(CP_XR) + c0) * 2);
-    const uint rowb = uint(P(CP_XR)) * 2u;
-    uvec4 w[16];
+    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + rs * P(CP_XR) + c0) * XES);
+    const uint rowb = uint(P(CP_XR)) * uint(XES);
+    uvec4 w[16], w2[16];
     uvec4 ml = uvec4(0u), mh = uvec4(0u);
     [[unroll]] for (int i = 0; i < 16; ++i) {
         w[i] = i < SC_RPL && valid ? QV16(xb + uint64_t(uint(i) * rowb)).v : uvec4(0u);
-        amax_add(ml, mh, w[i]);
+        w2[i] = QG_XF32 != 0 && i < SC_RPL && valid ? QV16(xb + uint64_t(uint(i) * rowb) + 16ul).v : uvec4(0u);
+        if (QG_XF32 != 0) amax_add_f32(ml, mh, w[i], w2[i]);
+        else amax_add(ml, mh, w[i]);
     }
     // The 8 column amaxes over the block's LPB lanes by reduce-scatter: each round halves the
     // columns a lane keeps and takes the partner's maxima of them, so that lane rq ends with
@@ -123,7 +127,10 @@ void mx_dim1()
     // 8 multipliers: the per-column scale work is spread over the block's lanes instead of
     // repeated by each (it cost as many integer operations as 2-3 per element).
     uint m[8];
-    amax_columns(ml, mh, m);
+    if (QG_XF32 != 0)
+        [[unroll]] for (int j = 0; j < 8; ++j) m[j] = j < 4 ? ml[j & 3] : mh[j & 3]; // f32 bits already
+    else
+        amax_columns(ml, mh, m);
     if (LPB == 4) {
         scatter_round(m, 2, 8, (rq & 2) != 0);
         scatter_round(m, 1, 4, (rq & 1) != 0);
@@ -145,7 +152,7 @@ void mx_dim1()
     uint fastmask = 0u;
     [[unroll]] for (int i = 0; i < 4; ++i) {
         if (i < CPL) {
-            const uint amax = amax_bf_to_f32(m[i]);
+            const uint amax = QG_XF32 != 0 ? m[i] : amax_bf_to_f32(m[i]);
             const uint b = mx_byte(amax);
             mine[i] = e8m0_reciprocal(b);
             if (valid) QU8(sa + uint64_t((j0 + i) * sst)).v = uint8_t(b);
@@ -167,7 +174,7 @@ void mx_dim1()
     if (!valid) return;
     const uint64_t qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + c0 * P(CP_QO) + rs);
     const uint64_t qo = uint64_t(P(CP_QO));
-    if (fastmask == 0xFFu && FMT != FMT_E4M3FNUZ && SC_ENC == 2) {
+    if (fastmask == 0xFFu && FMT != FMT_E4M3FNUZ && SC_ENC == 2 && QG_XF32 == 0) {
         // magnitude codes, then the signs of 4 rows at once (cast_quant.glsl q4_fast's
         // word-wise signs, here across rows): 2 integer operations per element fewer than
         // a sign per element
@@ -189,7 +196,7 @@ void mx_dim1()
         [[unroll]] for (int j = 0; j < 8; ++j) {
             uvec4 o = uvec4(0u);
             [[unroll]] for (int i = 0; i < 16; ++i)
-                if (i < SC_RPL) o[i >> 2] |= q1_fast(col_bits(w[i], j), mult[j], SC_ENC) << (8 * (i & 3));
+                if (i < SC_RPL) o[i >> 2] |= q1_fast(unit_elem(w[i], w2[i], j), mult[j], SC_ENC) << (8 * (i & 3));
             store_column(qb + uint64_t(j) * qo, o);
         }
     } else {
@@ -202,8 +209,9 @@ void mx_dim1()
             const bool fast = ((fastmask >> j) & 1u) != 0u;
             uvec4 o = uvec4(0u);
             for (int i = 0; i < SC_RPL; ++i) {
-                const uvec4 wi = word_at(w, i);
-                const uint x = (j & 1) == 0 ? bf_lo(wi[j >> 1]) : bf_hi(wi[j >> 1]);
+                const uvec4 wi = word_at(w, i), wi2 = QG_XF32 != 0 ? word_at(w2, i) : uvec4(0u);
+                const uint x = QG_XF32 != 0 ? (j < 4 ? wi[j & 3] : wi2[j & 3])
+                                            : (j & 1) == 0 ? bf_lo(wi[j >> 1]) : bf_hi(wi[j >> 1]);
                 const uint v = fast ? q1_fast(x, mj, SC_ENC) : q1(x, mj, false);
                 o[i >> 2] |= v << (8 * (i & 3));
             }
@@ -220,31 +228,33 @@ void tile128()
     const int64_t ot = lin % notiles, g = (lin / notiles) % nseg, e = lin / (notiles * nseg);
     const int lo = li >> 4, lr = li & 15;
     const int64_t o0 = ot * 128, O = P(CP_O), rs = g * 128 + 8 * lr;
-    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + rs) * 2), qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + rs);
+    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + rs) * XES), qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + rs);
     const int64_t xo = P(CP_XO), qo = P(CP_QO);
-    uvec4 c[8];
+    uvec4 c[8], c2[8];
     uvec4 ml = uvec4(0u), mh = uvec4(0u);
     [[unroll]] for (int k = 0; k < 8; ++k) {
         const int64_t o = o0 + lo + 16 * k;
-        c[k] = o < O ? QV16(xb + uint64_t(o * xo * 2)).v : uvec4(0u);
-        amax_add(ml, mh, c[k]);
+        c[k] = o < O ? QV16(xb + uint64_t(o * xo * XES)).v : uvec4(0u);
+        c2[k] = QG_XF32 != 0 && o < O ? QV16(xb + uint64_t(o * xo * XES) + 16ul).v : uvec4(0u);
+        if (QG_XF32 != 0) amax_add_f32(ml, mh, c[k], c2[k]);
+        else amax_add(ml, mh, c[k]);
     }
-    uint am = subgroupMax(amax_fold(ml, mh));
+    uint am = subgroupMax(QG_XF32 != 0 ? amax_fold_f32(ml, mh) : amax_fold(ml, mh));
     if (subgroupElect()) sh_sg[gl_SubgroupID] = am;
     barrier();
     const int nsg = 256 / sgs;
     for (int k = 0; k < nsg; ++k) am = max(am, sh_sg[k]);
-    const uint amax = amax_bf_to_f32(am);
+    const uint amax = QG_XF32 != 0 ? am : amax_bf_to_f32(am);
     const uint mult = scale_and_store(amax, e, ot, g, li == 0);
     if (quantize_fast_ok(amax, mult)) {
         [[unroll]] for (int k = 0; k < 8; ++k) {
             const int64_t o = o0 + lo + 16 * k;
-            if (o < O) QV8(qb + uint64_t(o * qo)).v = encode_unit(c[k], mult, true, SC_ENC);
+            if (o < O) QV8(qb + uint64_t(o * qo)).v = encode8(c[k], c2[k], mult, true);
         }
     } else {
         for (int k = 0; k < 8; ++k) {
             const int64_t o = o0 + lo + 16 * k;
-            if (o < O) QV8(qb + uint64_t(o * qo)).v = encode_unit(unit_at(c, k), mult, false, SC_ENC);
+            if (o < O) QV8(qb + uint64_t(o * qo)).v = encode8(unit_at(c, k), unit_at(c2, k), mult, false);
         }
     }
 }

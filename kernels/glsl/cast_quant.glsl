@@ -1,7 +1,12 @@
 // cast_quant.glsl — what the cast shaders (cast.comp, cast_rows.comp, cast_2d.comp) share between the amax
 // and the stores: bf16 words as f32 bits, the segment scale and its store, and the fast and
 // exact encoders of 8-element units. The includer defines FMT (fp8 format), K_RULE (0
-// rowwise/blockwise, 1 MX FLOOR, 2 MX RCEIL) and K_ENC (fast encoder) first.
+// rowwise/blockwise, 1 MX FLOOR, 2 MX RCEIL) and K_ENC (fast encoder) first, and QG_XF32 1
+// in its build for f32 x (the f32 helpers at the end).
+#ifndef QG_XF32
+#define QG_XF32 0
+#endif
+#define XES (QG_XF32 != 0 ? 4 : 2) // bytes per x element
 
 // The two bf16 elements of a word as f32 bits (the fast paths take bf16 x only: a dtype
 // branch here would be if-converted into both conversions per element).
@@ -172,4 +177,35 @@ uvec4 unit_at(uvec4 c[8], int k)
     [[unroll]] for (int j = 1; j < 8; ++j)
         if (j == k) v = c[j];
     return v;
+}
+
+// f32 x: a unit of 8 elements is two 16-byte loads, a (elements 0-3) and b (4-7).
+// Running amax of f32 magnitudes (NaN above inf, like integers), kept per word as amax_add
+// does, and its fold (f32 bits, no widening).
+void amax_add_f32(inout uvec4 ml, inout uvec4 mh, uvec4 a, uvec4 b)
+{
+    ml = max(ml, a & 0x7FFFFFFFu);
+    mh = max(mh, b & 0x7FFFFFFFu);
+}
+uint amax_fold_f32(uvec4 ml, uvec4 mh)
+{
+    ml = max(ml, mh);
+    return max(max(ml.x, ml.y), max(ml.z, ml.w));
+}
+// Element j (0..7) of a unit as f32 bits: bf16 (b unused) or f32.
+uint unit_elem(uvec4 a, uvec4 b, int j)
+{
+    if (QG_XF32 == 0) return col_bits(a, j);
+    return j < 4 ? a[j & 3] : b[j & 3];
+}
+// A unit's 8 bytes: bf16 x through encode_unit, f32 x element by element.
+uvec2 encode8(uvec4 a, uvec4 b, uint m, bool fast)
+{
+    if (QG_XF32 == 0) return encode_unit(a, m, fast, K_ENC);
+    uvec2 o = uvec2(0u);
+    [[unroll]] for (int k = 0; k < 4; ++k) {
+        o.x |= (fast ? q1_fast(a[k], m, K_ENC) : q1(a[k], m, false)) << (8 * k);
+        o.y |= (fast ? q1_fast(b[k], m, K_ENC) : q1(b[k], m, false)) << (8 * k);
+    }
+    return o;
 }

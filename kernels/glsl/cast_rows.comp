@@ -1,8 +1,9 @@
 #version 460
 // cast_rows.comp — cast.comp's segment paths (rowwise rows, 1x128 blocks, MX blocks along the
 // contiguous dim) rebuilt for occupancy: a lane holds at most 8 units of 8 elements of x in
-// registers (16 bytes of bf16 x each; the QG_XF32 build, for f32 x, 32 bytes), so the driver keeps the kernel small and many workgroups stay resident per
-// multiprocessor; while some of them reduce and encode, the others' loads are in flight.
+// registers (16 bytes of bf16 x each; the QG_XF32 build, for f32 x, 32 bytes), so the
+// driver keeps the kernel small and many workgroups stay resident per multiprocessor; while
+// some of them reduce and encode, the others' loads are in flight.
 // cast.comp's segment path holds up to 16 units per lane and combines lanes through a
 // shared-memory tree, which left two workgroups per multiprocessor and the memory idle while
 // they encoded (docs/backends-vulkan.md, "Casts and padding").
@@ -34,12 +35,8 @@
 #include "layout.glsl"
 
 #define FMT QG_FMT // compiled per fp8 format, as cast.comp
-// QG_XF32 1: the build for f32 x (a unit's 8 elements are two 16-byte loads, c and c2; the
-// amax is of f32 magnitudes, the encoder takes the elements one by one); 0: bf16 x
-#ifndef QG_XF32
-#define QG_XF32 0
-#endif
-#define XES (QG_XF32 != 0 ? 4 : 2) // bytes per x element
+// QG_XF32 (cast_quant.glsl): 1 in the build for f32 x, whose unit of 8 elements is two
+// 16-byte loads (c and c2)
 
 // Specialization constants (all set by the host): lanes per segment (power of two, <= 256),
 // units per lane per segment, segments per lane group, scale rule (0 rowwise/blockwise, 1 MX
@@ -68,32 +65,13 @@ uint lane_amax(uvec4 c[MAXU], uvec4 c2[MAXU], int t)
     uvec4 ml = uvec4(0u), mh = uvec4(0u);
     [[unroll]] for (int k = 0; k < MAXU; ++k) {
         if (k < SC_SPL * SC_KPS && k / SC_KPS == t) {
-            if (QG_XF32 != 0) {
-                ml = max(ml, c[k] & 0x7FFFFFFFu);
-                mh = max(mh, c2[k] & 0x7FFFFFFFu);
-            } else {
-                amax_add(ml, mh, c[k]);
-            }
+            if (QG_XF32 != 0) amax_add_f32(ml, mh, c[k], c2[k]);
+            else amax_add(ml, mh, c[k]);
         }
     }
-    if (QG_XF32 != 0) {
-        ml = max(ml, mh);
-        return max(max(ml.x, ml.y), max(ml.z, ml.w)); // f32 magnitude bits (NaN above inf)
-    }
-    return amax_fold(ml, mh);
+    return QG_XF32 != 0 ? amax_fold_f32(ml, mh) : amax_fold(ml, mh);
 }
 
-// A unit's 8 bytes: bf16 x through cast_quant.glsl's encode_unit, f32 x element by element.
-uvec2 encode8(uvec4 a, uvec4 b, uint m, bool fast)
-{
-    if (QG_XF32 == 0) return encode_unit(a, m, fast, SC_ENC);
-    uvec2 o = uvec2(0u);
-    [[unroll]] for (int k = 0; k < 4; ++k) {
-        o.x |= (fast ? q1_fast(a[k], m, SC_ENC) : q1(a[k], m, false)) << (8 * k);
-        o.y |= (fast ? q1_fast(b[k], m, SC_ENC) : q1(b[k], m, false)) << (8 * k);
-    }
-    return o;
-}
 
 // Combines the amax over the segment's lanes when they lie in one subgroup (LS <= size).
 uint shuffle_amax(uint a)

@@ -507,6 +507,11 @@ static void build_conformance(qc_list *l)
                       QGMM_F8E4M3FN, QGMM_INPUT_EDGE));
     push(l, blockwise(2, 64, 256, QGMM_BLOCK_1X128, QGMM_BLOCKWISE_ROW_MAJOR, QGMM_BF16,
                       QGMM_F8E4M3FN, QGMM_INPUT_WIDE));
+    /* 128x128 tiles of f32 x (the Vulkan backend's cast_2d.comp f32 build), a ragged tile row */
+    push(l, blockwise(0, 200, 256, QGMM_BLOCK_128X128, QGMM_BLOCKWISE_ROW_MAJOR, QGMM_F32, QGMM_F8E5M2,
+                      QGMM_INPUT_EDGE));
+    push(l, blockwise(2, 130, 256, QGMM_BLOCK_128X128, QGMM_BLOCKWISE_DEEPGEMM, QGMM_F32, QGMM_F8E4M3FN,
+                      QGMM_INPUT_NORMAL));
 
     /* dequantize: every format, f32 and bf16 out */
     for (int o = 0; o < 2; ++o) {
