@@ -540,10 +540,11 @@ int main(int argc, char **argv)
         return 1;
     }
     /* rowwise: shapes incl. 1x1, ragged, > 128; groups 0 (none), 1, 3, 8; odd indices take bf16
-     * x, so (9, 96) and (33, 200) reach the Vulkan backend's jagged-row shaders (bf16 rows of
-     * a multiple of 8 columns), with groups narrower than 8 columns among 30 and 12 */
+     * x. (9, 96), (5, 64), (33, 200) and (16, 96) reach the Vulkan backend's jagged-row and
+     * column shaders (rows of a multiple of 8 columns; bf16, f32, bf16, f32), with groups
+     * narrower than 8 columns among 30 and 12 */
     static const shape2 shapes[] = {{1, 1, 0}, {7, 33, 3}, {64, 130, 8}, {129, 257, 1}, {3, 300, 5},
-                                    {9, 96, 30}, {5, 64, 4}, {33, 200, 12}};
+                                    {9, 96, 30}, {5, 64, 4}, {33, 200, 12}, {16, 96, 30}};
     for (unsigned si = 0; si < sizeof shapes / sizeof shapes[0]; ++si)
         for (int rd = 0; rd <= 1; ++rd)
             for (int k = 0; k < 3; ++k)

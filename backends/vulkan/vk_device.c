@@ -349,8 +349,8 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
              VK_API_VERSION_MAJOR(c->props.apiVersion), VK_API_VERSION_MINOR(c->props.apiVersion),
              c->subgroup_size, c->props.limits.maxComputeSharedMemorySize / 1024, c->ts_ok ? "yes" : "no",
              c->has_f64 ? "present" : "absent",
-             c->cast_rows_ok ? "on few lanes each (cast_rows, subgroup reductions; bf16 and f32 x), strided reduce dims in "
-                               "passes (cast_cols), jagged rows per segment (cast_jrows)"
+             c->cast_rows_ok ? "on few lanes each (cast_rows, subgroup reductions), strided reduce dims in passes "
+                               "(cast_cols), jagged rows per segment (cast_jrows), each for bf16 and f32 x"
                              : "on cast.comp (no compute subgroup arithmetic and shuffle)",
              gemm);
     *out = c;

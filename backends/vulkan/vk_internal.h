@@ -76,6 +76,12 @@ enum vk_pipe {
     VKP_CAST_2D_F32_E4M3FN, /* cast_2d.comp for f32 x (QG_XF32), per fp8 format */
     VKP_CAST_2D_F32_E4M3FNUZ,
     VKP_CAST_2D_F32_E5M2,
+    VKP_CAST_COLS_F32_E4M3FN, /* cast_cols.comp for f32 x (QG_XF32), per fp8 format */
+    VKP_CAST_COLS_F32_E4M3FNUZ,
+    VKP_CAST_COLS_F32_E5M2,
+    VKP_CAST_JROWS_F32_E4M3FN, /* cast_jrows.comp for f32 x (QG_XF32), per fp8 format */
+    VKP_CAST_JROWS_F32_E4M3FNUZ,
+    VKP_CAST_JROWS_F32_E5M2,
     VKP_DEQUANT,
     VKP_BLOCKED,
     VKP_PAD,

@@ -191,14 +191,14 @@ static int spec_wanted(int path)
  * context's specialized-pipeline slots (the rest stay for the GEMM), else 0: the cast runs
  * on the unspecialized pipeline (the same bytes, the shared register budget). The casts'
  * pipes are cast.comp's, cast_rows.comp's, cast_2d.comp's, cast_cols.comp's,
- * cast_jrows.comp's and the f32 builds of cast_rows.comp and cast_2d.comp, VKP_CAST_E4M3FN to
- * VKP_CAST_2D_F32_E5M2. */
+ * cast_jrows.comp's and the f32 builds of all but cast.comp, VKP_CAST_E4M3FN to
+ * VKP_CAST_JROWS_F32_E5M2. */
 static int spec_room_after(const vk_ctx *c, int pipe, const int32_t *sc, int nsc, int pending)
 {
     int mine = pending;
     for (int i = 0; i < c->nspec_pipes; ++i) {
         const vk_spec_pipe *e = &c->spec_pipes[i];
-        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_2D_F32_E5M2) continue;
+        if (e->pipe < VKP_CAST_E4M3FN || e->pipe > VKP_CAST_JROWS_F32_E5M2) continue;
         if (e->pipe == pipe && e->nspec == nsc && !memcmp(e->spec, sc, sizeof(int32_t) * (size_t)nsc)) return 2;
         ++mine;
     }
@@ -379,8 +379,8 @@ enum { CC_LC, CC_KPL, CC_QT, CC_ENC, CC_PASS, CC_COUNT };
 
 /* Whether an FP8 rowwise cast whose reduce dim is strided and whose other dim is contiguous
  * (colwise, per (e, c), jagged colwise: cast.comp's generic path otherwise) runs on
- * cast_cols.comp: subgroup operations, bf16 x with 16-byte aligned rows and a column count
- * that is a multiple of 8, q with 8-byte aligned rows (QO == 1) or transposed (QR == 1,
+ * cast_cols.comp: subgroup operations, bf16 or f32 x (its QG_XF32 build, 8 rows per lane)
+ * with 16-byte aligned rows and a column count that is a multiple of 8, q with 8-byte aligned rows (QO == 1) or transposed (QR == 1,
  * 8-byte aligned columns), and one scratch word per (expert, group, column) beside the
  * group table (VK_SCRATCH_BYTES).
  * Sets the constants: QGMM_VULKAN_CAST_COLS_LC lanes across a workgroup's columns (1, 2, 4,
@@ -390,8 +390,9 @@ enum { CC_LC, CC_KPL, CC_QT, CC_ENC, CC_PASS, CC_COUNT };
 static int64_t cols_plan(const vk_ctx *c, const int64_t *p, int jagged, int32_t *cc)
 {
     if (!c->cast_rows_ok || !env_int("QGMM_VULKAN_CAST_COLS", 1, 0, 1)) return 0;
-    if (p[CP_XDT] != QGMM_BF16 || p[CP_XO] != 1 || p[CP_XR] == 1 || p[CP_O] % 8 || p[CP_X] % 16 ||
-        (p[CP_XR] * 2) % 16 || (p[CP_XE] * 2) % 16 || p[CP_Q] % 8 || p[CP_QE] % 8)
+    const int64_t es = p[CP_XDT] == QGMM_F32 ? 4 : 2;
+    if ((p[CP_XDT] != QGMM_BF16 && p[CP_XDT] != QGMM_F32) || p[CP_XO] != 1 || p[CP_XR] == 1 || p[CP_O] % 8 ||
+        p[CP_X] % 16 || (p[CP_XR] * es) % 16 || (p[CP_XE] * es) % 16 || p[CP_Q] % 8 || p[CP_QE] % 8)
         return 0;
     if (cols_words_at(p) + 4 * p[CP_E] * p[CP_NSEG] * p[CP_O] > (int64_t)VK_SCRATCH_BYTES) return 0;
     if (p[CP_QO] == 1 && p[CP_QR] % 8 == 0) cc[CC_QT] = 0;
@@ -402,9 +403,10 @@ static int64_t cols_plan(const vk_ctx *c, const int64_t *p, int jagged, int32_t 
     cc[CC_LC] = lc;
     /* 16 rows per lane (chunks of 512 rows), 8 for whole-dim segments with q transposed: the
      * 3D per-(e, c) cast measured 1459-1484 GB/s at 8 against 1295-1366 at 16, colwise and
-     * jagged colwise the other way round (1287-1408 / 1029-1046 at 8) */
+     * jagged colwise the other way round (1287-1408 / 1029-1046 at 8); f32 x: 8 (16 rows of
+     * two loads each would hold 128 registers of x) */
     const int kpl_default = cc[CC_QT] == 1 && !jagged ? 8 : 16;
-    cc[CC_KPL] = env_int("QGMM_VULKAN_CAST_COLS_KPL", kpl_default, 8, 16) == 8 ? 8 : 16;
+    cc[CC_KPL] = env_int("QGMM_VULKAN_CAST_COLS_KPL", kpl_default, 8, 16) == 8 || es == 4 ? 8 : 16;
     cc[CC_ENC] = (int32_t)p[CP_ENC];
     /* a chunk: the rows the lanes hold, 8 fewer for jagged groups (whose chunks start
      * anywhere: the lanes' 8-row grid starts up to 7 rows before them) */
@@ -417,7 +419,8 @@ static int64_t cols_plan(const vk_ctx *c, const int64_t *p, int jagged, int32_t 
 static int cols_run(vk_ctx *c, int64_t *p, int32_t *cc, int64_t chunk, qgmm_status *st)
 {
     static const int order[3] = {1, 0, 2}; /* amax, scales, quantize */
-    const int pipe = VKP_CAST_COLS_E4M3FN + (int)(p[CP_FMT] - QGMM_F8E4M3FN);
+    const int pipe = (p[CP_XDT] == QGMM_F32 ? VKP_CAST_COLS_F32_E4M3FN : VKP_CAST_COLS_E4M3FN) +
+                     (int)(p[CP_FMT] - QGMM_F8E4M3FN);
     int room[3], fresh = 0;
     for (int i = 0; i < 3; ++i) {
         cc[CC_PASS] = order[i];
@@ -447,8 +450,8 @@ static int cols_run(vk_ctx *c, int64_t *p, int32_t *cc, int64_t chunk, qgmm_stat
 enum { JC_LS, JC_KPS, JC_ENC, JC_COUNT };
 
 /* The jagged rowwise cast along the contiguous dim (offs over the columns) on
- * cast_jrows.comp: subgroup shuffles, bf16 x with 16-byte aligned rows whose length is a
- * multiple of 8, q rows contiguous and 8-byte aligned. Lanes per segment: the fewest (power
+ * cast_jrows.comp: subgroup shuffles, bf16 or f32 x (its QG_XF32 build) with 16-byte aligned
+ * rows whose length is a multiple of 8, q rows contiguous and 8-byte aligned. Lanes per segment: the fewest (power
  * of two, at most 8) whose 8 units each hold one and a half times the mean group width.
  * Tuning aids: QGMM_VULKAN_CAST_JROWS_LS (a power of two up to the subgroup size; 16 and 32
  * measured slower), QGMM_VULKAN_CAST_JROWS_KPS (units per lane in registers, 1-8),
@@ -456,8 +459,9 @@ enum { JC_LS, JC_KPS, JC_ENC, JC_COUNT };
 static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
 {
     if (!c->cast_rows_ok || !env_int("QGMM_VULKAN_CAST_JROWS", 1, 0, 1) || !p[CP_TABLE] || p[CP_E] != 1) return 0;
-    if (p[CP_XDT] != QGMM_BF16 || p[CP_XR] != 1 || p[CP_QR] != 1 || p[CP_R] % 8 || p[CP_X] % 16 ||
-        (p[CP_XO] * 2) % 16 || p[CP_Q] % 8 || p[CP_QO] % 8)
+    const int64_t es = p[CP_XDT] == QGMM_F32 ? 4 : 2;
+    if ((p[CP_XDT] != QGMM_BF16 && p[CP_XDT] != QGMM_F32) || p[CP_XR] != 1 || p[CP_QR] != 1 || p[CP_R] % 8 ||
+        p[CP_X] % 16 || (p[CP_XO] * es) % 16 || p[CP_Q] % 8 || p[CP_QO] % 8)
         return 0;
     const int64_t units = (3 * p[CP_R] / (2 * p[CP_NSEG]) + 7) / 8; /* 1.5 x the mean group, in units */
     int ls = 1;
@@ -525,7 +529,8 @@ qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
     }
     qgmm_status st;
     if (chunk > 0 && cols_run(c, p, cc, chunk, &st)) return st;
-    if (jagged && low_register(c, p, VKP_CAST_JROWS_E4M3FN + (int)(p[CP_FMT] - QGMM_F8E4M3FN), JC_COUNT, jrows_plan, &st))
+    const int jrows = p[CP_XDT] == QGMM_F32 ? VKP_CAST_JROWS_F32_E4M3FN : VKP_CAST_JROWS_E4M3FN;
+    if (jagged && low_register(c, p, jrows + (int)(p[CP_FMT] - QGMM_F8E4M3FN), JC_COUNT, jrows_plan, &st))
         return st;
     return run_cast(c, p);
 }

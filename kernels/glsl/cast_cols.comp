@@ -22,7 +22,8 @@
 // segment masked), so that transposed q (SC_QT 1, QR == 1) leaves as one 8-byte store per
 // column and block; SC_QT 0 (rows of q contiguous) stores 8 bytes per row.
 // cast.comp's generic path ran these at 73-198 GB/s on the H100 (one lane per column).
-// The host (vk_ops_cast.c cols_plan / cols_run) says when this runs.
+// The QG_XF32 build takes f32 x: a lane's 8 columns of a row are two 16-byte loads (w, w2),
+// at most 8 rows per lane. The host (vk_ops_cast.c cols_plan / cols_run) says when this runs.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
@@ -51,7 +52,7 @@ shared int sh_grp[4];   // jagged: the chunk's group, its first and end rows, th
 int64_t lane_row(int64_t base, int j, int rl, int lr) { return base + int64_t(((j >> 3) * rl + lr) * 8 + (j & 7)); }
 
 // The lane's rows of the chunk, fast encoder (every column's scale in range, no inf/NaN).
-void quantize_fast_rows(uvec4 w[16], int64_t base, int64_t rs, int64_t re, uint64_t qb, uint64_t qrow,
+void quantize_fast_rows(uvec4 w[16], uvec4 w2[16], int64_t base, int64_t rs, int64_t re, uint64_t qb, uint64_t qrow,
                         uint64_t qcol, uint mult[8], int rl, int lr)
 {
     if (SC_QT == 0) {
@@ -59,7 +60,7 @@ void quantize_fast_rows(uvec4 w[16], int64_t base, int64_t rs, int64_t re, uint6
             const int64_t r = lane_row(base, j, rl, lr);
             if (j < SC_KPL && r >= rs && r < re) {
                 uvec2 o = uvec2(0u);
-                [[unroll]] for (int k = 0; k < 8; ++k) o[k >> 2] |= q1_fast(col_bits(w[j], k), mult[k], SC_ENC) << (8 * (k & 3));
+                [[unroll]] for (int k = 0; k < 8; ++k) o[k >> 2] |= q1_fast(unit_elem(w[j], w2[j], k), mult[k], SC_ENC) << (8 * (k & 3));
                 QV8(qb + uint64_t(r) * qrow).v = o;
             }
         }
@@ -71,7 +72,7 @@ void quantize_fast_rows(uvec4 w[16], int64_t base, int64_t rs, int64_t re, uint6
             [[unroll]] for (int k = 0; k < 8; ++k) {
                 uvec2 o = uvec2(0u);
                 [[unroll]] for (int i = 0; i < 8; ++i)
-                    o[i >> 2] |= q1_fast(col_bits(w[8 * b + i], k), mult[k], SC_ENC) << (8 * (i & 3));
+                    o[i >> 2] |= q1_fast(unit_elem(w[8 * b + i], w2[8 * b + i], k), mult[k], SC_ENC) << (8 * (i & 3));
                 store8_within(qb + uint64_t(k) * qcol + uint64_t(r0), o, rs - r0, re - r0);
             }
         }
@@ -146,21 +147,28 @@ void main()
     const int64_t base = cs & ~7l;                         // the lanes' 8-row grid starts here
     const int64_t c0 = (ct * SC_LC + lc) * 8;
     const bool valid = c0 < P(CP_O);
-    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + c0) * 2), xrow = uint64_t(P(CP_XR) * 2);
+    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + c0) * XES), xrow = uint64_t(P(CP_XR) * XES);
     const int64_t cv = valid ? ce : cs;
 
     // every load issued before the first is used (a load under a branch waited for each)
-    uvec4 w[16];
+    uvec4 w[16], w2[16];
     [[unroll]] for (int j = 0; j < 16; ++j) {
         const int64_t r = lane_row(base, j, RL, lr);
-        w[j] = j < SC_KPL && r >= cs && r < cv ? QV16(xb + uint64_t(r) * xrow).v : uvec4(0u);
+        const bool inr = j < SC_KPL && r >= cs && r < cv;
+        w[j] = inr ? QV16(xb + uint64_t(r) * xrow).v : uvec4(0u);
+        w2[j] = QG_XF32 != 0 && inr ? QV16(xb + uint64_t(r) * xrow + 16ul).v : uvec4(0u);
     }
 
     if (SC_PASS == 1) {
         uvec4 ml = uvec4(0u), mh = uvec4(0u);
-        [[unroll]] for (int j = 0; j < 16; ++j) amax_add(ml, mh, w[j]);
         uint m[8];
-        amax_columns(ml, mh, m);
+        if (QG_XF32 != 0) {
+            [[unroll]] for (int j = 0; j < 16; ++j) amax_add_f32(ml, mh, w[j], w2[j]);
+            [[unroll]] for (int j = 0; j < 8; ++j) m[j] = j < 4 ? ml[j & 3] : mh[j & 3]; // f32 bits already
+        } else {
+            [[unroll]] for (int j = 0; j < 16; ++j) amax_add(ml, mh, w[j]);
+            amax_columns(ml, mh, m);
+        }
         // lanes of the same columns: equal li % LC within the subgroup, then across subgroups
         for (int bit = SC_LC; bit < sgs; bit <<= 1)
             [[unroll]] for (int j = 0; j < 8; ++j) m[j] = max(m[j], subgroupShuffleXor(m[j], uint(bit)));
@@ -174,7 +182,7 @@ void main()
         const int nsg = 256 / sgs, step = SC_LC > sgs ? SC_LC / sgs : 1;
         for (int s = SC_LC > sgs ? lc / sgs : 0; s < nsg; s += step)
             [[unroll]] for (int j = 0; j < 8; ++j) m[j] = max(m[j], sh_m[(s * per + lc % per) * 8 + j]);
-        [[unroll]] for (int j = 0; j < 8; ++j) atomicMax(QU32(word(e, c0 + j, g)).v, amax_bf_to_f32(m[j]));
+        [[unroll]] for (int j = 0; j < 8; ++j) atomicMax(QU32(word(e, c0 + j, g)).v, QG_XF32 != 0 ? m[j] : amax_bf_to_f32(m[j]));
         return;
     }
 
@@ -189,7 +197,7 @@ void main()
     const uint64_t qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + c0 * P(CP_QO));
     const uint64_t qrow = uint64_t(P(CP_QR)), qcol = uint64_t(P(CP_QO));
     if (fastmask == 0xFFu) {
-        quantize_fast_rows(w, base, cs, ce, qb, qrow, qcol, mult, RL, lr);
+        quantize_fast_rows(w, w2, base, cs, ce, qb, qrow, qcol, mult, RL, lr);
         return;
     }
     // a column holds inf or NaN, or its scale is outside the fast encoder's range (rare):
@@ -197,12 +205,12 @@ void main()
     for (int j = 0; j < SC_KPL; ++j) {
         const int64_t r = lane_row(base, j, RL, lr);
         if (r < cs || r >= ce) continue;
-        const uvec4 x = QV16(xb + uint64_t(r) * xrow).v;
+        const uvec4 x = QV16(xb + uint64_t(r) * xrow).v, x2 = QG_XF32 != 0 ? QV16(xb + uint64_t(r) * xrow + 16ul).v : uvec4(0u);
         for (int k = 0; k < 8; ++k) {
             uint mk = mult[0];
             [[unroll]] for (int u = 1; u < 8; ++u)
                 if (u == k) mk = mult[u];
-            const uint v = q1(col_bits(x, k), mk, ((fastmask >> k) & 1u) != 0u);
+            const uint v = q1(unit_elem(x, x2, k), mk, ((fastmask >> k) & 1u) != 0u);
             QU8(qb + uint64_t(k) * qcol + uint64_t(r) * qrow).v = uint8_t(v);
         }
     }

@@ -15,6 +15,7 @@
 // Segments are (row, group) pairs in row-major order, 256 / LS per workgroup, so a warp's
 // loads cover neighbouring segments of one row. cast.comp's generic path ran this cast at
 // 100 GB/s on the H100 (a workgroup per segment, one element per lane and step).
+// The QG_XF32 build takes f32 x: a unit of 8 columns is two 16-byte loads (w, w2).
 // The host (vk_ops_cast.c jrows_plan) uses it where the subgroups have shuffles.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
@@ -36,22 +37,35 @@ layout(local_size_x = 256) in;
 
 #include "cast_quant.glsl"
 
-// Unit u (8 columns from 8u) with the elements outside [cb, ce) zeroed.
-uvec4 clip_unit(uvec4 x, int64_t u, int64_t cb, int64_t ce)
+// Unit u (8 columns from 8u; f32 x: x and x2) with the elements outside [cb, ce) zeroed.
+void clip_unit(inout uvec4 x, inout uvec4 x2, int64_t u, int64_t cb, int64_t ce)
 {
     const int64_t c = u * 8;
-    if (c >= cb && c + 8 <= ce) return x;
-    [[unroll]] for (int k = 0; k < 8; ++k)
-        if (c + k < cb || c + k >= ce) x[k >> 1] &= (k & 1) == 0 ? 0xFFFF0000u : 0x0000FFFFu;
-    return x;
+    if (c >= cb && c + 8 <= ce) return;
+    [[unroll]] for (int k = 0; k < 8; ++k) {
+        if (c + k < cb || c + k >= ce) {
+            if (QG_XF32 == 0) x[k >> 1] &= (k & 1) == 0 ? 0xFFFF0000u : 0x0000FFFFu;
+            else if (k < 4) x[k & 3] = 0u;
+            else x2[k & 3] = 0u;
+        }
+    }
 }
 
-// Quantizes unit u (fast: cast_quant.glsl's fast encoder may take it) and stores its
-// in-segment bytes.
-void store_unit(uint64_t qrow, uvec4 x, int64_t u, int64_t cb, int64_t ce, uint mult, bool fast)
+// Unit u of the row at xr: its amax within [cb, ce) added; its bytes within [cb, ce) stored
+// (fast: cast_quant.glsl's fast encoder may take it; the bytes of elements outside are
+// computed and dropped).
+uvec4 unit_lo(uint64_t xr, int64_t u) { return QV16(xr + uint64_t(u) * uint64_t(8 * XES)).v; }
+uvec4 unit_hi(uint64_t xr, int64_t u) { return QG_XF32 != 0 ? QV16(xr + uint64_t(u) * uint64_t(8 * XES) + 16ul).v : uvec4(0u); }
+void add_unit(inout uvec4 ml, inout uvec4 mh, uvec4 x, uvec4 x2, int64_t u, int64_t cb, int64_t ce)
+{
+    clip_unit(x, x2, u, cb, ce);
+    if (QG_XF32 != 0) amax_add_f32(ml, mh, x, x2);
+    else amax_add(ml, mh, x);
+}
+void store_unit(uint64_t qrow, uvec4 x, uvec4 x2, int64_t u, int64_t cb, int64_t ce, uint mult, bool fast)
 {
     const int64_t c = u * 8;
-    store8_within(qrow + uint64_t(c), encode_unit(x, mult, fast, SC_ENC), cb - c, ce - c);
+    store8_within(qrow + uint64_t(c), encode8(x, x2, mult, fast), cb - c, ce - c);
 }
 
 void main()
@@ -68,40 +82,37 @@ void main()
     const int64_t cb = live ? ld_i32(table, TAB_HEADER + g * TAB_STRIDE) : 0;
     const int64_t ce = live ? ld_i32(table, TAB_HEADER + g * TAB_STRIDE + 1) : 0;
     const int64_t u0 = cb >> 3, un = (ce + 7) >> 3; // the unit grid over [cb, ce)
-    const uint64_t xr = PA(CP_X) + uint64_t(row * P(CP_XO) * 2);
+    const uint64_t xr = PA(CP_X) + uint64_t(row * P(CP_XO) * XES);
     const uint64_t qr = PA(CP_Q) + uint64_t(row * P(CP_QO));
 
-    uvec4 w[8];
+    uvec4 w[8], w2[8];
     uvec4 ml = uvec4(0u), mh = uvec4(0u);
     [[unroll]] for (int j = 0; j < 8; ++j) {
         const int64_t u = u0 + lr + int64_t(j * SC_LS);
-        w[j] = j < SC_KPS && u < un ? QV16(xr + uint64_t(u) * 16ul).v : uvec4(0u);
+        const bool inr = j < SC_KPS && u < un;
+        w[j] = inr ? unit_lo(xr, u) : uvec4(0u);
+        w2[j] = inr ? unit_hi(xr, u) : uvec4(0u);
     }
     [[unroll]] for (int j = 0; j < 8; ++j) {
         const int64_t u = u0 + lr + int64_t(j * SC_LS);
-        if (j < SC_KPS && u < un) {
-            w[j] = clip_unit(w[j], u, cb, ce);
-            amax_add(ml, mh, w[j]);
-        }
+        if (j < SC_KPS && u < un) add_unit(ml, mh, w[j], w2[j], u, cb, ce);
     }
     const int64_t reach = u0 + int64_t(SC_LS * SC_KPS); // units past this are read twice
-    for (int64_t u = reach + lr; u < un; u += SC_LS) amax_add(ml, mh, clip_unit(QV16(xr + uint64_t(u) * 16ul).v, u, cb, ce));
-    uint am = amax_fold(ml, mh);
+    for (int64_t u = reach + lr; u < un; u += SC_LS) add_unit(ml, mh, unit_lo(xr, u), unit_hi(xr, u), u, cb, ce);
+    uint am = QG_XF32 != 0 ? amax_fold_f32(ml, mh) : amax_fold(ml, mh);
     for (int bit = 1; bit < SC_LS; bit <<= 1) am = max(am, subgroupShuffleXor(am, uint(bit)));
-    const uint amax = amax_bf_to_f32(am);
+    const uint amax = QG_XF32 != 0 ? am : amax_bf_to_f32(am);
     const uint mult = scale_and_store(amax, 0, row, g, live && lr == 0);
     if (!live) return;
     if (quantize_fast_ok(amax, mult)) {
         [[unroll]] for (int j = 0; j < 8; ++j) {
             const int64_t u = u0 + lr + int64_t(j * SC_LS);
-            if (j < SC_KPS && u < un) store_unit(qr, w[j], u, cb, ce, mult, true);
+            if (j < SC_KPS && u < un) store_unit(qr, w[j], w2[j], u, cb, ce, mult, true);
         }
-        for (int64_t u = reach + lr; u < un; u += SC_LS)
-            store_unit(qr, clip_unit(QV16(xr + uint64_t(u) * 16ul).v, u, cb, ce), u, cb, ce, mult, true);
+        for (int64_t u = reach + lr; u < un; u += SC_LS) store_unit(qr, unit_lo(xr, u), unit_hi(xr, u), u, cb, ce, mult, true);
         return;
     }
     // inf/NaN in the segment or a scale outside the fast encoder's range (rare): every unit
     // from memory in one rolled loop, so that the exact encoder appears once in the code
-    for (int64_t u = u0 + lr; u < un; u += SC_LS)
-        store_unit(qr, clip_unit(QV16(xr + uint64_t(u) * 16ul).v, u, cb, ce), u, cb, ce, mult, false);
+    for (int64_t u = u0 + lr; u < un; u += SC_LS) store_unit(qr, unit_lo(xr, u), unit_hi(xr, u), u, cb, ce, mult, false);
 }
