@@ -101,7 +101,7 @@ static void fast_segments(int64_t *p, const qgmm_tensor *x, int64_t seglen, int 
         return;
     }
     const int64_t U = seglen / 8, nsegt = p[CP_E] * p[CP_O] * p[CP_NSEG];
-    if (U > 2048 || nsegt >= (int64_t)1 << 30) return;
+    if (U > 4096 || nsegt >= (int64_t)1 << 30) return; /* 256 lanes x 16 units: rows of up to 32768 */
     int64_t ls = 1;
     while (ls * 8 < U) ls <<= 1;
     if (U == 4) ls = 2;
@@ -452,9 +452,9 @@ enum { JC_LS, JC_KPS, JC_ENC, JC_COUNT };
 /* The jagged rowwise cast along the contiguous dim (offs over the columns) on
  * cast_jrows.comp: subgroup shuffles, bf16 or f32 x (its QG_XF32 build) with 16-byte aligned
  * rows whose length is a multiple of 8, q rows contiguous and 8-byte aligned. Lanes per segment: the fewest (power
- * of two, at most 8) whose 8 units each hold one and a half times the mean group width.
- * Tuning aids: QGMM_VULKAN_CAST_JROWS_LS (a power of two up to the subgroup size; 16 and 32
- * measured slower), QGMM_VULKAN_CAST_JROWS_KPS (units per lane in registers, 1-8),
+ * of two, at most the subgroup size) whose 8 units each hold one and a half times the mean
+ * group width. Tuning aids: QGMM_VULKAN_CAST_JROWS_LS (a power of two up to the subgroup size;
+ * for groups of ~320 columns 16 and 32 measured slower than the 8 of the rule), QGMM_VULKAN_CAST_JROWS_KPS (units per lane in registers, 1-8),
  * QGMM_VULKAN_CAST_JROWS=0 (cast.comp). Returns the workgroup count, 0 to stay. Called with the group table in place. */
 static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
 {
@@ -464,9 +464,11 @@ static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
         p[CP_X] % 16 || (p[CP_XO] * es) % 16 || p[CP_Q] % 8 || p[CP_QO] % 8)
         return 0;
     const int64_t units = (3 * p[CP_R] / (2 * p[CP_NSEG]) + 7) / 8; /* 1.5 x the mean group, in units */
+    /* up to the subgroup size: groups of ~2048 columns (dOut^T, tokens over the columns) ran
+     * at 1009 GB/s on 8 lanes, 1340 on 16, 1517 on 32 (H100, (4096, 32768), 16 groups) */
     int ls = 1;
-    while (ls < 8 && ls * 8 < units) ls <<= 1;
-    const int forced = env_int("QGMM_VULKAN_CAST_JROWS_LS", 0, 1, 32);
+    while ((uint32_t)ls < c->subgroup_size && ls * 8 < units) ls <<= 1;
+    const int forced = env_int("QGMM_VULKAN_CAST_JROWS_LS", 0, 1, 64);
     if (forced && !(forced & (forced - 1)) && (uint32_t)forced <= c->subgroup_size) ls = forced;
     jc[JC_LS] = ls;
     /* 4 units per lane in registers, later ones re-read: 939 GB/s against 869 for 8 on the
