@@ -456,6 +456,13 @@ static void build_conformance(qc_list *l)
         }
     push(l, rowwise(0, 64, 256, 1, QGMM_GROUPS_NONE, 0, QGMM_F32, QGMM_F8E4M3FN, 0,
                     QGMM_SCALE_RECIPROCAL, QGMM_INPUT_WIDE));
+    /* rows longer than 16384 elements (the Vulkan backend's cast.comp register path at 256 lanes
+     * x 16 units; cast_rows.comp takes up to 16384) and jagged groups of thousands of columns
+     * (cast_jrows.comp at 32 lanes per segment on a subgroup of 32) */
+    push(l, rowwise(0, 4, 20480, 1, QGMM_GROUPS_NONE, 0, QGMM_BF16, QGMM_F8E4M3FN, 0, QGMM_SCALE_RECIPROCAL,
+                    QGMM_INPUT_EDGE));
+    push(l, rowwise(0, 6, 24000, 1, QGMM_GROUPS_RAGGED, 3, QGMM_BF16, QGMM_F8E5M2, 0, QGMM_SCALE_MULTIPLIER,
+                    QGMM_INPUT_NORMAL));
     /* jagged per-group: groups along K (rowwise) and along M (colwise), every pattern */
     const qgmm_group_pattern gps[] = {QGMM_GROUPS_RAGGED, QGMM_GROUPS_EMPTY, QGMM_GROUPS_SINGLE,
                                       QGMM_GROUPS_EVEN};
