@@ -458,7 +458,8 @@ enum { JC_LS, JC_KPS, JC_ENC, JC_COUNT };
  * QGMM_VULKAN_CAST_JROWS=0 (cast.comp). Returns the workgroup count, 0 to stay. Called with the group table in place. */
 static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
 {
-    if (!c->cast_rows_ok || !env_int("QGMM_VULKAN_CAST_JROWS", 1, 0, 1) || !p[CP_TABLE] || p[CP_E] != 1) return 0;
+    if (!c->cast_rows_ok || !env_int("QGMM_VULKAN_CAST_JROWS", 1, 0, 1) || p[CP_E] != 1) return 0;
+    if (!p[CP_TABLE] && p[CP_NSEG] != 1) return 0; /* no table: whole rows (long_rows) */
     const int64_t es = p[CP_XDT] == QGMM_F32 ? 4 : 2;
     if ((p[CP_XDT] != QGMM_BF16 && p[CP_XDT] != QGMM_F32) || p[CP_XR] != 1 || p[CP_QR] != 1 || p[CP_R] % 8 ||
         p[CP_X] % 16 || (p[CP_XO] * es) % 16 || p[CP_Q] % 8 || p[CP_QO] % 8)
@@ -477,6 +478,17 @@ static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
     jc[JC_ENC] = (int32_t)p[CP_ENC];
     const int64_t per = 256 / ls;
     return (p[CP_O] * p[CP_NSEG] + per - 1) / per;
+}
+
+/* Plain rowwise bf16 rows of 32769-65536 elements (longer than cast.comp's register path
+ * holds): cast_jrows.comp with one whole-row segment per row, no table. Measured on the H100
+ * against cast.comp's generic path: (4096, 65536) 1540 / 1210 GB/s, but (2048, 131072) 1183 /
+ * 1208 and f32 rows of 32768-131072 elements 1356-1460 / 1465-1545, which stay generic.
+ * QGMM_VULKAN_CAST_LONGROWS=0: always the generic path. */
+static int long_rows(const int64_t *p)
+{
+    return p[CP_XDT] == QGMM_BF16 && p[CP_XR] == 1 && p[CP_NSEG] == 1 && !p[CP_TABLE] && p[CP_R] > 32768 &&
+           p[CP_R] <= 65536 && env_int("QGMM_VULKAN_CAST_LONGROWS", 1, 0, 1);
 }
 
 qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *prm,
@@ -531,9 +543,9 @@ qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
     }
     qgmm_status st;
     if (chunk > 0 && cols_run(c, p, cc, chunk, &st)) return st;
-    const int jrows = p[CP_XDT] == QGMM_F32 ? VKP_CAST_JROWS_F32_E4M3FN : VKP_CAST_JROWS_E4M3FN;
-    if (jagged && low_register(c, p, jrows + (int)(p[CP_FMT] - QGMM_F8E4M3FN), JC_COUNT, jrows_plan, &st))
-        return st;
+    const int jrows = (p[CP_XDT] == QGMM_F32 ? VKP_CAST_JROWS_F32_E4M3FN : VKP_CAST_JROWS_E4M3FN) +
+                      (int)(p[CP_FMT] - QGMM_F8E4M3FN);
+    if ((jagged || long_rows(p)) && low_register(c, p, jrows, JC_COUNT, jrows_plan, &st)) return st;
     return run_cast(c, p);
 }
 

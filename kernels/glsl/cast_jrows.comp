@@ -15,7 +15,9 @@
 // Segments are (row, group) pairs in row-major order, 256 / LS per workgroup, so a warp's
 // loads cover neighbouring segments of one row. cast.comp's generic path ran this cast at
 // 100 GB/s on the H100 (a workgroup per segment, one element per lane and step).
-// The QG_XF32 build takes f32 x: a unit of 8 columns is two 16-byte loads (w, w2).
+// The QG_XF32 build takes f32 x: a unit of 8 columns is two 16-byte loads (w, w2). Without
+// a group table (CP_TABLE 0) a segment is a whole row: the plain rowwise cast of rows longer
+// than the register paths hold.
 // The host (vk_ops_cast.c jrows_plan) uses it where the subgroups have shuffles.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
@@ -70,8 +72,9 @@ void store_unit(uint64_t qrow, uvec4 x, uvec4 x2, int64_t u, int64_t cb, int64_t
 
 void main()
 {
+    // no table: whole rows, one segment each (rows too long for the register paths)
     const uint64_t table = PA(CP_TABLE);
-    if (ld_u32(table, 0) != 0u) return; // bad offsets: write nothing (uniform)
+    if (table != 0ul && ld_u32(table, 0) != 0u) return; // bad offsets: write nothing (uniform)
     const int sgs = int(gl_SubgroupSize);
     const int li = int(gl_SubgroupID) * sgs + int(gl_SubgroupInvocationID);
     const int lr = li % SC_LS;
@@ -79,8 +82,8 @@ void main()
     const int64_t s = wg_linear() * (256 / SC_LS) + li / SC_LS; // (row, group), row-major
     const bool live = s < O * G;
     const int64_t row = live ? s / G : 0, g = live ? s % G : 0;
-    const int64_t cb = live ? ld_i32(table, TAB_HEADER + g * TAB_STRIDE) : 0;
-    const int64_t ce = live ? ld_i32(table, TAB_HEADER + g * TAB_STRIDE + 1) : 0;
+    const int64_t cb = live && table != 0ul ? ld_i32(table, TAB_HEADER + g * TAB_STRIDE) : 0;
+    const int64_t ce = !live ? 0 : table != 0ul ? ld_i32(table, TAB_HEADER + g * TAB_STRIDE + 1) : P(CP_R);
     const int64_t u0 = cb >> 3, un = (ce + 7) >> 3; // the unit grid over [cb, ce)
     const uint64_t xr = PA(CP_X) + uint64_t(row * P(CP_XO) * XES);
     const uint64_t qr = PA(CP_Q) + uint64_t(row * P(CP_QO));

@@ -463,6 +463,12 @@ static void build_conformance(qc_list *l)
                     QGMM_INPUT_EDGE));
     push(l, rowwise(0, 6, 24000, 1, QGMM_GROUPS_RAGGED, 3, QGMM_BF16, QGMM_F8E5M2, 0, QGMM_SCALE_MULTIPLIER,
                     QGMM_INPUT_NORMAL));
+    /* rows beyond the register paths (bf16 > 32768: whole-row segments on the Vulkan backend's
+     * cast_jrows.comp; f32 > 16384: its generic path) */
+    push(l, rowwise(0, 3, 40000, 1, QGMM_GROUPS_NONE, 0, QGMM_BF16, QGMM_F8E4M3FN, 1, QGMM_SCALE_RECIPROCAL,
+                    QGMM_INPUT_EDGE));
+    push(l, rowwise(0, 3, 20000, 1, QGMM_GROUPS_NONE, 0, QGMM_F32, QGMM_F8E4M3FNUZ, 0, QGMM_SCALE_MULTIPLIER,
+                    QGMM_INPUT_NORMAL));
     /* jagged per-group: groups along K (rowwise) and along M (colwise), every pattern */
     const qgmm_group_pattern gps[] = {QGMM_GROUPS_RAGGED, QGMM_GROUPS_EMPTY, QGMM_GROUPS_SINGLE,
                                       QGMM_GROUPS_EVEN};
