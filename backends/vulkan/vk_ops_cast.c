@@ -67,10 +67,21 @@ static int can_vec(const int64_t *p, const qgmm_tensor *x, int64_t seglen)
     return 1;
 }
 
-/* cast.comp's register-resident paths decode bf16 only, the f32 builds of cast_rows.comp and
- * cast_2d.comp f32: f32 x gets the fast paths' plans (CP_FAST 1-4), which run_cast takes back
- * to 0 (cast.comp's vector path) when those builds cannot run them */
-static int rows_dtype(const qgmm_tensor *x) { return x->dtype == QGMM_BF16 || x->dtype == QGMM_F32; }
+/* Bytes per element of an x the low-register shaders take (bf16, or f32 in their QG_XF32
+ * builds), 0 for any other dtype. */
+static int64_t fast_x_bytes(int64_t dtype) { return dtype == QGMM_BF16 ? 2 : dtype == QGMM_F32 ? 4 : 0; }
+
+/* The pipeline of a low-register shader for this cast: its bf16 or f32 build (first_bf16 /
+ * first_f32: the e4m3fn pipeline of each), at the cast's fp8 format. */
+static int fast_pipe(const int64_t *p, int first_bf16, int first_f32)
+{
+    return (p[CP_XDT] == QGMM_F32 ? first_f32 : first_bf16) + (int)(p[CP_FMT] - QGMM_F8E4M3FN);
+}
+
+/* cast.comp's register-resident paths decode bf16 only, the low-register shaders bf16 and
+ * f32: f32 x gets the fast paths' plans (CP_FAST 1-4) too, and run_cast takes them back to 0
+ * (cast.comp's vector path) where the f32 builds cannot run them. */
+static int rows_dtype(const qgmm_tensor *x) { return fast_x_bytes(x->dtype) != 0; }
 
 /* Tuning aids for bench/vulkan/vk_cast_bench.c (unset or anything else: the defaults).
  * QGMM_VULKAN_CAST_LANES: "generic" keeps every cast on the generic two-pass path (the
@@ -339,15 +350,10 @@ static qgmm_status run_cast(vk_ctx *c, int64_t *p)
     p[CP_ENC] = cast_enc();
     const int fi = (int)(p[CP_FMT] - QGMM_F8E4M3FN);
     qgmm_status st;
-    if (p[CP_XDT] == QGMM_F32) {
-        if (low_register(c, p, VKP_CAST_ROWS_F32_E4M3FN + fi, RC_COUNT, rows_plan, &st) ||
-            low_register(c, p, VKP_CAST_2D_F32_E4M3FN + fi, TC_COUNT, twod_plan, &st))
-            return st;
-        p[CP_FAST] = 0; /* cast.comp's register-resident paths decode bf16 only */
-    }
-    if (low_register(c, p, VKP_CAST_ROWS_E4M3FN + fi, RC_COUNT, rows_plan, &st) ||
-        low_register(c, p, VKP_CAST_2D_E4M3FN + fi, TC_COUNT, twod_plan, &st))
+    if (low_register(c, p, fast_pipe(p, VKP_CAST_ROWS_E4M3FN, VKP_CAST_ROWS_F32_E4M3FN), RC_COUNT, rows_plan, &st) ||
+        low_register(c, p, fast_pipe(p, VKP_CAST_2D_E4M3FN, VKP_CAST_2D_F32_E4M3FN), TC_COUNT, twod_plan, &st))
         return st;
+    if (p[CP_XDT] == QGMM_F32) p[CP_FAST] = 0; /* cast.comp's register-resident paths decode bf16 only */
     int64_t groups = p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
     if (p[CP_FAST] == 4) {
         groups = (p[CP_NSEGT] + 127) / 128;
@@ -380,9 +386,9 @@ enum { CC_LC, CC_KPL, CC_QT, CC_ENC, CC_PASS, CC_COUNT };
 /* Whether an FP8 rowwise cast whose reduce dim is strided and whose other dim is contiguous
  * (colwise, per (e, c), jagged colwise: cast.comp's generic path otherwise) runs on
  * cast_cols.comp: subgroup operations, bf16 or f32 x (its QG_XF32 build, 8 rows per lane)
- * with 16-byte aligned rows and a column count that is a multiple of 8, q with 8-byte aligned rows (QO == 1) or transposed (QR == 1,
- * 8-byte aligned columns), and one scratch word per (expert, group, column) beside the
- * group table (VK_SCRATCH_BYTES).
+ * with 16-byte aligned rows and a column count that is a multiple of 8, q with 8-byte
+ * aligned rows (QO == 1) or transposed (QR == 1, 8-byte aligned columns), and one scratch
+ * word per (expert, group, column) beside the group table (VK_SCRATCH_BYTES).
  * Sets the constants: QGMM_VULKAN_CAST_COLS_LC lanes across a workgroup's columns (1, 2, 4,
  * 8 or 16; default 8: 128 bytes of each row), QGMM_VULKAN_CAST_COLS_KPL rows per lane (8 or
  * 16; default below: chunks of 512 or 256 rows, jagged 504); QGMM_VULKAN_CAST_COLS=0 keeps cast.comp
@@ -390,8 +396,8 @@ enum { CC_LC, CC_KPL, CC_QT, CC_ENC, CC_PASS, CC_COUNT };
 static int64_t cols_plan(const vk_ctx *c, const int64_t *p, int jagged, int32_t *cc)
 {
     if (!c->cast_rows_ok || !env_int("QGMM_VULKAN_CAST_COLS", 1, 0, 1)) return 0;
-    const int64_t es = p[CP_XDT] == QGMM_F32 ? 4 : 2;
-    if ((p[CP_XDT] != QGMM_BF16 && p[CP_XDT] != QGMM_F32) || p[CP_XO] != 1 || p[CP_XR] == 1 || p[CP_O] % 8 ||
+    const int64_t es = fast_x_bytes(p[CP_XDT]);
+    if (!es || p[CP_XO] != 1 || p[CP_XR] == 1 || p[CP_O] % 8 ||
         p[CP_X] % 16 || (p[CP_XR] * es) % 16 || (p[CP_XE] * es) % 16 || p[CP_Q] % 8 || p[CP_QE] % 8)
         return 0;
     if (cols_words_at(p) + 4 * p[CP_E] * p[CP_NSEG] * p[CP_O] > (int64_t)VK_SCRATCH_BYTES) return 0;
@@ -419,8 +425,7 @@ static int64_t cols_plan(const vk_ctx *c, const int64_t *p, int jagged, int32_t 
 static int cols_run(vk_ctx *c, int64_t *p, int32_t *cc, int64_t chunk, qgmm_status *st)
 {
     static const int order[3] = {1, 0, 2}; /* amax, scales, quantize */
-    const int pipe = (p[CP_XDT] == QGMM_F32 ? VKP_CAST_COLS_F32_E4M3FN : VKP_CAST_COLS_E4M3FN) +
-                     (int)(p[CP_FMT] - QGMM_F8E4M3FN);
+    const int pipe = fast_pipe(p, VKP_CAST_COLS_E4M3FN, VKP_CAST_COLS_F32_E4M3FN);
     int room[3], fresh = 0;
     for (int i = 0; i < 3; ++i) {
         cc[CC_PASS] = order[i];
@@ -451,17 +456,19 @@ enum { JC_LS, JC_KPS, JC_ENC, JC_COUNT };
 
 /* The jagged rowwise cast along the contiguous dim (offs over the columns) on
  * cast_jrows.comp: subgroup shuffles, bf16 or f32 x (its QG_XF32 build) with 16-byte aligned
- * rows whose length is a multiple of 8, q rows contiguous and 8-byte aligned. Lanes per segment: the fewest (power
- * of two, at most the subgroup size) whose 8 units each hold one and a half times the mean
- * group width. Tuning aids: QGMM_VULKAN_CAST_JROWS_LS (a power of two up to the subgroup size;
- * for groups of ~320 columns 16 and 32 measured slower than the 8 of the rule), QGMM_VULKAN_CAST_JROWS_KPS (units per lane in registers, 1-8),
- * QGMM_VULKAN_CAST_JROWS=0 (cast.comp). Returns the workgroup count, 0 to stay. Called with the group table in place. */
+ * rows whose length is a multiple of 8, q rows contiguous and 8-byte aligned. Lanes per
+ * segment: the fewest (power of two, at most the subgroup size) whose 8 units each hold one
+ * and a half times the mean group width. Tuning aids: QGMM_VULKAN_CAST_JROWS_LS (a power of
+ * two up to the subgroup size; for groups of ~320 columns 16 and 32 measured slower than the
+ * 8 of the rule), QGMM_VULKAN_CAST_JROWS_KPS (units per lane in registers, 1-8),
+ * QGMM_VULKAN_CAST_JROWS=0 (cast.comp). Returns the workgroup count, 0 to stay. Called with
+ * the group table in place, or without one for whole rows (long_rows). */
 static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
 {
     if (!c->cast_rows_ok || !env_int("QGMM_VULKAN_CAST_JROWS", 1, 0, 1) || p[CP_E] != 1) return 0;
     if (!p[CP_TABLE] && p[CP_NSEG] != 1) return 0; /* no table: whole rows (long_rows) */
-    const int64_t es = p[CP_XDT] == QGMM_F32 ? 4 : 2;
-    if ((p[CP_XDT] != QGMM_BF16 && p[CP_XDT] != QGMM_F32) || p[CP_XR] != 1 || p[CP_QR] != 1 || p[CP_R] % 8 ||
+    const int64_t es = fast_x_bytes(p[CP_XDT]);
+    if (!es || p[CP_XR] != 1 || p[CP_QR] != 1 || p[CP_R] % 8 ||
         p[CP_X] % 16 || (p[CP_XO] * es) % 16 || p[CP_Q] % 8 || p[CP_QO] % 8)
         return 0;
     const int64_t units = (3 * p[CP_R] / (2 * p[CP_NSEG]) + 7) / 8; /* 1.5 x the mean group, in units */
@@ -543,8 +550,7 @@ qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
     }
     qgmm_status st;
     if (chunk > 0 && cols_run(c, p, cc, chunk, &st)) return st;
-    const int jrows = (p[CP_XDT] == QGMM_F32 ? VKP_CAST_JROWS_F32_E4M3FN : VKP_CAST_JROWS_E4M3FN) +
-                      (int)(p[CP_FMT] - QGMM_F8E4M3FN);
+    const int jrows = fast_pipe(p, VKP_CAST_JROWS_E4M3FN, VKP_CAST_JROWS_F32_E4M3FN);
     if ((jagged || long_rows(p)) && low_register(c, p, jrows, JC_COUNT, jrows_plan, &st)) return st;
     return run_cast(c, p);
 }

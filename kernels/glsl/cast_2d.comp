@@ -116,9 +116,8 @@ void mx_dim1()
     uvec4 ml = uvec4(0u), mh = uvec4(0u);
     [[unroll]] for (int i = 0; i < 16; ++i) {
         w[i] = i < SC_RPL && valid ? QV16(xb + uint64_t(uint(i) * rowb)).v : uvec4(0u);
-        w2[i] = QG_XF32 != 0 && i < SC_RPL && valid ? QV16(xb + uint64_t(uint(i) * rowb) + 16ul).v : uvec4(0u);
-        if (QG_XF32 != 0) amax_add_f32(ml, mh, w[i], w2[i]);
-        else amax_add(ml, mh, w[i]);
+        w2[i] = load_hi(xb + uint64_t(uint(i) * rowb), i < SC_RPL && valid);
+        unit_amax_add(ml, mh, w[i], w2[i]);
     }
     // The 8 column amaxes over the block's LPB lanes by reduce-scatter: each round halves the
     // columns a lane keeps and takes the partner's maxima of them, so that lane rq ends with
@@ -127,10 +126,7 @@ void mx_dim1()
     // 8 multipliers: the per-column scale work is spread over the block's lanes instead of
     // repeated by each (it cost as many integer operations as 2-3 per element).
     uint m[8];
-    if (QG_XF32 != 0)
-        [[unroll]] for (int j = 0; j < 8; ++j) m[j] = j < 4 ? ml[j & 3] : mh[j & 3]; // f32 bits already
-    else
-        amax_columns(ml, mh, m);
+    unit_amax_columns(ml, mh, m);
     if (LPB == 4) {
         scatter_round(m, 2, 8, (rq & 2) != 0);
         scatter_round(m, 1, 4, (rq & 1) != 0);
@@ -152,7 +148,7 @@ void mx_dim1()
     uint fastmask = 0u;
     [[unroll]] for (int i = 0; i < 4; ++i) {
         if (i < CPL) {
-            const uint amax = QG_XF32 != 0 ? m[i] : amax_bf_to_f32(m[i]);
+            const uint amax = amax_as_f32(m[i]);
             const uint b = mx_byte(amax);
             mine[i] = e8m0_reciprocal(b);
             if (valid) QU8(sa + uint64_t((j0 + i) * sst)).v = uint8_t(b);
@@ -209,9 +205,7 @@ void mx_dim1()
             const bool fast = ((fastmask >> j) & 1u) != 0u;
             uvec4 o = uvec4(0u);
             for (int i = 0; i < SC_RPL; ++i) {
-                const uvec4 wi = word_at(w, i), wi2 = QG_XF32 != 0 ? word_at(w2, i) : uvec4(0u);
-                const uint x = QG_XF32 != 0 ? (j < 4 ? wi[j & 3] : wi2[j & 3])
-                                            : (j & 1) == 0 ? bf_lo(wi[j >> 1]) : bf_hi(wi[j >> 1]);
+                const uint x = unit_elem(word_at(w, i), word_at(w2, i), j);
                 const uint v = fast ? q1_fast(x, mj, SC_ENC) : q1(x, mj, false);
                 o[i >> 2] |= v << (8 * (i & 3));
             }
@@ -235,16 +229,15 @@ void tile128()
     [[unroll]] for (int k = 0; k < 8; ++k) {
         const int64_t o = o0 + lo + 16 * k;
         c[k] = o < O ? QV16(xb + uint64_t(o * xo * XES)).v : uvec4(0u);
-        c2[k] = QG_XF32 != 0 && o < O ? QV16(xb + uint64_t(o * xo * XES) + 16ul).v : uvec4(0u);
-        if (QG_XF32 != 0) amax_add_f32(ml, mh, c[k], c2[k]);
-        else amax_add(ml, mh, c[k]);
+        c2[k] = load_hi(xb + uint64_t(o * xo * XES), o < O);
+        unit_amax_add(ml, mh, c[k], c2[k]);
     }
-    uint am = subgroupMax(QG_XF32 != 0 ? amax_fold_f32(ml, mh) : amax_fold(ml, mh));
+    uint am = subgroupMax(unit_amax_fold(ml, mh));
     if (subgroupElect()) sh_sg[gl_SubgroupID] = am;
     barrier();
     const int nsg = 256 / sgs;
     for (int k = 0; k < nsg; ++k) am = max(am, sh_sg[k]);
-    const uint amax = QG_XF32 != 0 ? am : amax_bf_to_f32(am);
+    const uint amax = amax_as_f32(am);
     const uint mult = scale_and_store(amax, e, ot, g, li == 0);
     if (quantize_fast_ok(amax, mult)) {
         [[unroll]] for (int k = 0; k < 8; ++k) {

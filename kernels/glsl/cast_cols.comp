@@ -156,19 +156,14 @@ void main()
         const int64_t r = lane_row(base, j, RL, lr);
         const bool inr = j < SC_KPL && r >= cs && r < cv;
         w[j] = inr ? QV16(xb + uint64_t(r) * xrow).v : uvec4(0u);
-        w2[j] = QG_XF32 != 0 && inr ? QV16(xb + uint64_t(r) * xrow + 16ul).v : uvec4(0u);
+        w2[j] = load_hi(xb + uint64_t(r) * xrow, inr);
     }
 
     if (SC_PASS == 1) {
         uvec4 ml = uvec4(0u), mh = uvec4(0u);
+        [[unroll]] for (int j = 0; j < 16; ++j) unit_amax_add(ml, mh, w[j], w2[j]);
         uint m[8];
-        if (QG_XF32 != 0) {
-            [[unroll]] for (int j = 0; j < 16; ++j) amax_add_f32(ml, mh, w[j], w2[j]);
-            [[unroll]] for (int j = 0; j < 8; ++j) m[j] = j < 4 ? ml[j & 3] : mh[j & 3]; // f32 bits already
-        } else {
-            [[unroll]] for (int j = 0; j < 16; ++j) amax_add(ml, mh, w[j]);
-            amax_columns(ml, mh, m);
-        }
+        unit_amax_columns(ml, mh, m);
         // lanes of the same columns: equal li % LC within the subgroup, then across subgroups
         for (int bit = SC_LC; bit < sgs; bit <<= 1)
             [[unroll]] for (int j = 0; j < 8; ++j) m[j] = max(m[j], subgroupShuffleXor(m[j], uint(bit)));
@@ -182,7 +177,7 @@ void main()
         const int nsg = 256 / sgs, step = SC_LC > sgs ? SC_LC / sgs : 1;
         for (int s = SC_LC > sgs ? lc / sgs : 0; s < nsg; s += step)
             [[unroll]] for (int j = 0; j < 8; ++j) m[j] = max(m[j], sh_m[(s * per + lc % per) * 8 + j]);
-        [[unroll]] for (int j = 0; j < 8; ++j) atomicMax(QU32(word(e, c0 + j, g)).v, QG_XF32 != 0 ? m[j] : amax_bf_to_f32(m[j]));
+        [[unroll]] for (int j = 0; j < 8; ++j) atomicMax(QU32(word(e, c0 + j, g)).v, amax_as_f32(m[j]));
         return;
     }
 
@@ -205,7 +200,7 @@ void main()
     for (int j = 0; j < SC_KPL; ++j) {
         const int64_t r = lane_row(base, j, RL, lr);
         if (r < cs || r >= ce) continue;
-        const uvec4 x = QV16(xb + uint64_t(r) * xrow).v, x2 = QG_XF32 != 0 ? QV16(xb + uint64_t(r) * xrow + 16ul).v : uvec4(0u);
+        const uvec4 x = QV16(xb + uint64_t(r) * xrow).v, x2 = load_hi(xb + uint64_t(r) * xrow, true);
         for (int k = 0; k < 8; ++k) {
             uint mk = mult[0];
             [[unroll]] for (int u = 1; u < 8; ++u)

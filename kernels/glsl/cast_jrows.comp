@@ -57,12 +57,11 @@ void clip_unit(inout uvec4 x, inout uvec4 x2, int64_t u, int64_t cb, int64_t ce)
 // (fast: cast_quant.glsl's fast encoder may take it; the bytes of elements outside are
 // computed and dropped).
 uvec4 unit_lo(uint64_t xr, int64_t u) { return QV16(xr + uint64_t(u) * uint64_t(8 * XES)).v; }
-uvec4 unit_hi(uint64_t xr, int64_t u) { return QG_XF32 != 0 ? QV16(xr + uint64_t(u) * uint64_t(8 * XES) + 16ul).v : uvec4(0u); }
+uvec4 unit_hi(uint64_t xr, int64_t u) { return load_hi(xr + uint64_t(u) * uint64_t(8 * XES), true); }
 void add_unit(inout uvec4 ml, inout uvec4 mh, uvec4 x, uvec4 x2, int64_t u, int64_t cb, int64_t ce)
 {
     clip_unit(x, x2, u, cb, ce);
-    if (QG_XF32 != 0) amax_add_f32(ml, mh, x, x2);
-    else amax_add(ml, mh, x);
+    unit_amax_add(ml, mh, x, x2);
 }
 void store_unit(uint64_t qrow, uvec4 x, uvec4 x2, int64_t u, int64_t cb, int64_t ce, uint mult, bool fast)
 {
@@ -102,9 +101,9 @@ void main()
     }
     const int64_t reach = u0 + int64_t(SC_LS * SC_KPS); // units past this are read twice
     for (int64_t u = reach + lr; u < un; u += SC_LS) add_unit(ml, mh, unit_lo(xr, u), unit_hi(xr, u), u, cb, ce);
-    uint am = QG_XF32 != 0 ? amax_fold_f32(ml, mh) : amax_fold(ml, mh);
+    uint am = unit_amax_fold(ml, mh);
     for (int bit = 1; bit < SC_LS; bit <<= 1) am = max(am, subgroupShuffleXor(am, uint(bit)));
-    const uint amax = QG_XF32 != 0 ? am : amax_bf_to_f32(am);
+    const uint amax = amax_as_f32(am);
     const uint mult = scale_and_store(amax, 0, row, g, live && lr == 0);
     if (!live) return;
     if (quantize_fast_ok(amax, mult)) {

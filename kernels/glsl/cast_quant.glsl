@@ -192,6 +192,28 @@ uint amax_fold_f32(uvec4 ml, uvec4 mh)
     ml = max(ml, mh);
     return max(max(ml.x, ml.y), max(ml.z, ml.w));
 }
+// The helpers below take a unit as (a, b) in either build (b is unused and zero for bf16 x),
+// so that the shaders carry no dtype branches of their own.
+// The second 16-byte load of the unit at `at` (f32 x; zero for bf16 x or out of range).
+uvec4 load_hi(uint64_t at, bool in_range) { return QG_XF32 != 0 && in_range ? QV16(at + 16ul).v : uvec4(0u); }
+// Running amax of a unit, its fold to one magnitude, its per-column split (units whose 8
+// elements are 8 columns) and the magnitude as f32 bits: amax_add / amax_fold /
+// amax_columns / amax_bf_to_f32 for bf16 x, their f32 forms for f32 x.
+void unit_amax_add(inout uvec4 ml, inout uvec4 mh, uvec4 a, uvec4 b)
+{
+    if (QG_XF32 != 0) amax_add_f32(ml, mh, a, b);
+    else amax_add(ml, mh, a);
+}
+uint unit_amax_fold(uvec4 ml, uvec4 mh) { return QG_XF32 != 0 ? amax_fold_f32(ml, mh) : amax_fold(ml, mh); }
+void unit_amax_columns(uvec4 ml, uvec4 mh, out uint m[8])
+{
+    if (QG_XF32 == 0) {
+        amax_columns(ml, mh, m);
+        return;
+    }
+    [[unroll]] for (int j = 0; j < 8; ++j) m[j] = j < 4 ? ml[j & 3] : mh[j & 3];
+}
+uint amax_as_f32(uint m) { return QG_XF32 != 0 ? m : amax_bf_to_f32(m); }
 // Element j (0..7) of a unit as f32 bits: bf16 (b unused) or f32.
 uint unit_elem(uvec4 a, uvec4 b, int j)
 {

@@ -64,14 +64,10 @@ uint lane_amax(uvec4 c[MAXU], uvec4 c2[MAXU], int t)
 {
     uvec4 ml = uvec4(0u), mh = uvec4(0u);
     [[unroll]] for (int k = 0; k < MAXU; ++k) {
-        if (k < SC_SPL * SC_KPS && k / SC_KPS == t) {
-            if (QG_XF32 != 0) amax_add_f32(ml, mh, c[k], c2[k]);
-            else amax_add(ml, mh, c[k]);
-        }
+        if (k < SC_SPL * SC_KPS && k / SC_KPS == t) unit_amax_add(ml, mh, c[k], c2[k]);
     }
-    return QG_XF32 != 0 ? amax_fold_f32(ml, mh) : amax_fold(ml, mh);
+    return unit_amax_fold(ml, mh);
 }
-
 
 // Combines the amax over the segment's lanes when they lie in one subgroup (LS <= size).
 uint shuffle_amax(uint a)
@@ -133,7 +129,7 @@ void main()
             const bool inr = k < SC_SPL * SC_KPS && sv && u < U;
             const uint64_t at = xb + uint64_t(t * U + u) * uint64_t(8 * XES);
             c[k] = inr ? QV16(at).v : uvec4(0u);
-            c2[k] = inr && QG_XF32 != 0 ? QV16(at + 16ul).v : uvec4(0u);
+            c2[k] = load_hi(at, inr);
         }
         // segments 1..3 are written out: loops over them stayed loops in glslc's unroller,
         // and their amax array went to memory
@@ -163,8 +159,7 @@ void main()
         // each segment's scale, stored by the group's lane 0; segments past SPL count as fast.
         // The SPL segments' scales are consecutive: f32 at a stride of SG, bytes at SG or, in
         // the blocked layout, adjacent (g % SPL == 0, SPL <= 4: one 4-byte group of a tile row).
-        const uvec4 am = QG_XF32 != 0 ? uvec4(a0, a1, a2, a3)
-                                      : uvec4(amax_bf_to_f32(a0), amax_bf_to_f32(a1), amax_bf_to_f32(a2), amax_bf_to_f32(a3));
+        const uvec4 am = uvec4(amax_as_f32(a0), amax_as_f32(a1), amax_as_f32(a2), amax_as_f32(a3));
         uvec4 m = uvec4(0u), st = uvec4(0u);
         bvec4 f = bvec4(true);
         if (SC_SPL > 1 && SC_LS >= SC_SPL && SC_LS <= sgs) {
