@@ -553,6 +553,11 @@ int main(int argc, char **argv)
                     rowwise_case(shapes[si].R, shapes[si].C, rd, G, variant == 2, variant == 3 ?
                                  QGMM_SCALE_RECIPROCAL : QGMM_SCALE_MULTIPLIER, FMTS[k], (int)(si & 1));
                 }
+    /* the scale division on 65536 arbitrary amax values (one row each, f32 x): fp8max / amax
+     * and its reciprocal, each one correctly rounded f32 division (on Vulkan codec.glsl's
+     * f32_div_rn: a float estimate fixed by the exact remainder) */
+    rowwise_case(65536, 8, 1, 0, 0, QGMM_SCALE_RECIPROCAL, QGMM_F8E4M3FN, 0);
+    rowwise_case(65536, 8, 1, 0, 0, QGMM_SCALE_MULTIPLIER, QGMM_F8E5M2, 0);
     rowwise_invariance(3, 17, 40, QGMM_F8E4M3FN);
     rowwise_invariance(2, 64, 128, QGMM_F8E5M2);
     rowwise_invariance(1, 5, 3, QGMM_F8E4M3FNUZ);

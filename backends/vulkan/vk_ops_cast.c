@@ -452,7 +452,7 @@ static int cols_run(vk_ctx *c, int64_t *p, int32_t *cc, int64_t chunk, qgmm_stat
 }
 
 /* cast_jrows.comp's constants (its header). */
-enum { JC_LS, JC_KPS, JC_ENC, JC_COUNT };
+enum { JC_LS, JC_KPS, JC_ENC, JC_ABL, JC_COUNT };
 
 /* The jagged rowwise cast along the contiguous dim (offs over the columns) on
  * cast_jrows.comp: subgroup shuffles, bf16 or f32 x (its QG_XF32 build) with 16-byte aligned
@@ -471,6 +471,10 @@ static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
     if (!es || p[CP_XR] != 1 || p[CP_QR] != 1 || p[CP_R] % 8 ||
         p[CP_X] % 16 || (p[CP_XO] * es) % 16 || p[CP_Q] % 8 || p[CP_QO] % 8)
         return 0;
+    /* the shader's indices are 32-bit: a row's bytes, and the segments plus one stride of
+     * the persistent loop (at most 65535 x 256), stay below 2^31 */
+    if (p[CP_R] * es >= ((int64_t)1 << 31) || p[CP_O] * p[CP_NSEG] >= ((int64_t)1 << 31) - ((int64_t)1 << 24))
+        return 0;
     const int64_t units = (3 * p[CP_R] / (2 * p[CP_NSEG]) + 7) / 8; /* 1.5 x the mean group, in units */
     /* up to the subgroup size: groups of ~2048 columns (dOut^T, tokens over the columns) ran
      * at 1009 GB/s on 8 lanes, 1340 on 16, 1517 on 32 (H100, (4096, 32768), 16 groups) */
@@ -483,8 +487,11 @@ static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
      * H100 (fewer registers, more workgroups resident) */
     jc[JC_KPS] = env_int("QGMM_VULKAN_CAST_JROWS_KPS", 4, 1, 8);
     jc[JC_ENC] = (int32_t)p[CP_ENC];
-    const int64_t per = 256 / ls;
-    return (p[CP_O] * p[CP_NSEG] + per - 1) / per;
+    jc[JC_ABL] = env_int("QGMM_VULKAN_CAST_JROWS_ABL", 0, 0, 15); /* timing aid: wrong bytes */
+    /* persistent workgroups (the shader strides by the dispatch's x size, so at most 65535) */
+    const int64_t per = 256 / ls, need = (p[CP_O] * p[CP_NSEG] + per - 1) / per;
+    const int64_t cap = env_int("QGMM_VULKAN_CAST_JROWS_WGS", 1056, 1, 65535);
+    return need < cap ? need : cap;
 }
 
 /* Plain rowwise bf16 rows of 32769-65536 elements (longer than cast.comp's register path

@@ -12,8 +12,9 @@
 //  - The lanes of a segment combine their amax by subgroup shuffles (LS <= the subgroup
 //    size), compute the scale (cast_quant.glsl scale_and_store: the bytes of cast.comp and
 //    the CPU) and the first stores it.
-// Segments are (row, group) pairs in row-major order, 256 / LS per workgroup, so a warp's
-// loads cover neighbouring segments of one row. cast.comp's generic path ran this cast at
+// Segments are (group, row) pairs in group-major order, 256 / LS at a time per workgroup, so
+// a warp's segments have one width; the workgroups are persistent (each lane group takes
+// every stride-th segment, the next one's bounds loaded ahead). cast.comp's generic path ran this cast at
 // 100 GB/s on the H100 (a workgroup per segment, one element per lane and step).
 // The QG_XF32 build takes f32 x: a unit of 8 columns is two 16-byte loads (w, w2). Without
 // a group table (CP_TABLE 0) a segment is a whole row: the plain rowwise cast of rows longer
@@ -32,6 +33,10 @@
 layout(constant_id = 0) const int SC_LS = 8;  // lanes per segment: a power of two, at most the subgroup size
 layout(constant_id = 1) const int SC_KPS = 8; // units per lane kept in registers: 1..8
 layout(constant_id = 2) const int SC_ENC = 2;
+// timing aid (QGMM_VULKAN_CAST_JROWS_ABL, wrong bytes): bit 0 a fixed scale instead of the
+// exact one, bit 1 groups of R / G columns instead of the table's, bit 2 no scale store,
+// bit 3 the table's bounds rounded down to whole units
+layout(constant_id = 3) const int SC_ABL = 0;
 #define K_RULE 0
 #define K_ENC SC_ENC
 
@@ -39,10 +44,15 @@ layout(local_size_x = 256) in;
 
 #include "cast_quant.glsl"
 
+// Column and segment indices are 32-bit (the host takes this shader only for rows of fewer
+// than 2^31 bytes and fewer than 2^31 - 2^24 segments): with 64-bit indices in the
+// persistent loop and the unit loops, rows of 65536 bf16 ran 26 % slower on the H100 (the
+// driver reported 64 registers either way).
+
 // Unit u (8 columns from 8u; f32 x: x and x2) with the elements outside [cb, ce) zeroed.
-void clip_unit(inout uvec4 x, inout uvec4 x2, int64_t u, int64_t cb, int64_t ce)
+void clip_unit(inout uvec4 x, inout uvec4 x2, int u, int cb, int ce)
 {
-    const int64_t c = u * 8;
+    const int c = u * 8;
     if (c >= cb && c + 8 <= ce) return;
     [[unroll]] for (int k = 0; k < 8; ++k) {
         if (c + k < cb || c + k >= ce) {
@@ -56,17 +66,53 @@ void clip_unit(inout uvec4 x, inout uvec4 x2, int64_t u, int64_t cb, int64_t ce)
 // Unit u of the row at xr: its amax within [cb, ce) added; its bytes within [cb, ce) stored
 // (fast: cast_quant.glsl's fast encoder may take it; the bytes of elements outside are
 // computed and dropped).
-uvec4 unit_lo(uint64_t xr, int64_t u) { return QV16(xr + uint64_t(u) * uint64_t(8 * XES)).v; }
-uvec4 unit_hi(uint64_t xr, int64_t u) { return load_hi(xr + uint64_t(u) * uint64_t(8 * XES), true); }
-void add_unit(inout uvec4 ml, inout uvec4 mh, uvec4 x, uvec4 x2, int64_t u, int64_t cb, int64_t ce)
+uvec4 unit_lo(uint64_t xr, int u) { return QV16(xr + uint64_t(uint(u) * uint(8 * XES))).v; }
+uvec4 unit_hi(uint64_t xr, int u) { return load_hi(xr + uint64_t(uint(u) * uint(8 * XES)), true); }
+void add_unit(inout uvec4 ml, inout uvec4 mh, uvec4 x, uvec4 x2, int u, int cb, int ce)
 {
     clip_unit(x, x2, u, cb, ce);
     unit_amax_add(ml, mh, x, x2);
 }
-void store_unit(uint64_t qrow, uvec4 x, uvec4 x2, int64_t u, int64_t cb, int64_t ce, uint mult, bool fast)
+void store_unit(uint64_t qrow, uvec4 x, uvec4 x2, int u, int cb, int ce, uint mult, bool fast)
 {
-    const int64_t c = u * 8;
-    store8_within(qrow + uint64_t(c), encode8(x, x2, mult, fast), cb - c, ce - c);
+    const int c = u * 8;
+    store8_within(qrow + uint64_t(c), encode8(x, x2, mult, fast), int64_t(cb - c), int64_t(ce - c));
+}
+
+// One segment: columns [cb, ce) of the row whose x starts at xr and q at qr, cast by the
+// SC_LS lanes that share it (lr: this lane's index among them).
+void cast_segment(uint64_t xr, uint64_t qr, int row, int g, int cb, int ce, int lr)
+{
+    const int u0 = cb >> 3, un = (ce + 7) >> 3; // the unit grid over [cb, ce)
+    uvec4 w[8], w2[8];
+    uvec4 ml = uvec4(0u), mh = uvec4(0u);
+    [[unroll]] for (int j = 0; j < 8; ++j) {
+        const int u = u0 + lr + j * SC_LS;
+        const bool inr = j < SC_KPS && u < un;
+        w[j] = inr ? unit_lo(xr, u) : uvec4(0u);
+        w2[j] = inr ? unit_hi(xr, u) : uvec4(0u);
+    }
+    [[unroll]] for (int j = 0; j < 8; ++j) {
+        const int u = u0 + lr + j * SC_LS;
+        if (j < SC_KPS && u < un) add_unit(ml, mh, w[j], w2[j], u, cb, ce);
+    }
+    const int reach = u0 + SC_LS * SC_KPS; // units past this are read twice
+    for (int u = reach + lr; u < un; u += SC_LS) add_unit(ml, mh, unit_lo(xr, u), unit_hi(xr, u), u, cb, ce);
+    uint am = unit_amax_fold(ml, mh);
+    for (int bit = 1; bit < SC_LS; bit <<= 1) am = max(am, subgroupShuffleXor(am, uint(bit)));
+    const uint amax = amax_as_f32(am);
+    const uint mult = (SC_ABL & 1) != 0 ? (amax >> 20) + 0x3C000000u : scale_and_store(amax, 0, row, g, lr == 0 && (SC_ABL & 4) == 0);
+    if (quantize_fast_ok(amax, mult)) {
+        [[unroll]] for (int j = 0; j < 8; ++j) {
+            const int u = u0 + lr + j * SC_LS;
+            if (j < SC_KPS && u < un) store_unit(qr, w[j], w2[j], u, cb, ce, mult, true);
+        }
+        for (int u = reach + lr; u < un; u += SC_LS) store_unit(qr, unit_lo(xr, u), unit_hi(xr, u), u, cb, ce, mult, true);
+        return;
+    }
+    // inf/NaN in the segment or a scale outside the fast encoder's range (rare): every unit
+    // from memory in one rolled loop, so that the exact encoder appears once in the code
+    for (int u = u0 + lr; u < un; u += SC_LS) store_unit(qr, unit_lo(xr, u), unit_hi(xr, u), u, cb, ce, mult, false);
 }
 
 void main()
@@ -77,44 +123,30 @@ void main()
     const int sgs = int(gl_SubgroupSize);
     const int li = int(gl_SubgroupID) * sgs + int(gl_SubgroupInvocationID);
     const int lr = li % SC_LS;
-    const int64_t G = P(CP_NSEG), O = P(CP_O);
-    const int64_t s = wg_linear() * (256 / SC_LS) + li / SC_LS; // (row, group), row-major
-    const bool live = s < O * G;
-    const int64_t row = live ? s / G : 0, g = live ? s % G : 0;
-    const int64_t cb = live && table != 0ul ? ld_i32(table, TAB_HEADER + g * TAB_STRIDE) : 0;
-    const int64_t ce = !live ? 0 : table != 0ul ? ld_i32(table, TAB_HEADER + g * TAB_STRIDE + 1) : P(CP_R);
-    const int64_t u0 = cb >> 3, un = (ce + 7) >> 3; // the unit grid over [cb, ce)
-    const uint64_t xr = PA(CP_X) + uint64_t(row * P(CP_XO) * XES);
-    const uint64_t qr = PA(CP_Q) + uint64_t(row * P(CP_QO));
-
-    uvec4 w[8], w2[8];
-    uvec4 ml = uvec4(0u), mh = uvec4(0u);
-    [[unroll]] for (int j = 0; j < 8; ++j) {
-        const int64_t u = u0 + lr + int64_t(j * SC_LS);
-        const bool inr = j < SC_KPS && u < un;
-        w[j] = inr ? unit_lo(xr, u) : uvec4(0u);
-        w2[j] = inr ? unit_hi(xr, u) : uvec4(0u);
+    const int G = PI(CP_NSEG), O = PI(CP_O), R = PI(CP_R), total = O * G;
+    const uint64_t X = PA(CP_X), Q = PA(CP_Q);
+    const uint64_t xo = uint64_t(P(CP_XO) * XES), qo = uint64_t(P(CP_QO));
+    // Persistent lane groups: segment s = (g, row) in group-major order, then s + stride,
+    // ... (the host dispatches at most 65535 workgroups, all in x). Group-major, the lane
+    // groups of a warp take segments of one group in neighbouring rows: the same width, so
+    // no lane waits for a wider segment of its warp (row-major, a warp's segments were of
+    // random widths). The next segment's bounds are loaded while this one is cast.
+    const int stride = int(gl_NumWorkGroups.x) * (256 / SC_LS);
+    const int s0 = int(gl_WorkGroupID.x) * (256 / SC_LS) + li / SC_LS;
+    const int srow = stride % O, sg = stride / O;
+    int row = s0 % O, g = s0 / O;
+    int cb = 0, ce = R;
+    if (table != 0ul && s0 < total) { cb = tab_get(table, g, 0); ce = tab_get(table, g, 1); }
+    if ((SC_ABL & 2) != 0) { cb = g * (R / G); ce = cb + R / G; }
+    if ((SC_ABL & 8) != 0) { cb &= ~7; ce &= ~7; }
+    for (int s = s0; s < total; s += stride) {
+        int nrow = row + srow, ng = g + sg;
+        if (nrow >= O) { nrow -= O; ng++; }
+        int ncb = 0, nce = R;
+        if (table != 0ul && s < total - stride) { ncb = tab_get(table, ng, 0); nce = tab_get(table, ng, 1); }
+        cast_segment(X + uint64_t(row) * xo, Q + uint64_t(row) * qo, row, g, cb, ce, lr);
+        row = nrow; g = ng; cb = ncb; ce = nce;
+        if ((SC_ABL & 2) != 0) { cb = g * (R / G); ce = cb + R / G; }
+        if ((SC_ABL & 8) != 0) { cb &= ~7; ce &= ~7; }
     }
-    [[unroll]] for (int j = 0; j < 8; ++j) {
-        const int64_t u = u0 + lr + int64_t(j * SC_LS);
-        if (j < SC_KPS && u < un) add_unit(ml, mh, w[j], w2[j], u, cb, ce);
-    }
-    const int64_t reach = u0 + int64_t(SC_LS * SC_KPS); // units past this are read twice
-    for (int64_t u = reach + lr; u < un; u += SC_LS) add_unit(ml, mh, unit_lo(xr, u), unit_hi(xr, u), u, cb, ce);
-    uint am = unit_amax_fold(ml, mh);
-    for (int bit = 1; bit < SC_LS; bit <<= 1) am = max(am, subgroupShuffleXor(am, uint(bit)));
-    const uint amax = amax_as_f32(am);
-    const uint mult = scale_and_store(amax, 0, row, g, live && lr == 0);
-    if (!live) return;
-    if (quantize_fast_ok(amax, mult)) {
-        [[unroll]] for (int j = 0; j < 8; ++j) {
-            const int64_t u = u0 + lr + int64_t(j * SC_LS);
-            if (j < SC_KPS && u < un) store_unit(qr, w[j], w2[j], u, cb, ce, mult, true);
-        }
-        for (int64_t u = reach + lr; u < un; u += SC_LS) store_unit(qr, unit_lo(xr, u), unit_hi(xr, u), u, cb, ce, mult, true);
-        return;
-    }
-    // inf/NaN in the segment or a scale outside the fast encoder's range (rare): every unit
-    // from memory in one rolled loop, so that the exact encoder appears once in the code
-    for (int64_t u = u0 + lr; u < un; u += SC_LS) store_unit(qr, unit_lo(xr, u), unit_hi(xr, u), u, cb, ce, mult, false);
 }

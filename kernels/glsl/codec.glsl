@@ -237,15 +237,28 @@ uint f32_div_rn(uint a, uint b)
     uint ma, mb; int ea, eb;
     unpack_finite(aa, ma, ea);
     unpack_finite(bb, mb, eb);
-    // normalise both to 24 significant bits so the quotient has 40..41 bits
+    // normalise both to 24 significant bits so the quotient below has 25..26 bits
     const int sa = 23 - findMSB(ma), sb = 23 - findMSB(mb);
     ma <<= uint(sa); ea -= sa;
     mb <<= uint(sb); eb -= sb;
-    const uint64_t num = uint64_t(ma) << 40;
-    const uint64_t q = num / uint64_t(mb);
-    const uint64_t r = num - q * uint64_t(mb);
-    // one sticky bit below >= 16 guard bits keeps the final rounding exact
-    return round_pack(sign, (q << 1) | (r != 0ul ? 1ul : 0ul), ea - eb - 41);
+    // q = floor(ma * 2^25 / mb), in (2^24, 2^26): a float estimate (Vulkan's division is
+    // within 2.5 ulp, so |q - estimate| <= 21), then fixed by the remainder, whose low word
+    // is exact while |r| < 2^31 (here < 64 mb < 2^30). One 64-bit product checks the result;
+    // a driver outside the bound takes the 64-bit division, which is emulated on GPUs (it
+    // was 12 % of the jagged rowwise cast's time on the H100).
+    const uint64_t num = uint64_t(ma) << 25;
+    uint q = uint(clamp(float(ma) * 33554432.0 / float(mb), 16777216.0, 67108864.0));
+    int r = int((ma << 25) - q * mb);
+    for (int i = 0; i < 64 && r < 0; ++i) { q--; r += int(mb); }
+    for (int i = 0; i < 64 && r >= int(mb); ++i) { q++; r -= int(mb); }
+    const uint64_t qm = uint64_t(q) * uint64_t(mb);
+    if (r < 0 || r >= int(mb) || qm > num || num - qm != uint64_t(r)) {
+        q = uint(num / uint64_t(mb));
+        r = int(num - uint64_t(q) * uint64_t(mb));
+    }
+    // q has >= 25 bits: the sticky bit sits below at least one exact guard bit, which keeps
+    // round_pack's rounding exact (no rounding boundary lies strictly between 2q and 2q + 2)
+    return round_pack(sign, (uint64_t(q) << 1) | uint64_t(r != 0 ? 1u : 0u), ea - eb - 26);
 }
 
 // ---- qgmm_scale_rules.h
