@@ -558,6 +558,9 @@ int main(int argc, char **argv)
      * f32_div_rn: a float estimate fixed by the exact remainder) */
     rowwise_case(65536, 8, 1, 0, 0, QGMM_SCALE_RECIPROCAL, QGMM_F8E4M3FN, 0);
     rowwise_case(65536, 8, 1, 0, 0, QGMM_SCALE_MULTIPLIER, QGMM_F8E5M2, 0);
+    /* 1100 row groups: the Vulkan jagged colwise cast's group scan (one group per lane)
+     * takes five rounds of 256 lanes */
+    rowwise_case(2300, 16, 0, 1100, 0, QGMM_SCALE_MULTIPLIER, QGMM_F8E4M3FN, 1);
     rowwise_invariance(3, 17, 40, QGMM_F8E4M3FN);
     rowwise_invariance(2, 64, 128, QGMM_F8E5M2);
     rowwise_invariance(1, 5, 3, QGMM_F8E4M3FNUZ);
