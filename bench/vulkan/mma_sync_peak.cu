@@ -103,13 +103,14 @@ __global__ void __launch_bounds__(256) k_smem(float *out, int iters, uint32_t se
 // 256x128x32 pair of stages is exactly 48 KB); else rows padded by 16 bytes, as the
 // Vulkan shaders do. GROUP: tiles visited in column strips GROUP tiles tall (L2 reuse);
 // 0: row-major over the output, as the Vulkan shaders do. MINB 2: registers capped at 128
-// so that two 256-thread blocks fit an SM (a Vulkan shader has no such control).
-template <int BM, int BN, int BK, int DEEP, bool SWZ, int MINB = 1>
-__global__ void __launch_bounds__(BM / 64 * BN / 32 * 32, MINB) k_gemm(const uint4 *__restrict__ A, const uint4 *__restrict__ B,
+// so that two 256-thread blocks fit an SM (a Vulkan shader has no such control). WR: warp
+// tile rows, 64 (warps of 64x32) or 32 (32x32: twice the warps for the same tile).
+template <int BM, int BN, int BK, int DEEP, bool SWZ, int MINB = 1, int WR = 64>
+__global__ void __launch_bounds__(BM / WR * BN / 32 * 32, MINB) k_gemm(const uint4 *__restrict__ A, const uint4 *__restrict__ B,
                                               float *__restrict__ C, int M, int N, int K, int group)
 {
     static_assert(!SWZ || BK == 32, "the swizzle is written for 64-byte rows");
-    constexpr int NT = BM / 64 * BN / 32 * 32, P = SWZ ? 32 : BK + 8;  // bf16 per shared row
+    constexpr int NT = BM / WR * BN / 32 * 32, P = SWZ ? 32 : BK + 8;  // bf16 per shared row
     constexpr int CPR = BK / 8;                                          // 16-byte chunks per row
     constexpr int NA = (BM * CPR + NT - 1) / NT, NB = (BN * CPR + NT - 1) / NT;
     __shared__ __align__(128) uint16_t sh[2][(BM + BN) * P];
@@ -122,9 +123,9 @@ __global__ void __launch_bounds__(BM / 64 * BN / 32 * 32, MINB) k_gemm(const uin
         tn = (id % per) / h;
     }
     const int m0 = tm * BM, n0 = tn * BN, kc = K / 8, steps = K / BK;
-    const int wm = (warp / (BN / 32)) * 64, wn = (warp % (BN / 32)) * 32;
+    const int wm = (warp / (BN / 32)) * WR, wn = (warp % (BN / 32)) * 32;
     uint4 ra[DEEP][NA], rb[DEEP][NB];
-    float acc[4][4][4] = {};
+    float acc[WR / 16][4][4] = {};
     auto sidx = [&](int row, int chunk) {  // element index of a 16-byte chunk in a stage
         return row * P + (SWZ ? ((chunk ^ ((row >> 1) & 3)) * 8) : chunk * 8);
     };
@@ -143,15 +144,15 @@ __global__ void __launch_bounds__(BM / 64 * BN / 32 * 32, MINB) k_gemm(const uin
     auto mma_step = [&](int st) {
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
-            uint32_t af[4][4], bf[2][4];
+            uint32_t af[WR / 16][4], bf[2][4];
 #pragma unroll
-            for (int i = 0; i < 4; ++i)
+            for (int i = 0; i < WR / 16; ++i)
                 ldsm_x4(af[i], &sh[st][sidx(wm + i * 16 + (lane % 16), kk * 2 + lane / 16)]);
 #pragma unroll
             for (int j = 0; j < 2; ++j)
                 ldsm_x4(bf[j], &sh[st][sidx(BM + wn + j * 16 + (lane % 8) + (lane / 16) * 8, kk * 2 + (lane / 8) % 2)]);
 #pragma unroll
-            for (int i = 0; i < 4; ++i)
+            for (int i = 0; i < WR / 16; ++i)
 #pragma unroll
                 for (int j = 0; j < 4; ++j) mma16816(acc[i][j], af[i], &bf[j / 2][(j % 2) * 2]);
         }
@@ -177,7 +178,7 @@ __global__ void __launch_bounds__(BM / 64 * BN / 32 * 32, MINB) k_gemm(const uin
     }
     // fragment (i, j): rows wm + 16 i + lane / 4 (+8), cols wn + 8 j + 2 (lane % 4) (+1)
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < WR / 16; ++i)
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const int r = m0 + wm + i * 16 + lane / 4, c = n0 + wn + j * 8 + (lane % 4) * 2;
@@ -385,6 +386,18 @@ int main(int argc, char **argv)
         {"pad deep4", k_gemm<256, 128, 16, 4, false>, 256, 128, 16, 512, 8, 0},
         {"pad deep2", k_gemm<128, 256, 16, 2, false>, 128, 256, 16, 512, 8, 0},
         {"pad deep4 minb2", k_gemm<128, 128, 16, 4, false, 2>, 128, 128, 16, 256, 8, 0},
+        // 16 warps of 32x32 on a 128x128 tile: the warps of two 256-thread blocks in one
+        // workgroup, which a Vulkan driver must fit in 128 registers
+        {"pad deep1 w32", k_gemm<128, 128, 32, 1, false, 1, 32>, 128, 128, 32, 512, 0, 0},
+        {"pad deep2 w32", k_gemm<128, 128, 32, 2, false, 1, 32>, 128, 128, 32, 512, 0, 0},
+        {"pad deep2 w32", k_gemm<128, 128, 32, 2, false, 1, 32>, 128, 128, 32, 512, 8, 0},
+        {"pad deep2 w32", k_gemm<128, 256, 16, 2, false, 1, 32>, 128, 256, 16, 1024, 8, 0},
+        // 128-thread workgroups (4 warps of 64x32): several resident per SM at the
+        // registers the compiler picks, each with its own barrier
+        {"pad deep1", k_gemm<128, 64, 32, 1, false>, 128, 64, 32, 128, 0, 0},
+        {"pad deep2", k_gemm<128, 64, 32, 2, false>, 128, 64, 32, 128, 0, 0},
+        {"pad deep2", k_gemm<128, 64, 32, 2, false>, 128, 64, 32, 128, 8, 0},
+        {"pad deep2", k_gemm<64, 128, 32, 2, false>, 64, 128, 32, 128, 8, 0},
         {"ws S2 D2 PW8", k_ws<2, 2, 8>, 128, 128, 32, 512, 0, 0},
     };
     const int pad = 120 * 1024;
