@@ -477,9 +477,13 @@ static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
         return 0;
     const int64_t units = (3 * p[CP_R] / (2 * p[CP_NSEG]) + 7) / 8; /* 1.5 x the mean group, in units */
     /* up to the subgroup size: groups of ~2048 columns (dOut^T, tokens over the columns) ran
-     * at 1009 GB/s on 8 lanes, 1340 on 16, 1517 on 32 (H100, (4096, 32768), 16 groups) */
+     * at 1009 GB/s on 8 lanes, 1340 on 16, 1517 on 32 (H100, (4096, 32768), 16 groups). f32
+     * x counts 4 units a lane (each is two loads): groups of ~320 columns ran at 1940-1971
+     * GB/s on 16 lanes against 1721 on 8 (H100, (32768, 5120), group-major); bf16 at 1527 on
+     * 8 against 1270-1316 on 16 */
+    const int per_lane = es == 4 ? 4 : 8;
     int ls = 1;
-    while ((uint32_t)ls < c->subgroup_size && ls * 8 < units) ls <<= 1;
+    while ((uint32_t)ls < c->subgroup_size && ls * per_lane < units) ls <<= 1;
     const int forced = env_int("QGMM_VULKAN_CAST_JROWS_LS", 0, 1, 64);
     if (forced && !(forced & (forced - 1)) && (uint32_t)forced <= c->subgroup_size) ls = forced;
     jc[JC_LS] = ls;

@@ -20,7 +20,7 @@
  * over 16 random groups, the 3D per-(e, c) cast with q transposed per expert (the dgrad
  * weights) and the MXFP8 3D dim1 cast.
  *
- * usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--ops I,J,...] [--f32] [--verify] [--exhaustive]
+ * usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--batch B] [--ops I,J,...] [--f32] [--verify] [--exhaustive]
  *        (default 32768 x 5120 bf16 = 335 MB, 20 iterations)
  * build: gcc -O2 -Iapi bench/vulkan/vk_cast_bench.c -L<build>/lib -lqgmm -lm -o vk_cast_bench
  */
@@ -51,6 +51,7 @@ enum { G_PAD = 16, A_PAD = 32 };
 
 /* --f32: the casts read an f32 x (the same bf16 values, widened); pad and unpad keep bf16 */
 static int g_f32;
+static int g_batch = 1; /* --batch: ops per timed pair of events (the median is per op) */
 static qgmm_dtype x_dtype(void) { return g_f32 ? QGMM_F32 : QGMM_BF16; }
 
 /* One context's buffers for every op (the same sizes on vulkan and cpu). */
@@ -257,12 +258,14 @@ static double time_op(int op, const bufs *b, const dims *d, int iters, qgmm_buff
         OK(qgmm_event_create(b->ctx, &e0));
         OK(qgmm_event_create(b->ctx, &e1));
         OK(qgmm_event_record(e0));
-        if (op < 0) OK(qgmm_buffer_copy(c1, 0, c0, 0, qgmm_buffer_size(c0)));
-        else enqueue(op, b, d);
+        for (int k = 0; k < g_batch; ++k) {
+            if (op < 0) OK(qgmm_buffer_copy(c1, 0, c0, 0, qgmm_buffer_size(c0)));
+            else enqueue(op, b, d);
+        }
         OK(qgmm_event_record(e1));
         double t;
         OK(qgmm_event_elapsed_ms(e0, e1, &t));
-        if (i >= 0) ms[i] = t;
+        if (i >= 0) ms[i] = t / g_batch;
         qgmm_event_destroy(e0);
         qgmm_event_destroy(e1);
     }
@@ -319,6 +322,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--rows") && i + 1 < argc) d.M = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--cols") && i + 1 < argc) d.K = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) g_batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--verify")) do_verify = 1;
         else if (!strcmp(argv[i], "--f32")) g_f32 = 1;
         else if (!strcmp(argv[i], "--exhaustive")) exhaustive = 1;
@@ -330,19 +334,20 @@ int main(int argc, char **argv)
                 want |= 1ull << k;
             }
         } else {
-            printf("usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--ops I,J,...] [--f32] [--verify] [--exhaustive]\n"
+            printf("usage: vk_cast_bench [--rows M] [--cols K] [--iters N] [--batch B] [--ops I,J,...] [--f32] [--verify] [--exhaustive]\n"
                    "Vulkan casts and token-group padding on a bf16 (M, K) input (default 32768 x 5120,\n"
                    "335 MB): median device ms of N runs (default 20) after warm-up, GB/s of bytes read +\n"
                    "written, plus qgmm_buffer_copy of 1 GiB. --verify: compare every output byte with\n"
                    "the cpu backend; --exhaustive: x cycles through every bf16 bit pattern; --f32: the\n"
-                   "casts read x as f32 (the same values; pad and unpad stay bf16).\n"
+                   "casts read x as f32 (the same values; pad and unpad stay bf16). --batch: B runs back\n"
+                   "to back between the two events of each timing (default 1), the time divided by B.\n"
                    "--ops: time only these (default all):\n");
             for (int k = 0; k < OP_COUNT; ++k) printf("  %2d  %s\n", k, op_name[k]);
             return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
         }
     }
-    if (d.M % (128 * G_PAD) || d.K % 128 || iters < 1) {
-        fprintf(stderr, "rows must be a multiple of %d, cols of 128, iters >= 1\n", 128 * G_PAD);
+    if (d.M % (128 * G_PAD) || d.K % 128 || iters < 1 || g_batch < 1) {
+        fprintf(stderr, "rows must be a multiple of %d, cols of 128, iters and batch >= 1\n", 128 * G_PAD);
         return 2;
     }
     const size_t mk = (size_t)(d.M * d.K);
