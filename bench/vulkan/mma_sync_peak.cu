@@ -283,10 +283,23 @@ __global__ void __launch_bounds__(256 + PW * 32, 1) k_ws(const uint4 *__restrict
 typedef void (*gemm_fn)(const uint4 *, const uint4 *, float *, int, int, int, int);
 struct gemm_variant { const char *name; gemm_fn fn; int bm, bn, bk, threads, group, blocks_per_sm; };
 
-static double median(std::vector<float> v)
+// Median ms of `iters` event-timed launches after 3 warm-ups; launch(r) enqueues run r.
+template <class F>
+static double time_median(int iters, cudaEvent_t e0, cudaEvent_t e1, F launch)
 {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+    std::vector<float> ms;
+    for (int r = 0; r < iters + 3; ++r) {
+        CK(cudaEventRecord(e0));
+        launch(r);
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float t;
+        CK(cudaEventElapsedTime(&t, e0, e1));
+        if (r >= 3) ms.push_back(t);
+    }
+    CK(cudaGetLastError());
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
 }
 
 int main(int argc, char **argv)
@@ -327,19 +340,10 @@ int main(int argc, char **argv)
             const int n = kind == 0 ? 20000 : 4000;  // inner iterations per launch
             // FLOPs per launch: reg: 8 mma per iteration per warp; smem: 32 per step per warp
             const double flop = (double)blocks * w * n * (kind == 0 ? 8 : 32) * 2.0 * 16 * 8 * 16;
-            std::vector<float> ms;
-            for (int r = 0; r < iters + 3; ++r) {
-                CK(cudaEventRecord(e0));
+            const double t = time_median(iters, e0, e1, [&](int r) {
                 if (kind == 0) k_reg<<<blocks, w * 32>>>(out, n, 0x9E3779B9u + r);
                 else k_smem<<<blocks, 256>>>(out, n, 0x9E3779B9u + r);
-                CK(cudaEventRecord(e1));
-                CK(cudaEventSynchronize(e1));
-                float t;
-                CK(cudaEventElapsedTime(&t, e0, e1));
-                if (r >= 3) ms.push_back(t);
-            }
-            CK(cudaGetLastError());
-            const double t = median(ms);
+            });
             printf("| %s | %d | %d | %.3f | %.1f |\n", kind == 0 ? "reg" : "smem", w, b, t, flop / t / 1e9);
         }
     }
@@ -406,17 +410,9 @@ int main(int argc, char **argv)
         const int dyn = v.blocks_per_sm == 1 ? pad : 0;
         CK(cudaFuncSetAttribute((const void *)v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, pad));
         CK(cudaMemset(dc, 0xFF, (size_t)D * D * 4));  // NaN poison
-        std::vector<float> ms;
-        for (int r = 0; r < iters + 3; ++r) {
-            CK(cudaEventRecord(e0));
+        const double t = time_median(iters, e0, e1, [&](int) {
             v.fn<<<dim3(D / v.bn, D / v.bm), v.threads, dyn>>>(da, db, dc, D, D, D, v.group);
-            CK(cudaEventRecord(e1));
-            CK(cudaEventSynchronize(e1));
-            float t;
-            CK(cudaEventElapsedTime(&t, e0, e1));
-            if (r >= 3) ms.push_back(t);
-        }
-        CK(cudaGetLastError());
+        });
         double worst = 0;
         for (int i = 0; i < 256; ++i) {
             const int r = (int)((i * 2654435761u) % D), c = (int)((i * 40503u + 17) % D);
@@ -435,7 +431,6 @@ int main(int argc, char **argv)
         cudaFuncAttributes fa;
         CK(cudaFuncGetAttributes(&fa, (const void *)v.fn));
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, (const void *)v.fn, v.threads, dyn));
-        const double t = median(ms);
         printf("| %s (%d regs) | %dx%dx%d | %d | %d | %d | %.3f | %.1f | %.3f%s |\n", v.name, fa.numRegs, v.bm, v.bn, v.bk,
                v.threads, v.group, occ, t, 2.0 * D * D * D / t / 1e9, worst, worst > 1 ? " FAIL" : "");
     }
