@@ -457,12 +457,12 @@ enum { JC_LS, JC_KPS, JC_ENC, JC_ABL, JC_COUNT };
 /* The jagged rowwise cast along the contiguous dim (offs over the columns) on
  * cast_jrows.comp: subgroup shuffles, bf16 or f32 x (its QG_XF32 build) with 16-byte aligned
  * rows whose length is a multiple of 8, q rows contiguous and 8-byte aligned. Lanes per
- * segment: the fewest (power of two, at most the subgroup size) whose 8 units each hold one
- * and a half times the mean group width. Tuning aids: QGMM_VULKAN_CAST_JROWS_LS (a power of
- * two up to the subgroup size; for groups of ~320 columns 16 and 32 measured slower than the
- * 8 of the rule), QGMM_VULKAN_CAST_JROWS_KPS (units per lane in registers, 1-8),
- * QGMM_VULKAN_CAST_JROWS=0 (cast.comp). Returns the workgroup count, 0 to stay. Called with
- * the group table in place, or without one for whole rows (long_rows). */
+ * segment: the fewest (power of two, at most the subgroup size) that together hold one and
+ * a half times the mean group width at 8 units a lane (bf16) or 4 (f32). Tuning aids:
+ * QGMM_VULKAN_CAST_JROWS_LS (a power of two up to the subgroup size),
+ * QGMM_VULKAN_CAST_JROWS_KPS (units per lane in registers, 1-8), QGMM_VULKAN_CAST_JROWS_WGS
+ * (the workgroup cap), QGMM_VULKAN_CAST_JROWS=0 (cast.comp). Returns the workgroup count, 0
+ * to stay. Called with the group table in place, or without one for whole rows (long_rows). */
 static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
 {
     if (!c->cast_rows_ok || !env_int("QGMM_VULKAN_CAST_JROWS", 1, 0, 1) || p[CP_E] != 1) return 0;

@@ -116,6 +116,16 @@ void cast_segment(uint64_t xr, uint64_t qr, int row, int g, int cb, int ce, int 
     for (int u = u0 + lr; u < un; u += SC_LS) store_unit(qr, unit_lo(xr, u), unit_hi(xr, u), u, cb, ce, mult, false);
 }
 
+// Columns [cb, ce) of group g's segments: the table's bounds, or the whole row without a
+// table; the timing aid's bounds where SC_ABL asks for them.
+ivec2 seg_bounds(uint64_t table, int g, int R, int G)
+{
+    ivec2 b = table != 0ul ? ivec2(tab_get(table, g, 0), tab_get(table, g, 1)) : ivec2(0, R);
+    if ((SC_ABL & 2) != 0) b = ivec2(g * (R / G), g * (R / G) + R / G);
+    if ((SC_ABL & 8) != 0) b &= ~7;
+    return b;
+}
+
 void main()
 {
     // no table: whole rows, one segment each (rows too long for the register paths)
@@ -136,18 +146,12 @@ void main()
     const int s0 = int(gl_WorkGroupID.x) * (256 / SC_LS) + li / SC_LS;
     const int srow = stride % O, sg = stride / O;
     int row = s0 % O, g = s0 / O;
-    int cb = 0, ce = R;
-    if (table != 0ul && s0 < total) { cb = tab_get(table, g, 0); ce = tab_get(table, g, 1); }
-    if ((SC_ABL & 2) != 0) { cb = g * (R / G); ce = cb + R / G; }
-    if ((SC_ABL & 8) != 0) { cb &= ~7; ce &= ~7; }
+    ivec2 b = s0 < total ? seg_bounds(table, g, R, G) : ivec2(0);
     for (int s = s0; s < total; s += stride) {
         int nrow = row + srow, ng = g + sg;
         if (nrow >= O) { nrow -= O; ng++; }
-        int ncb = 0, nce = R;
-        if (table != 0ul && s < total - stride) { ncb = tab_get(table, ng, 0); nce = tab_get(table, ng, 1); }
-        cast_segment(X + uint64_t(row) * xo, Q + uint64_t(row) * qo, row, g, cb, ce, lr);
-        row = nrow; g = ng; cb = ncb; ce = nce;
-        if ((SC_ABL & 2) != 0) { cb = g * (R / G); ce = cb + R / G; }
-        if ((SC_ABL & 8) != 0) { cb &= ~7; ce &= ~7; }
+        const ivec2 nb = s < total - stride ? seg_bounds(table, ng, R, G) : ivec2(0);
+        cast_segment(X + uint64_t(row) * xo, Q + uint64_t(row) * qo, row, g, b.x, b.y, lr);
+        row = nrow; g = ng; b = nb;
     }
 }
