@@ -8,9 +8,9 @@
  * declares: the Vulkan memory model, Float16 (fp8 is decoded to f16), subgroups of 32 (the
  * tile assumes them) and VK_COOP_SHARED_BYTES of shared memory.
  * With VK_NV_cooperative_matrix2 as well (workgroup-scope matrices of flexible size, a
- * 64x128x32 bf16 shape for 256 invocations), BF16 runs on the workgroup-scope build, which
- * measured faster on the H100 (docs/backends-vulkan.md); QGMM_VULKAN_GEMM_WG=0 keeps the
- * subgroup-scope one.
+ * 64x128x32 bf16 or f16 shape for 256 invocations), BF16 and FP8 rowwise run on the
+ * workgroup-scope builds, which measured faster on the H100 (docs/backends-vulkan.md);
+ * QGMM_VULKAN_GEMM_WG=0 keeps the subgroup-scope ones.
  * QGMM_VULKAN_GEMM_PATH: tiled | coopmat (the best available; error where none is) |
  * coopmat-nv (the NV build; for comparisons).
  */
@@ -133,11 +133,12 @@ static int khr_ok(vk_ctx *c, int *bf16, char *why, size_t cap, char *bfwhy, size
     return 1;
 }
 
-/* 1 when BF16 can run gemm_coopmat.comp's workgroup-scope build: VK_NV_cooperative_matrix2
- * with workgroup scope and flexible dimensions, a bf16*bf16+f32 workgroup shape for 256
+/* 1 when a workgroup-scope build of gemm_coopmat.comp can run with matrix components `comp`
+ * (bfloat16: BF16; float16: FP8 rowwise, fp8 decoded to f16): VK_NV_cooperative_matrix2 with
+ * workgroup scope and flexible dimensions, a comp*comp+f32 workgroup shape for 256
  * invocations whose granularities divide 64x128x32, and the tile's shared memory next to the
  * driver's reserve. */
-static int wg_ok(vk_ctx *c, char *why, size_t cap)
+static int wg_ok(vk_ctx *c, uint32_t comp, char *why, size_t cap)
 {
     const char *e = getenv("QGMM_VULKAN_GEMM_WG");
     if (e && !strcmp(e, "0")) { snprintf(why, cap, "QGMM_VULKAN_GEMM_WG=0"); return 0; }
@@ -171,12 +172,14 @@ static int wg_ok(vk_ctx *c, char *why, size_t cap)
     if (props(c->pd, &n, cp) == VK_SUCCESS)
         for (uint32_t i = 0; i < n && !ok; ++i)
             ok = cp[i].scope == QGMM_VK_SCOPE_WORKGROUP_KHR && cp[i].workgroupInvocations == 256 &&
-                 cp[i].AType == QGMM_VK_COMPONENT_TYPE_BFLOAT16_KHR && cp[i].BType == QGMM_VK_COMPONENT_TYPE_BFLOAT16_KHR &&
+                 cp[i].AType == comp && cp[i].BType == comp &&
                  cp[i].CType == QGMM_VK_COMPONENT_TYPE_FLOAT32_KHR && cp[i].ResultType == QGMM_VK_COMPONENT_TYPE_FLOAT32_KHR &&
                  !cp[i].saturatingAccumulation && cp[i].MGranularity && 64 % cp[i].MGranularity == 0 &&
                  cp[i].NGranularity && 128 % cp[i].NGranularity == 0 && cp[i].KGranularity && 32 % cp[i].KGranularity == 0;
     free(cp);
-    if (!ok) snprintf(why, cap, "no workgroup-scope bf16 shape for 256 invocations dividing 64x128x32");
+    if (!ok)
+        snprintf(why, cap, "no workgroup-scope %s shape for 256 invocations dividing 64x128x32",
+                 comp == QGMM_VK_COMPONENT_TYPE_BFLOAT16_KHR ? "bf16" : "f16");
     return ok;
 }
 
@@ -190,8 +193,10 @@ qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *
     c->gemm_path = VK_GEMM_TILED;
     c->coop_bf16 = 0;
     c->coop_wg = 0;
+    c->coop_wg_fp8 = 0;
     c->bf16_why[0] = 0;
     snprintf(c->wg_why, sizeof c->wg_why, "no BF16 cooperative-matrix path");
+    snprintf(c->wg_fp8_why, sizeof c->wg_fp8_why, "no VK_KHR_cooperative_matrix path");
     char why_khr[128] = "", why_nv[128] = "";
     int bf16 = 0;
     if (!common_ok(c, sg, c->coop_why, sizeof c->coop_why)) {
@@ -202,8 +207,10 @@ qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *
         /* not asked where the tiled path is forced: that query's property structure is what
          * Debian 12's validation layer (1.3.239) reports as unknown, and the validation runs
          * use the tiled path (docs/backends-vulkan.md, "Conformance") */
-        if (bf16 && !force_tiled) c->coop_wg = wg_ok(c, c->wg_why, sizeof c->wg_why);
+        if (bf16 && !force_tiled) c->coop_wg = wg_ok(c, QGMM_VK_COMPONENT_TYPE_BFLOAT16_KHR, c->wg_why, sizeof c->wg_why);
         if (c->coop_wg) c->wg_why[0] = 0;
+        if (!force_tiled) c->coop_wg_fp8 = wg_ok(c, QGMM_VK_COMPONENT_TYPE_FLOAT16_KHR, c->wg_fp8_why, sizeof c->wg_fp8_why);
+        if (c->coop_wg_fp8) c->wg_fp8_why[0] = 0;
     } else if (nv_ok(c, why_nv, sizeof why_nv)) {
         c->gemm_path = VK_GEMM_COOP_NV;
         snprintf(c->bf16_why, sizeof c->bf16_why, "%s", force_nv ? "QGMM_VULKAN_GEMM_PATH=coopmat-nv" : why_khr);
@@ -218,6 +225,7 @@ qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *
         c->gemm_path = VK_GEMM_TILED;
         c->coop_bf16 = 0;
         c->coop_wg = 0;
+        c->coop_wg_fp8 = 0;
         snprintf(c->coop_why, sizeof c->coop_why, "QGMM_VULKAN_GEMM_PATH=tiled");
     }
     return QGMM_OK;
@@ -256,7 +264,7 @@ void vk_coop_enable(vk_ctx *c, vk_coop_features *e, VkPhysicalDeviceVulkan12Feat
         bf->shaderBFloat16CooperativeMatrix = VK_TRUE;
         chain(f12, bf, e, QGMM_VK_KHR_SHADER_BFLOAT16_NAME);
     }
-    if (c->coop_wg) {
+    if (c->coop_wg || c->coop_wg_fp8) {
         qgmm_VkPhysicalDeviceCooperativeMatrix2FeaturesNV *w = (qgmm_VkPhysicalDeviceCooperativeMatrix2FeaturesNV *)e->cm2;
         w->sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV;
         w->cooperativeMatrixWorkgroupScope = VK_TRUE;

@@ -322,7 +322,11 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
         vk_ctx_destroy(c);
         return st;
     }
-    char gemm[512];
+    char gemm[768], fp8wg[192] = "";
+    if (c->gemm_path == VK_GEMM_COOP_KHR)
+        snprintf(fp8wg, sizeof fp8wg, "; FP8 rowwise on %s%s%s",
+                 c->coop_wg_fp8 ? "workgroup-scope matrices" : "subgroup-scope matrices (workgroup scope off: ",
+                 c->wg_fp8_why, c->coop_wg_fp8 ? "" : ")");
     if (c->gemm_path == VK_GEMM_TILED)
         snprintf(gemm, sizeof gemm,
                  "gemm: shared-memory tiled f32 FMA 64x64x16, 4x4 per lane (cooperative matrix off: %s)",
@@ -331,15 +335,15 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
         snprintf(gemm, sizeof gemm,
                  "gemm: every recipe on VK_KHR_cooperative_matrix 16x16x16 -> f32 (bf16 operands as "
                  "bfloat16, fp8 exactly as f16; 128x128x32 tiles, double-buffered, per-scale-block f32 promotion); "
-                 "BF16 on %s%s%s", c->coop_wg ? "workgroup-scope matrices (VK_NV_cooperative_matrix2), two steps of loads in flight"
+                 "BF16 on %s%s%s%s", c->coop_wg ? "workgroup-scope matrices (VK_NV_cooperative_matrix2), two steps of loads in flight"
                                                : "subgroup-scope matrices (workgroup scope off: ",
-                 c->wg_why, c->coop_wg ? "" : ")");
+                 c->wg_why, c->coop_wg ? "" : ")", fp8wg);
     else
         snprintf(gemm, sizeof gemm,
                  "gemm: FP8 recipes on %s 16x16x16 f16*f16->f32 (fp8 exactly as f16; 128x128x32 tiles, "
-                 "double-buffered, per-scale-block f32 promotion); BF16 on the tiled f32 FMA shader (%s)",
+                 "double-buffered, per-scale-block f32 promotion); BF16 on the tiled f32 FMA shader (%s)%s",
                  c->gemm_path == VK_GEMM_COOP_KHR ? "VK_KHR_cooperative_matrix" : "VK_NV_cooperative_matrix",
-                 c->bf16_why);
+                 c->bf16_why, fp8wg);
     snprintf(c->describe, sizeof c->describe,
              "vulkan: %s (driver %u.%u.%u, Vulkan %u.%u, subgroup %u, shared %u KB, timestamps %s); "
              "casts: integer-exact codec (f64 scale division emulated with integers, shaderFloat64 %s), row and "

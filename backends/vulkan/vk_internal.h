@@ -93,6 +93,7 @@ enum vk_pipe {
     VKP_GEMM_COOP_FP8_BLK_KHR,
     VKP_GEMM_COOP_BF16_KHR, /* bf16 operands, KHR matrices with bfloat16 components */
     VKP_GEMM_COOP_BF16_WG_KHR, /* the same on workgroup-scope matrices, two steps of loads in flight */
+    VKP_GEMM_COOP_FP8_WG_KHR,  /* FP8 rowwise (fp8 -> f16) on workgroup-scope matrices, the same way */
     VKP_COUNT
 };
 typedef struct vk_spirv { const char *name; const uint32_t *code; size_t bytes; } vk_spirv;
@@ -147,9 +148,10 @@ typedef struct vk_ctx {
      * has VK_KHR_shader_bfloat16 and a 16x16x16 bf16 x bf16 -> f32 shape (BF16 recipe) */
     int gemm_path, coop_bf16;
     /* coop_wg: BF16 on workgroup-scope matrices (VK_NV_cooperative_matrix2, vk_coop.c wg_ok);
-     * wg_why: why not ("" when on) */
-    int coop_wg;
-    char wg_why[128];
+     * coop_wg_fp8: FP8 rowwise on them (f16 components, KHR path); wg_why / wg_fp8_why: why
+     * not ("" when on) */
+    int coop_wg, coop_wg_fp8;
+    char wg_why[128], wg_fp8_why[128];
     char coop_why[128]; /* why the cooperative-matrix path is off ("" when on) */
     char bf16_why[128]; /* why BF16 has no cooperative-matrix path ("" when it has) */
     uint64_t ts_mask;

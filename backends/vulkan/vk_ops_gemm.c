@@ -33,7 +33,8 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
         pipe = c->coop_bf16 && a_unit && b_unit ? (c->coop_wg ? VKP_GEMM_COOP_BF16_WG_KHR : VKP_GEMM_COOP_BF16_KHR) : VKP_GEMM;
     else if (qgmm_dtype_is_fp8(a->dtype) && qgmm_dtype_is_fp8(b->dtype) && a_unit && b_unit && c->gemm_path != VK_GEMM_TILED)
         pipe = recipe == QGMM_RECIPE_FP8_ROWWISE
-                   ? (c->gemm_path == VK_GEMM_COOP_KHR ? VKP_GEMM_COOP_FP8_KHR : VKP_GEMM_COOP_FP8)
+                   ? (c->gemm_path == VK_GEMM_COOP_KHR ? (c->coop_wg_fp8 ? VKP_GEMM_COOP_FP8_WG_KHR : VKP_GEMM_COOP_FP8_KHR)
+                                                       : VKP_GEMM_COOP_FP8)
                    : (c->gemm_path == VK_GEMM_COOP_KHR ? VKP_GEMM_COOP_FP8_BLK_KHR : VKP_GEMM_COOP_FP8_BLK);
     else
         pipe = qgmm_dtype_is_fp8(a->dtype) ? VKP_GEMM_FP8 : VKP_GEMM;
@@ -122,12 +123,14 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
     if (!coop) return vk_dispatch(c, pipe, p, QP_MAX, p[GM_NWG]);
     /* gemm_coopmat.comp's specialization constants (ids in its header) */
     const int32_t spec[3] = {recipe, a->dtype, b->dtype};
-    if (pipe != VKP_GEMM_COOP_BF16_WG_KHR) return vk_dispatch_spec(c, pipe, spec, 3, p, QP_MAX, p[GM_NWG]);
+    if (pipe != VKP_GEMM_COOP_BF16_WG_KHR && pipe != VKP_GEMM_COOP_FP8_WG_KHR)
+        return vk_dispatch_spec(c, pipe, spec, 3, p, QP_MAX, p[GM_NWG]);
     /* the workgroup-scope build computes the lean tiles (whole and aligned, gemm_coopmat.comp),
      * the subgroup-scope one the others: two dispatches over disjoint output tiles that read
      * the same inputs, so no barrier between them (they may overlap on the GPU) */
     st = vk_dispatch_spec_ex(c, pipe, spec, 3, p, QP_MAX, p[GM_NWG], 0);
     if (st != QGMM_OK) return st;
     p[GM_SKIPLEAN] = 1;
-    return vk_dispatch_spec(c, VKP_GEMM_COOP_BF16_KHR, spec, 3, p, QP_MAX, p[GM_NWG]);
+    return vk_dispatch_spec(c, pipe == VKP_GEMM_COOP_BF16_WG_KHR ? VKP_GEMM_COOP_BF16_KHR : VKP_GEMM_COOP_FP8_KHR, spec, 3,
+                            p, QP_MAX, p[GM_NWG]);
 }

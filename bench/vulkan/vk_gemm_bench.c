@@ -1,8 +1,8 @@
 /*
  * vk_gemm_bench.c — device time of the Vulkan backend's grouped GEMMs on the tiled and the
  * cooperative-matrix paths, side by side: M-grouped BF16, FP8 rowwise, FP8 blockwise, MXFP8
- * (e4m3fn operands, weights (E, N, K), bf16 out) and the K-grouped BF16 wgrad
- * (a (M, N), b (M, K), out (E, N, K)). Each GEMM is bracketed by qgmm_event timestamps;
+ * (e4m3fn operands, weights (E, N, K), bf16 out) and the K-grouped BF16 and FP8 rowwise wgrad
+ * (a (M, N), b (M, K), out (E, N, K); rowwise scales (E, N) and (E, K)). Each GEMM is bracketed by qgmm_event timestamps;
  * the median of --iters runs after a warm-up (a second of back-to-back runs) is reported.
  * The path is chosen per context through QGMM_VULKAN_GEMM_PATH. The two paths' outputs are compared (relative Frobenius
  * difference), a sanity check on large shapes only: the conformance suite is the numerics
@@ -28,7 +28,7 @@ typedef struct shape { int64_t M, N, K, G; } shape;
 typedef struct host {
     uint8_t *a, *b, *sa_mx, *sb_mx;
     uint16_t *a16, *b16; /* bf16 operands: M-grouped a (M, K), b (E, N, K); K-grouped a (M, N), b (M, K) */
-    float *sa_row, *sb_row, *sa_blk, *sb_blk;
+    float *sa_row, *sb_row, *sa_blk, *sb_blk, *sa_kg, *sb_kg; /* kg: K-grouped rowwise (E, N), (E, K) */
     int32_t *offs;
     size_t sa_mx_bytes, sb_mx_bytes;
 } host;
@@ -62,7 +62,7 @@ static int cmp_double(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-/* Times one recipe (kg: the K-grouped BF16 wgrad); returns the median ms per GEMM and
+/* Times one recipe (kg: the K-grouped wgrad, BF16 or FP8 rowwise); returns the median ms per GEMM and
  * leaves the output in *out_host. */
 static double run(qgmm_context *ctx, const shape *s, const host *h, int recipe, int kg, int iters, uint16_t *out_host)
 {
@@ -91,6 +91,13 @@ static double run(qgmm_context *ctx, const shape *s, const host *h, int recipe, 
     sh[0] = E;
     toffs = qgmm_tensor_make(bo, 0, QGMM_I32, 1, sh);
     if (bf) {
+    } else if (recipe == QGMM_RECIPE_FP8_ROWWISE && kg) {
+        bsa = upload(ctx, h->sa_kg, sizeof(float) * (size_t)(E * N));
+        bsb = upload(ctx, h->sb_kg, sizeof(float) * (size_t)(E * K));
+        sh[0] = E; sh[1] = N;
+        tsa = qgmm_tensor_make(bsa, 0, QGMM_F32, 2, sh);
+        sh[1] = K;
+        tsb = qgmm_tensor_make(bsb, 0, QGMM_F32, 2, sh);
     } else if (recipe == QGMM_RECIPE_FP8_ROWWISE) {
         bsa = upload(ctx, h->sa_row, sizeof(float) * (size_t)M);
         bsb = upload(ctx, h->sb_row, sizeof(float) * (size_t)(E * N));
@@ -169,9 +176,9 @@ int main(int argc, char **argv)
     int nshapes = 2, custom = 0, iters = 10, only = -1;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: vk_gemm_bench [--iters N] [--shape M,N,K,G]... [--only bf16|bf16_kgrouped|fp8_rowwise|fp8_blockwise|mxfp8]\n"
+            printf("usage: vk_gemm_bench [--iters N] [--shape M,N,K,G]... [--only bf16|bf16_kgrouped|fp8_rowwise|fp8_rowwise_kgrouped|fp8_blockwise|mxfp8]\n"
                    "Times the Vulkan backend's grouped GEMMs (M-grouped BF16 / FP8 rowwise / FP8 blockwise /\n"
-                   "MXFP8 with weights (E,N,K), and the K-grouped BF16 wgrad; e4m3fn, bf16 out, jagged groups\n"
+                   "MXFP8 with weights (E,N,K), and the K-grouped BF16 / FP8 rowwise wgrad; e4m3fn, bf16 out, jagged groups\n"
                    "of multiples of 16) on QGMM_VULKAN_GEMM_PATH=tiled and =coopmat: median of N event-timed\n"
                    "runs after a warm-up; prints ms, TFLOP/s and the relative Frobenius difference between\n"
                    "the two paths' outputs.\n");
@@ -180,9 +187,9 @@ int main(int argc, char **argv)
             iters = atoi(argv[++i]);
             if (iters < 1) iters = 1;
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
-            static const char *nm[5] = {"bf16", "fp8_rowwise", "fp8_blockwise", "mxfp8", "bf16_kgrouped"};
+            static const char *nm[6] = {"bf16", "fp8_rowwise", "fp8_blockwise", "mxfp8", "bf16_kgrouped", "fp8_rowwise_kgrouped"};
             ++i;
-            for (int r = 0; r < 5; ++r)
+            for (int r = 0; r < 6; ++r)
                 if (!strcmp(argv[i], nm[r])) only = r;
             if (only < 0) { fprintf(stderr, "--only: unknown recipe %s\n", argv[i]); return 1; }
         } else if (!strcmp(argv[i], "--shape") && i + 1 < argc && nshapes < 8) {
@@ -199,7 +206,7 @@ int main(int argc, char **argv)
         }
     }
     static const char *paths[2] = {"tiled", "coopmat"};
-    static const char *rname[5] = {"bf16", "fp8_rowwise", "fp8_blockwise", "mxfp8", "bf16_kgrouped"};
+    static const char *rname[6] = {"bf16", "fp8_rowwise", "fp8_blockwise", "mxfp8", "bf16_kgrouped", "fp8_rowwise_kgrouped"};
     printf("| shape (M,N,K,G) | recipe | tiled ms | tiled TFLOP/s | coopmat ms | coopmat TFLOP/s | speedup | rel diff |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
     for (int si = 0; si < nshapes; ++si) {
@@ -228,6 +235,10 @@ int main(int argc, char **argv)
         h.sb_row = malloc(sizeof(float) * (size_t)(E * N));
         h.sa_blk = malloc(sizeof(float) * (size_t)(M * (K / 128)));
         h.sb_blk = malloc(sizeof(float) * (size_t)(E * ((N + 127) / 128) * (K / 128)));
+        h.sa_kg = malloc(sizeof(float) * (size_t)(E * N));
+        h.sb_kg = malloc(sizeof(float) * (size_t)(E * K));
+        for (int64_t i = 0; i < E * N; ++i) h.sa_kg[i] = 0.5f + (float)(rnd() % 1000) / 1000.0f;
+        for (int64_t i = 0; i < E * K; ++i) h.sb_kg[i] = 0.5f + (float)(rnd() % 1000) / 1000.0f;
         for (int64_t i = 0; i < M; ++i) h.sa_row[i] = 0.5f + (float)(rnd() % 1000) / 1000.0f;
         for (int64_t i = 0; i < E * N; ++i) h.sb_row[i] = 0.5f + (float)(rnd() % 1000) / 1000.0f;
         for (int64_t i = 0; i < M * (K / 128); ++i) h.sa_blk[i] = 0.5f + (float)(rnd() % 1000) / 1000.0f;
@@ -243,9 +254,9 @@ int main(int argc, char **argv)
         uint16_t *out[2];
         out[0] = malloc(sizeof(uint16_t) * (size_t)omax);
         out[1] = malloc(sizeof(uint16_t) * (size_t)omax);
-        for (int r = 0; r <= 4; ++r) {
+        for (int r = 0; r <= 5; ++r) {
             if (only >= 0 && r != only) continue;
-            const int kg = r == 4, recipe = kg ? QGMM_RECIPE_BF16 : r;
+            const int kg = r >= 4, recipe = r == 4 ? QGMM_RECIPE_BF16 : r == 5 ? QGMM_RECIPE_FP8_ROWWISE : r;
             double ms[2];
             for (int pi = 0; pi < 2; ++pi) {
                 setenv("QGMM_VULKAN_GEMM_PATH", paths[pi], 1);
@@ -301,7 +312,8 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
         free(h.a); free(h.b); free(h.a16); free(h.b16); free(h.offs); free(h.sa_row); free(h.sb_row);
-        free(h.sa_blk); free(h.sb_blk); free(h.sa_mx); free(h.sb_mx); free(out[0]); free(out[1]);
+        free(h.sa_blk); free(h.sb_blk); free(h.sa_mx); free(h.sb_mx); free(h.sa_kg); free(h.sb_kg);
+        free(out[0]); free(out[1]);
     }
     return 0;
 }

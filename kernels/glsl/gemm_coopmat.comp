@@ -23,9 +23,10 @@
 //
 // Tile: 128x128 outputs per workgroup of 8 subgroups of 32 (the host enables this path only
 // for subgroup size 32); subgroup (wm, wn) owns rows wm*64.., cols wn*32..: 4x2 fragments.
-// The BF16 workgroup-scope build (QG_WGSCOPE, gemm_coop_bf16_wg_khr) instead holds the tile
-// as two 64x128 workgroup-scope accumulators, keeps two steps of loads in flight and computes
-// only the lean tiles (whole, aligned); the host runs the subgroup-scope build for the rest.
+// The workgroup-scope builds (QG_WGSCOPE: gemm_coop_bf16_wg_khr, and gemm_coop_fp8_wg_khr for
+// FP8 rowwise, fp8 decoded to f16 as in the other fp8 builds) instead hold the tile as two
+// 64x128 workgroup-scope accumulators, keep two steps of loads in flight and compute only the
+// lean tiles (whole, aligned); the host runs the subgroup-scope build for the rest.
 // Depth steps of 32. Fragment element -> (row, col) maps are implementation-defined, so the
 // kernel reads the map once from a matrix of known contents (idmap) and uses it for the
 // scale promotion and the epilogue.
@@ -77,7 +78,7 @@ layout(constant_id = 2) const int SC_BFMT = 4;
 #error "the promote build loads one scale per lane: it needs BM + BN = 256 lanes"
 #endif
 #define BK 32
-// QG_WGSCOPE=1 (BF16 only): the MMAs on workgroup-scope matrices (VK_NV_cooperative_matrix2),
+// QG_WGSCOPE=1 (BF16, FP8 rowwise): the MMAs on workgroup-scope matrices (VK_NV_cooperative_matrix2),
 // two 64x128 accumulators per 128x128 tile; the driver spreads them over the subgroups.
 // QG_SETS=2: two register sets of prefetched chunks (gemm_coop_step.glsl). Measured on the
 // H100 by bench/vulkan/vk_wg_gemm_probe.c: see docs/backends-vulkan.md.
@@ -87,8 +88,8 @@ layout(constant_id = 2) const int SC_BFMT = 4;
 #ifndef QG_SETS
 #define QG_SETS 1
 #endif
-#if QG_WGSCOPE && (QG_PROMOTE || !QG_BF16 || QG_WARPS != 8)
-#error "the workgroup-scope build is the BF16 one, 256 lanes"
+#if QG_WGSCOPE && (QG_PROMOTE || QG_WARPS != 8)
+#error "the workgroup-scope builds are BF16 and FP8 rowwise (no promotion), 256 lanes"
 #endif
 // Shared tiles in 16-byte units (8 halves). K-contiguous operand: BM rows x (BK+8) halves;
 // outer-contiguous operand: BK rows x (BM+8) halves. The +8 halves keep the 8 rows an
@@ -112,14 +113,31 @@ shared float scB[2 * BN];
 #define NCH (BM * BK / CH / NT)  // chunks per lane per operand and step
 
 #if !QG_BF16
-// One fp8 byte -> f16 bits, exact (QGMM codec semantics of kernels/qgmm_fp8_codec.h).
-// e4m3fn: normals re-bias the exponent (+8), subnormals m*2^-9 become f16 normals, 0x7F/0xFF
-// are NaN. e4m3fnuz: the same values at half the magnitude (bias 8), 0x80 is the only NaN,
-// no negative zero. e5m2 is f16 with the low byte cut off. The reference for fp8x4_to_h16
-// and the path for words holding a NaN.
+// Two bytes in the low bytes of 16-bit lanes -> two f16, exact (QGMM codec semantics of
+// kernels/qgmm_fp8_codec.h). The magnitude bits shifted into f16 position read as an f16
+// 2^(15-bias) too small, for normals and subnormals alike (an e4m3 subnormal m*2^-9 lands
+// on the f16 subnormal m*2^-17); one exact f16 multiply by a power of two restores it.
+// Needs f16 denormals preserved (vk_coop.c checks the device). NaN bytes come out wrong
+// here; fp8x4_to_h16 deals with them.
+uint e4m3_pair(uint p, float16_t k)
+{
+    const f16vec2 v = unpackFloat2x16((p & 0x007F007Fu) << 7) * k;
+    return packFloat2x16(v) | ((p & 0x00800080u) << 8);
+}
+
+// The halves of h whose source byte (bit 7 / bit 15 of nan) is this format's NaN become the
+// reference's NaN: e4m3fn 0x7F / 0xFF -> 0x7E00 / 0xFE00 (sign kept), e4m3fnuz 0x80 -> 0x7E00.
+uint patch_nan(uint h, uint nan, bool fnuz)
+{
+    const uint m = ((nan & 0x80u) != 0u ? 0x0000FFFFu : 0u) | ((nan & 0x8000u) != 0u ? 0xFFFF0000u : 0u);
+    const uint q = fnuz ? 0x7E007E00u : (h & 0x80008000u) | 0x7E007E00u;
+    return (h & ~m) | (q & m);
+}
+
+#if !QG_WGSCOPE
+// One fp8 byte -> f16 bits, exact: the per-byte path for words holding a NaN.
 uint fp8_to_h16(uint b, int fmt)
 {
-    if (fmt == DT_E5M2) return b << 8;
     const uint m = b & 0x7Fu;
     const uint p = uint(findMSB(max(m, 1u)));  // subnormal: position of the leading bit
     uint h = m >= 8u ? (m << 7) + 0x2000u : (m == 0u ? 0u : ((6u + p) << 10) | ((m << (10u - p)) & 0x3FFu));
@@ -131,29 +149,37 @@ uint fp8_to_h16(uint b, int fmt)
     if (m == 0x7Fu) h = 0x7E00u;
     return ((b & 0x80u) << 8) | h;
 }
+#endif
 
-// Two bytes in the low bytes of 16-bit lanes -> two f16. The magnitude bits shifted into
-// f16 position read as an f16 2^(15-bias) too small, for normals and subnormals alike (an
-// e4m3 subnormal m*2^-9 lands on the f16 subnormal m*2^-17); one exact f16 multiply by a
-// power of two restores it. Needs f16 denormals preserved (vk_coop.c checks the device).
-uint e4m3_pair(uint p, float16_t k)
-{
-    const f16vec2 v = unpackFloat2x16((p & 0x007F007Fu) << 7) * k;
-    return packFloat2x16(v) | ((p & 0x00800080u) << 8);
-}
-
-// 4 fp8 bytes -> 4 f16 (as 2 words), exact; a word holding a NaN byte takes the byte path.
+// 4 fp8 bytes -> 4 f16 (as 2 words), exact. e5m2 is f16 with the low byte cut off. e4m3: x
+// has a zero byte exactly where w holds this format's NaN; (x + 0x7F) sets bit 7 of every
+// nonzero 7-bit byte (no carry leaves a byte). Words holding a NaN byte: the workgroup-scope
+// build patches the NaN halves without a branch, the subgroup-scope builds take a per-byte
+// path behind a branch. This code is inlined at every staging store, and each build is
+// fastest its way on the H100 (2026-11-23): the branch-free form halved the workgroup-scope
+// build's code (FP8 rowwise 1.4-1.6x faster) but took the subgroup-scope builds to 251-255
+// registers and 0.5-0.8x their speed; the patch behind a branch was no better there
+// (docs/backends-vulkan.md).
 uvec2 fp8x4_to_h16(uint w, int fmt)
 {
     if (fmt == DT_E5M2)
         return uvec2(((w & 0xFFu) << 8) | ((w & 0xFF00u) << 16), ((w >> 8) & 0xFF00u) | (w & 0xFF000000u));
-    const uint x = fmt == DT_E4M3FNUZ ? w ^ 0x80808080u : (w & 0x7F7F7F7Fu) ^ 0x7F7F7F7Fu;
-    if (((x - 0x01010101u) & ~x & 0x80808080u) != 0u)  // some byte is this format's NaN
+    const bool fnuz = fmt == DT_E4M3FNUZ;
+    const uint x = fnuz ? w ^ 0x80808080u : (w & 0x7F7F7F7Fu) ^ 0x7F7F7F7Fu;
+    const uint nan = ~((x & 0x7F7F7F7Fu) + 0x7F7F7F7Fu | x) & 0x80808080u;  // bit 7 of each NaN byte
+#if !QG_WGSCOPE
+    if (nan != 0u)
         return uvec2(fp8_to_h16(w & 0xFFu, fmt) | (fp8_to_h16((w >> 8) & 0xFFu, fmt) << 16),
                      fp8_to_h16((w >> 16) & 0xFFu, fmt) | (fp8_to_h16(w >> 24, fmt) << 16));
-    const float16_t k = fmt == DT_E4M3FNUZ ? float16_t(128.0) : float16_t(256.0);
-    return uvec2(e4m3_pair((w & 0xFFu) | ((w & 0xFF00u) << 8), k),
-                 e4m3_pair(((w >> 16) & 0xFFu) | ((w >> 8) & 0xFF0000u), k));
+#endif
+    const float16_t k = fnuz ? float16_t(128.0) : float16_t(256.0);
+    const uint lo = e4m3_pair((w & 0xFFu) | ((w & 0xFF00u) << 8), k);
+    const uint hi = e4m3_pair(((w >> 16) & 0xFFu) | ((w >> 8) & 0xFF0000u), k);
+#if !QG_WGSCOPE
+    return uvec2(lo, hi);
+#else
+    return uvec2(patch_nan(lo, nan & 0x8080u, fnuz), patch_nan(hi, (nan >> 16) & 0x8080u, fnuz));
+#endif
 }
 #endif
 
@@ -322,9 +348,9 @@ void main()
 #define B_OHI (B.kc ? j1 : c1)
 #define B_XHI (B.kc ? c1 : j1)
 
-#if QG_BF16 && !QG_PROMOTE
+#if !QG_PROMOTE
     // Lean tile: whole rows and cols, depth a multiple of CH, every 16-byte chunk aligned
-    // (from the bases and strides, so the same on every lane). The workgroup-scope build
+    // (from the bases and strides, so the same on every lane). A workgroup-scope build
     // computes only these, with no element-wise path compiled in (its code size is what kept
     // it fast, see docs/backends-vulkan.md); the host then runs the subgroup-scope build with
     // GM_SKIPLEAN for the rest. Uniform, so returning here is safe (before any barrier).

@@ -189,6 +189,6 @@
 #define GM_A_ICONTIG 39
 #define GM_B_JCONTIG 40
 #define GM_NWG 41
-#define GM_SKIPLEAN 42  /* gemm_coopmat.comp BF16 builds: 1 = leave the lean tiles (see there) to the workgroup-scope build */
+#define GM_SKIPLEAN 42  /* gemm_coopmat.comp BF16 / FP8 rowwise builds: 1 = leave the lean tiles (see there) to the workgroup-scope build */
 
 #endif

@@ -20,6 +20,9 @@ static const uint32_t bf16_khr[] =
 static const uint32_t bf16_wg_khr[] =
 #include "gemm_coop_bf16_wg_khr.spv.inc"
     ;
+static const uint32_t fp8_wg_khr[] =
+#include "gemm_coop_fp8_wg_khr.spv.inc"
+    ;
 static const uint32_t fp8_khr[] =
 #include "gemm_coop_fp8_khr.spv.inc"
     ;
@@ -139,6 +142,7 @@ int main(void)
     check("gemm_coop_bf16_khr", bf16_khr, sizeof bf16_khr / 4, 1, 3, 8);
     check("gemm_coop_bf16_wg_khr", bf16_wg_khr, sizeof bf16_wg_khr / 4, 1, 2, 4);
     check("gemm_coop_fp8_khr", fp8_khr, sizeof fp8_khr / 4, 0, 3, 8);
+    check("gemm_coop_fp8_wg_khr", fp8_wg_khr, sizeof fp8_wg_khr / 4, 0, 2, 4);
     check("gemm_coop_fp8_blk_khr", fp8_blk_khr, sizeof fp8_blk_khr / 4, 0, 3, 8);
     check_tensor("wgp_tensor_128x128x32_256 (--tensor)", tensor_probe, sizeof tensor_probe / 4);
     printf("test_spirv_coop_khr: %d failures\n", fails);
