@@ -636,6 +636,18 @@ static void build_conformance(qc_list *l)
                  QGMM_BF16);
         c.q_dtype = QGMM_F8E5M2; push(l, c);
     }
+    /* whole 128x128 output tiles (groups of multiples of 128 rows, aligned operands): what
+     * the Vulkan workgroup-scope builds compute (BF16, FP8 rowwise; the cases above are
+     * narrower than one tile), beside a partial tile for the subgroup-scope build */
+    {
+        push(l, gemm(QGMM_GEMM_M_GROUPED, QGMM_RECIPE_BF16, 384, 272, 256, 2, QGMM_GROUPS_RAGGED, 128, QGMM_BF16));
+        qgmm_case c = gemm(QGMM_GEMM_M_GROUPED, QGMM_RECIPE_FP8_ROWWISE, 384, 272, 256, 2, QGMM_GROUPS_RAGGED, 128,
+                           QGMM_BF16);
+        push(l, c);
+        c.q_dtype = QGMM_F8E5M2; push(l, c);
+        push(l, gemm(QGMM_GEMM_K_GROUPED, QGMM_RECIPE_BF16, 512, 256, 272, 3, QGMM_GROUPS_RAGGED, 16, QGMM_BF16));
+        push(l, gemm(QGMM_GEMM_K_GROUPED, QGMM_RECIPE_FP8_ROWWISE, 512, 256, 272, 3, QGMM_GROUPS_RAGGED, 16, QGMM_F32));
+    }
 
     /* recipe level: the backend's casts feeding its GEMMs reach torchao's SQNR floors */
     for (int r = 1; r < 4; ++r)
