@@ -135,7 +135,10 @@ uint patch_nan(uint h, uint nan, bool fnuz)
 }
 
 #if !QG_WGSCOPE
-// One fp8 byte -> f16 bits, exact: the per-byte path for words holding a NaN.
+// One fp8 byte -> f16 bits, exact: the per-byte path for words holding a NaN. e4m3fn:
+// normals re-bias the exponent (+8), subnormals m*2^-9 become f16 normals, 0x7F/0xFF are
+// NaN. e4m3fnuz: the same values at half the magnitude (bias 8), 0x80 is the only NaN, no
+// negative zero.
 uint fp8_to_h16(uint b, int fmt)
 {
     const uint m = b & 0x7Fu;
