@@ -233,10 +233,11 @@ qgmm_status vk_dispatch_spec(vk_ctx *c, int pipe, const int32_t *spec, int nspec
 qgmm_status vk_dispatch_spec_ex(vk_ctx *c, int pipe, const int32_t *spec, int nspec, const int64_t *p, int n,
                                 int64_t groups, int barrier_after);
 qgmm_status vk_fill(vk_ctx *c, uint64_t addr, int64_t bytes, uint8_t value);
-/* Runs offs_prep.comp for offs; the main kernel then reads the table at scratch.addr. */
+/* Runs offs_prep.comp for offs (params.h OP_* says what each argument means; cap -1: none);
+ * the main kernel then reads the table at scratch.addr. */
 qgmm_status vk_offs_prep(vk_ctx *c, const qgmm_tensor *offs, int64_t extent, int64_t multiple,
                          int64_t align, int64_t tile, int64_t div, uint64_t out0, uint64_t out1,
-                         uint64_t padoffs);
+                         uint64_t padoffs, int64_t cap);
 
 /* ops (vk_ops_cast.c, vk_ops_layout.c, vk_ops_gemm.c) */
 qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,

@@ -555,7 +555,7 @@ qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
     if (jagged) {
         if (p[CP_NSEG] == 0) return QGMM_OK;
         /* cast_cols.comp schedules its chunks by the table's tile prefix (tile = a chunk) */
-        qgmm_status st = vk_offs_prep(c, offs, p[CP_R], 1, 1, chunk, 1, 0, 0, 0);
+        qgmm_status st = vk_offs_prep(c, offs, p[CP_R], 1, 1, chunk, 1, 0, 0, 0, -1);
         if (st != QGMM_OK) return st;
         p[CP_TABLE] = (int64_t)c->scratch.addr;
     }
@@ -685,7 +685,7 @@ qgmm_status vk_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const q
         p[DQ_SO] = scales->rank == 1 ? s[0] : s[1];
         if (jagged) {
             p[DQ_NSEG] = offs->shape[0];
-            qgmm_status st = vk_offs_prep(c, offs, q->shape[rd], 1, 1, 0, 1, 0, 0, 0);
+            qgmm_status st = vk_offs_prep(c, offs, q->shape[rd], 1, 1, 0, 1, 0, 0, 0, -1);
             if (st != QGMM_OK) return st;
             p[DQ_TABLE] = (int64_t)c->scratch.addr;
         }

@@ -115,7 +115,7 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
         }
     }
     if (G == 0) return QGMM_OK;
-    qgmm_status st = vk_offs_prep(c, offs, M, multiple, align, mg ? GEMM_BM : 0, div, 0, 0, 0);
+    qgmm_status st = vk_offs_prep(c, offs, M, multiple, align, mg ? GEMM_BM : 0, div, 0, 0, 0, -1);
     if (st != QGMM_OK) return st;
     p[GM_TABLE] = (int64_t)c->scratch.addr;
     const int64_t row_tiles = mg ? (M + GEMM_BM - 1) / GEMM_BM + G : G * p[GM_NTI];

@@ -40,8 +40,8 @@ static qgmm_status blocked_common(qgmm_context *ctx, int dir, qgmm_blocked_varia
             return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs/group_starts: vulkan needs contiguous i32 vectors");
         p[BL_G] = offs->shape[0];
         const uint64_t out0 = dir == 0 ? vk_tensor_addr(starts) : 0;
-        qgmm_status st = v == QGMM_BLOCKED_M_GROUPS ? vk_offs_prep(c, offs, R, 1, 128, 0, 1, out0, 0, 0)
-                                                    : vk_offs_prep(c, offs, C * 32, 32, 4, 0, 32, out0, 0, 0);
+        qgmm_status st = v == QGMM_BLOCKED_M_GROUPS ? vk_offs_prep(c, offs, R, 1, 128, 0, 1, out0, 0, 0, -1)
+                                                    : vk_offs_prep(c, offs, C * 32, 32, 4, 0, 32, out0, 0, 0, -1);
         if (st != QGMM_OK) return st;
         p[BL_TABLE] = (int64_t)c->scratch.addr;
     }
@@ -102,7 +102,7 @@ qgmm_status vk_pad_token_groups(qgmm_context *ctx, int alignment, const qgmm_ten
     if (!contiguous1(offs) || !contiguous1(padded_start) || !contiguous1(padded_offs))
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs/padded_*: vulkan needs contiguous i32 vectors");
     qgmm_status st = vk_offs_prep(c, offs, x->shape[0], 1, alignment, 0, 1, vk_tensor_addr(padded_start),
-                                  vk_tensor_addr(padded_offs), 0);
+                                  vk_tensor_addr(padded_offs), 0, -1);
     if (st != QGMM_OK) return st;
     int64_t p[QP_MAX];
     pad_params(p, 0, x, out, out->shape[0], x->shape[1], (int64_t)qgmm_dtype_size(x->dtype), offs->shape[0],
@@ -117,19 +117,9 @@ qgmm_status vk_unpad_token_groups(qgmm_context *ctx, int alignment, const qgmm_t
     if (!contiguous1(offs))
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs: vulkan needs a contiguous i32 vector");
     /* the padded input must hold every group's padded rows (cap = its row count) */
-    int64_t p[QP_MAX];
-    memset(p, 0, sizeof p);
-    p[OP_OFFS] = (int64_t)vk_tensor_addr(offs);
-    p[OP_G] = offs->shape[0];
-    p[OP_EXTENT] = out->shape[0];
-    p[OP_MULTIPLE] = 1;
-    p[OP_ALIGN] = alignment;
-    p[OP_TABLE] = (int64_t)c->scratch.addr;
-    p[OP_STATUS] = (int64_t)c->status.addr;
-    p[OP_DIV] = 1;
-    p[OP_PADCAP] = x_padded->shape[0] + 1;
-    qgmm_status st = vk_dispatch(c, VKP_OFFS_PREP, p, QP_MAX, 1);
+    qgmm_status st = vk_offs_prep(c, offs, out->shape[0], 1, alignment, 0, 1, 0, 0, 0, x_padded->shape[0]);
     if (st != QGMM_OK) return st;
+    int64_t p[QP_MAX];
     pad_params(p, 1, x_padded, out, out->shape[0], out->shape[1], (int64_t)qgmm_dtype_size(out->dtype),
                offs->shape[0], c->scratch.addr);
     return vk_dispatch(c, VKP_PAD, p, QP_MAX, pad_groups(p));
@@ -153,19 +143,9 @@ qgmm_status vk_group_row_ids(qgmm_context *ctx, const qgmm_tensor *offs, const q
         p[OP_STATUS] = (int64_t)c->status.addr;
         return vk_dispatch(c, VKP_OFFS_PREP, p, QP_MAX, 1);
     }
-    int64_t p[QP_MAX];
-    memset(p, 0, sizeof p);
-    p[OP_OFFS] = (int64_t)vk_tensor_addr(offs);
-    p[OP_G] = offs->shape[0];
-    p[OP_EXTENT] = padded ? INT32_MAX : row_ids->shape[0];
-    p[OP_MULTIPLE] = 1;
-    p[OP_ALIGN] = 1;
-    p[OP_TABLE] = (int64_t)c->scratch.addr;
-    p[OP_STATUS] = (int64_t)c->status.addr;
-    p[OP_DIV] = 1;
-    p[OP_PADOFFS] = padded ? (int64_t)vk_tensor_addr(padded_offs) : 0;
-    p[OP_PADCAP] = padded ? row_ids->shape[0] + 1 : 0;
-    qgmm_status st = vk_dispatch(c, VKP_OFFS_PREP, p, QP_MAX, 1);
+    /* padded space: padded_offs monotonic and within the row count */
+    qgmm_status st = vk_offs_prep(c, offs, padded ? INT32_MAX : row_ids->shape[0], 1, 1, 0, 1, 0, 0,
+                                  padded ? vk_tensor_addr(padded_offs) : 0, padded ? row_ids->shape[0] : -1);
     if (st != QGMM_OK) return st;
     int64_t q[QP_MAX];
     pad_params(q, 2, NULL, row_ids, row_ids->shape[0], 1, 4, offs->shape[0], c->scratch.addr);

@@ -187,7 +187,7 @@ qgmm_status vk_fill(vk_ctx *c, uint64_t addr, int64_t bytes, uint8_t value)
 
 qgmm_status vk_offs_prep(vk_ctx *c, const qgmm_tensor *offs, int64_t extent, int64_t multiple,
                          int64_t align, int64_t tile, int64_t div, uint64_t out0, uint64_t out1,
-                         uint64_t padoffs)
+                         uint64_t padoffs, int64_t cap)
 {
     const int64_t G = offs->shape[0];
     if ((TAB_HEADER + G * TAB_STRIDE) * 4 > (int64_t)VK_SCRATCH_BYTES)
@@ -208,5 +208,6 @@ qgmm_status vk_offs_prep(vk_ctx *c, const qgmm_tensor *offs, int64_t extent, int
     p[OP_OUT1] = (int64_t)out1;
     p[OP_PADOFFS] = (int64_t)padoffs;
     p[OP_DIV] = div;
-    return vk_dispatch(c, VKP_OFFS_PREP, p, 12, 1);
+    p[OP_PADCAP] = cap + 1;
+    return vk_dispatch(c, VKP_OFFS_PREP, p, 13, 1);
 }

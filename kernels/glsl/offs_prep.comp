@@ -3,11 +3,19 @@
 // qgmm_offsets_valid and of the CPU reference's per-op checks), and writes the group
 // table the op's main kernel reads: a "bad" flag word, then per group start, end,
 // padded start, padded end, tiles before, tiles through the group. Bad offsets raise the context status word and
-// set the flag, so the main kernel writes nothing. One lane walks the groups: G is small
-// (experts, <= a few hundred) and a serial walk keeps the prefix sums trivially exact.
+// set the flag, so the main kernel writes nothing.
+// One workgroup: each lane walks a run of ceil(G / 256) consecutive groups twice (checks
+// and sums, then the records) and a workgroup scan of the per-lane sums gives each run its
+// padded start and tiles before it, exact in 64-bit integers. A single lane walking every
+// group would need 2 G loop iterations: llvmpipe (lavapipe) stops any invocation after
+// 65535 iterations of all its loops together, which cut the table short from G = 32768
+// on, and one lane is slow on any device at tens of thousands of groups.
 #include "params.h"
 #include "common.glsl"
-layout(local_size_x = 1) in;
+layout(local_size_x = 256) in;
+shared int64_t sh_pad[256], sh_tiles[256];
+shared uint sh_bad;
+
 void main()
 {
     const uint64_t offs = PA(OP_OFFS), table = PA(OP_TABLE);
@@ -15,9 +23,15 @@ void main()
     const int64_t align = P(OP_ALIGN), tile = P(OP_TILE), dv = max(P(OP_DIV), 1l);
     const int64_t cap = P(OP_PADCAP) - 1; // slot holds cap + 1; 0 = no cap
     const uint64_t po = PA(OP_PADOFFS);
+    const int lane = int(gl_LocalInvocationID.x);
+    const int64_t run = (G + 255) / 256;
+    const int64_t g0 = min(G, int64_t(lane) * run), g1 = min(G, g0 + run);
+
+    // pass 1: the run's checks, its padded rows and its tiles
     bool bad = false;
-    int64_t prev = 0, pprev = 0, padded_total = 0;
-    for (int64_t g = 0; g < G && !bad; ++g) {
+    int64_t prev = g0 > 0 ? ld_i32(offs, g0 - 1) : 0, pprev = (po != 0ul && g0 > 0) ? ld_i32(po, g0 - 1) : 0;
+    int64_t pad_sum = 0, tile_sum = 0;
+    for (int64_t g = g0; g < g1; ++g) {
         const int64_t o = ld_i32(offs, g);
         if (o < prev || o > extent) bad = true;
         if (multiple > 1 && ((o - prev) % multiple) != 0) bad = true;
@@ -26,19 +40,38 @@ void main()
             if (p < pprev || p > cap || p - pprev < o - prev) bad = true;
             pprev = p;
         }
-        padded_total += align > 1 ? (((o - prev) / dv + align - 1) / align) * align : (o - prev) / dv;
+        const int64_t size = (o - prev) / dv;
+        pad_sum += align > 1 ? ((size + align - 1) / align) * align : size;
+        if (tile > 0) tile_sum += (size + tile - 1) / tile;
         prev = o;
     }
-    if (!bad && po == 0ul && cap >= 0 && padded_total > cap) bad = true;
-    if (bad) {
-        st_u32(table, 0, 1u);
-        atomicOr(QU32(PA(OP_STATUS)).v, 1u);
+
+    // inclusive scan of the runs' sums (Hillis-Steele over the 256 lanes)
+    sh_pad[lane] = pad_sum;
+    sh_tiles[lane] = tile_sum;
+    if (lane == 0) sh_bad = 0u;
+    barrier();
+    if (bad) atomicOr(sh_bad, 1u);
+    for (int d = 1; d < 256; d <<= 1) {
+        const int64_t a = lane >= d ? sh_pad[lane - d] : 0l, b = lane >= d ? sh_tiles[lane - d] : 0l;
+        barrier();
+        sh_pad[lane] += a;
+        sh_tiles[lane] += b;
+        barrier();
+    }
+    if (sh_bad != 0u || (po == 0ul && cap >= 0 && sh_pad[255] > cap)) { // uniform
+        if (lane == 0) {
+            st_u32(table, 0, 1u);
+            atomicOr(QU32(PA(OP_STATUS)).v, 1u);
+        }
         return;
     }
-    st_u32(table, 0, 0u);
-    int64_t pstart = 0, tiles = 0;
-    prev = 0;
-    for (int64_t g = 0; g < G; ++g) {
+    if (lane == 0) st_u32(table, 0, 0u);
+
+    // pass 2: the run's records, from the exclusive prefix of the scan
+    int64_t pstart = lane > 0 ? sh_pad[lane - 1] : 0l, tiles = lane > 0 ? sh_tiles[lane - 1] : 0l;
+    prev = g0 > 0 ? ld_i32(offs, g0 - 1) : 0;
+    for (int64_t g = g0; g < g1; ++g) {
         const int64_t o = ld_i32(offs, g);
         const int64_t size = (o - prev) / dv;
         int64_t ps = pstart, pe;
