@@ -39,9 +39,10 @@ extern "C" {
 #define QGMM_API __attribute__((visibility("default")))
 #endif
 
-#define QGMM_VERSION_MAJOR 0
-#define QGMM_VERSION_MINOR 1
-#define QGMM_VERSION_PATCH 0
+/* The version of the loaded libqgmm, "MAJOR.MINOR.PATCH" (its SONAME is libqgmm.so.MAJOR).
+ * Build systems get the same number from find_package(qgmm) (qgmm_VERSION) and
+ * pkg-config (--modversion qgmm). */
+QGMM_API const char *qgmm_version(void);
 
 /* ------------------------------------------------------------------ status codes */
 typedef enum qgmm_status {

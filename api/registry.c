@@ -12,9 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef QGMM_BUILTIN_PLUGINS
 #define QGMM_BUILTIN_PLUGINS "cuda:hip:vulkan"
+#endif
+/* Installed plugins sit in this folder beside libqgmm (api/CMakeLists.txt sets it). */
+#ifndef QGMM_PLUGIN_SUBDIR
+#define QGMM_PLUGIN_SUBDIR "qgmm"
 #endif
 
 #define QGMM_MAX_BACKENDS 16
@@ -29,7 +34,8 @@ static registry_entry g_entries[QGMM_MAX_BACKENDS];
 static int g_count;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-/* Directory holding libqgmm itself: plugins are installed beside it. */
+/* Directory holding libqgmm itself, as the loader opened it: installed plugins are in its
+ * QGMM_PLUGIN_SUBDIR folder, build-tree plugins beside it. */
 static void self_dir(char *out, size_t cap)
 {
     Dl_info di;
@@ -41,16 +47,26 @@ static void self_dir(char *out, size_t cap)
     }
 }
 
-static void *try_open(const char *dir, const char *file, char *path, size_t cap)
+/* Opens dir/file (file alone: the loader's search). A plugin that exists but does not load
+ * (a missing dependency, an undefined symbol) is the reason worth reporting rather than the
+ * misses after it: its dlerror() goes to `why` when `why` is still empty. */
+static void *try_open(const char *dir, const char *file, char *path, size_t cap, char *why,
+                      size_t why_cap)
 {
     if (dir && dir[0]) snprintf(path, cap, "%s/%s", dir, file);
     else snprintf(path, cap, "%s", file);
-    return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h && !why[0] && dir && dir[0] && access(path, F_OK) == 0) {
+        const char *err = dlerror();
+        snprintf(why, why_cap, "%s", err ? err : "dlopen failed");
+    }
+    return h;
 }
 
 static void load_plugin(registry_entry *e, const char *name)
 {
     char file[128], path[1024], tried[512] = "";
+    const size_t tc = sizeof tried;
     snprintf(file, sizeof file, "libqgmm-%s.so", name);
     void *h = NULL;
     const char *env = getenv("QGMM_PLUGIN_PATH");
@@ -59,20 +75,26 @@ static void load_plugin(registry_entry *e, const char *name)
         snprintf(dirs, sizeof dirs, "%s", env);
         for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !h;
              d = strtok_r(NULL, ":", &save))
-            h = try_open(d, file, path, sizeof path);
+            h = try_open(d, file, path, sizeof path, tried, tc);
     }
     if (!h) {
-        char dir[1024];
+        char dir[1024], sub[1100];
         self_dir(dir, sizeof dir);
-        if (dir[0]) h = try_open(dir, file, path, sizeof path);
+        if (dir[0]) {
+            snprintf(sub, sizeof sub, "%s/" QGMM_PLUGIN_SUBDIR, dir);
+            h = try_open(sub, file, path, sizeof path, tried, tc);
+            if (!h) h = try_open(dir, file, path, sizeof path, tried, tc);
+        }
     }
-    if (!h) h = try_open(NULL, file, path, sizeof path);
+    if (!h) h = try_open(NULL, file, path, sizeof path, tried, tc);
     if (!h) {
-        const char *err = dlerror();
-        snprintf(tried, sizeof tried, "%s", err ? err : "not found");
+        if (!tried[0]) {
+            const char *err = dlerror();
+            snprintf(tried, tc, "%s", err ? err : "not found");
+        }
         snprintf(e->info.reason, sizeof e->info.reason,
-                 "plugin %s not loadable (searched QGMM_PLUGIN_PATH, libqgmm's directory, "
-                 "the loader path): %s", file, tried);
+                 "plugin %s not loadable (searched QGMM_PLUGIN_PATH, libqgmm's directory and "
+                 "its " QGMM_PLUGIN_SUBDIR "/ folder, the loader path): %s", file, tried);
         return;
     }
     snprintf(e->info.library, sizeof e->info.library, "%s", path);
