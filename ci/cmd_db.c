@@ -60,7 +60,9 @@ static const char *const IMPORT_HELP =
     "\n"
     "Stores run documents (docs/run-format.md; e.g. from ci/peers/torch_peers.py or another\n"
     "machine's export). Each file is validated completely and written in one transaction:\n"
-    "a malformed file is refused with the field that is wrong and changes nothing. Importing a\n"
+    "a malformed file is refused with the field that is wrong and changes nothing; the rules\n"
+    "are the dashboard's ingest rules (one validator decides for both), and at most 16 MiB is\n"
+    "read of a file (the dashboard's default --max-body). Importing a\n"
     "uuid already present changes nothing (idempotent). Exit 1 if any file was refused.\n";
 
 static int open_rw(const char *db, sqlite3 **out, const char *cmd)
@@ -261,9 +263,14 @@ int cmd_import(int argc, char **argv)
     int refused = 0;
     for (int k = 0; k < nf; ++k) {
         size_t len = 0;
-        char *text = read_file_all(files[k], &len);
-        if (!text) { fprintf(stderr, "qgmm-bench import: %s: cannot read\n", files[k]); ++refused; continue; }
         char err[1024], uuid[40] = "";
+        char *text = read_file_all(files[k], RUN_DOC_MAX_BYTES, &len, err, sizeof err);
+        if (!text) {
+            fprintf(stderr, "qgmm-bench import: %s refused (nothing written): %s%s\n", files[k], err,
+                    strstr(err, "cap") ? " on a run document (the dashboard's default --max-body)" : "");
+            ++refused;
+            continue;
+        }
         int already = 0;
         long long id = 0;
         if (qgmm_store_import_json(db, text, len, "import", &already, &id, uuid, err, sizeof err)) {

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define JSON_MAX_DEPTH 64
+#define JSON_MAX_DEPTH 32
+#define JSON_MAX_KEYS 4096  /* per object: the duplicate-key check stays cheap */
 
 typedef struct parser {
     const char *s, *end, *p;
@@ -55,6 +56,26 @@ static int put_utf8(char *out, size_t *n, uint32_t cp)
     return 0;
 }
 
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs, no surrogates,
+ * nothing above U+10FFFF), or 0. */
+static size_t utf8_seq(const unsigned char *p, const unsigned char *end)
+{
+    uint32_t cp, min;
+    size_t n;
+    if (p[0] < 0x80) return 1;
+    if ((p[0] & 0xE0) == 0xC0) { n = 2; cp = p[0] & 0x1Fu; min = 0x80; }
+    else if ((p[0] & 0xF0) == 0xE0) { n = 3; cp = p[0] & 0x0Fu; min = 0x800; }
+    else if ((p[0] & 0xF8) == 0xF0) { n = 4; cp = p[0] & 0x07u; min = 0x10000; }
+    else return 0;
+    if ((size_t)(end - p) < n) return 0;
+    for (size_t i = 1; i < n; ++i) {
+        if ((p[i] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (p[i] & 0x3Fu);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return n;
+}
+
 static int read_hex4(parser *ps, uint32_t *v)
 {
     if (ps->end - ps->p < 4) { perr(ps, "truncated \\u escape"); return -1; }
@@ -83,6 +104,14 @@ static char *parse_string_raw(parser *ps)
         unsigned char c = (unsigned char)*ps->p;
         if (c == '"') { ++ps->p; out[n] = 0; return out; }
         if (c < 0x20) { perr(ps, "control character in string"); free(out); return NULL; }
+        if (c >= 0x80) {
+            size_t k = utf8_seq((const unsigned char *)ps->p, (const unsigned char *)ps->end);
+            if (!k) { perr(ps, "invalid UTF-8"); free(out); return NULL; }
+            memcpy(out + n, ps->p, k);
+            n += k;
+            ps->p += k;
+            continue;
+        }
         if (c != '\\') { out[n++] = (char)c; ++ps->p; continue; }
         ++ps->p;
         if (ps->p >= ps->end) break;
@@ -198,6 +227,9 @@ static int parse_value(parser *ps, json_value *v, int depth)
                 if (ps->p >= ps->end || *ps->p != '"') { perr(ps, "expected a string key"); return -1; }
                 char *k = parse_string_raw(ps);
                 if (!k) return -1;
+                if (v->count >= JSON_MAX_KEYS) { free(k); perr(ps, "object with too many keys"); return -1; }
+                for (size_t i = 0; i < v->count; ++i)
+                    if (strcmp(v->keys[i], k) == 0) { free(k); perr(ps, "duplicate object key"); return -1; }
                 v->keys[v->count] = k;
                 skip_ws(ps);
                 if (ps->p >= ps->end || *ps->p != ':') {
@@ -246,13 +278,13 @@ static void free_inner(json_value *v)
     free(v->keys);
 }
 
-json_value *json_parse(const char *text, size_t len, char *err, size_t err_cap)
+json_value *json_value_parse(const char *text, size_t len, char *err, size_t err_cap)
 {
     parser ps = {text, text + len, text, err, err_cap, 0};
     json_value *v = calloc(1, sizeof *v);
     if (!v) { if (err) snprintf(err, err_cap, "out of memory"); return NULL; }
-    if (len >= 3 && (unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB && (unsigned char)text[2] == 0xBF)
-        ps.p += 3;  /* tolerate a UTF-8 BOM */
+    /* A byte order mark is not JSON (RFC 8259 8.1 lets a parser refuse it); the dashboard
+     * refuses it too. */
     if (parse_value(&ps, v, 0) == 0) {
         skip_ws(&ps);
         if (ps.p != ps.end) perr(&ps, "trailing characters after the JSON value");
@@ -261,13 +293,13 @@ json_value *json_parse(const char *text, size_t len, char *err, size_t err_cap)
     return v;
 }
 
-void json_free(json_value *v)
+void json_value_free(json_value *v)
 {
     free_inner(v);
     free(v);
 }
 
-const json_value *json_get(const json_value *obj, const char *key)
+const json_value *json_value_get(const json_value *obj, const char *key)
 {
     if (!obj || obj->type != JSON_OBJECT) return NULL;
     for (size_t i = 0; i < obj->count; ++i)
@@ -406,16 +438,22 @@ int json_canonical_params(const json_value *obj, json_buf *out, char *err, size_
     return out->oom ? -1 : 0;
 }
 
-char *read_file_all(const char *path, size_t *len)
+char *read_file_all(const char *path, size_t max_bytes, size_t *len, char *err, size_t err_cap)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) return NULL;
+    if (!f) { snprintf(err, err_cap, "cannot open: %s", strerror(errno)); return NULL; }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
+    int too_big = 0;
     while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        /* read one byte past the cap, so a file of exactly max_bytes is accepted */
+        size_t want = cap - n - 1;
+        if (want > max_bytes + 1 - n) want = max_bytes + 1 - n;
+        size_t got = fread(buf + n, 1, want, f);
         n += got;
-        if (n + 1 < cap) break;
+        if (n > max_bytes) { too_big = 1; break; }
+        if (got < want) break;
+        if (n + 1 < cap) continue;
         char *nb = realloc(buf, cap * 2);
         if (!nb) { free(buf); buf = NULL; break; }
         buf = nb;
@@ -423,7 +461,12 @@ char *read_file_all(const char *path, size_t *len)
     }
     int bad = ferror(f);
     if (f != stdin) fclose(f);
-    if (!buf || bad) { free(buf); return NULL; }
+    if (!buf || bad || too_big) {
+        if (too_big) snprintf(err, err_cap, "larger than the %zu-byte cap", max_bytes);
+        else snprintf(err, err_cap, "%s", buf ? "read error" : "out of memory");
+        free(buf);
+        return NULL;
+    }
     buf[n] = 0;
     if (len) *len = n;
     return buf;

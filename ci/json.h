@@ -26,12 +26,15 @@ struct json_value {
     char **keys;            /* OBJECT keys */
 };
 
-/* Parses `text` (len bytes). Returns NULL with a message "line L col C: ..." in err. */
-json_value *json_parse(const char *text, size_t len, char *err, size_t err_cap);
-void json_free(json_value *v);
+/* Parses `text` (len bytes): RFC 8259 with strings in well-formed UTF-8, no duplicate
+ * keys, no \u0000, no byte order mark, nesting at most 32. Returns NULL with a message
+ * "line L col C: ..." in err. (Named json_value_* so qgmm-dash, whose own reader is
+ * json_parse, can link this library.) */
+json_value *json_value_parse(const char *text, size_t len, char *err, size_t err_cap);
+void json_value_free(json_value *v);
 
 /* Object member lookup (NULL when absent). */
-const json_value *json_get(const json_value *obj, const char *key);
+const json_value *json_value_get(const json_value *obj, const char *key);
 const char *json_type_name(json_type t);
 
 /* ---- writer: streams to a FILE* or into a growable buffer */
@@ -59,7 +62,9 @@ void jb_int(json_buf *b, int64_t v);
  * integer or a plain ASCII string, or a key is not [a-z0-9_]+. */
 int json_canonical_params(const json_value *obj, json_buf *out, char *err, size_t err_cap);
 
-/* Reads a whole file (or stdin for "-"). Returns malloc'ed text, NULL on error. */
-char *read_file_all(const char *path, size_t *len);
+/* Reads a whole file (or stdin for "-"), at most max_bytes of it. Returns malloc'ed text
+ * (NUL-terminated), or NULL with a sentence in err: cannot open/read, or larger than
+ * max_bytes (reading stops there, so /dev/zero or a runaway pipe cannot exhaust memory). */
+char *read_file_all(const char *path, size_t max_bytes, size_t *len, char *err, size_t err_cap);
 
 #endif

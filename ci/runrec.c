@@ -159,12 +159,16 @@ int rr_parse_time(const char *s, int64_t *out)
         while (*p >= '0' && *p <= '9') ++p;
     }
     if (strcmp(p, "Z") != 0) return -1;
-    if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60) return -1;
+    if (Y < 1970 || Y > 9999 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60) return -1;
     struct tm tm;
     memset(&tm, 0, sizeof tm);
     tm.tm_year = Y - 1900; tm.tm_mon = M - 1; tm.tm_mday = D;
     tm.tm_hour = h; tm.tm_min = m; tm.tm_sec = sec;
-    *out = (int64_t)timegm(&tm);
+    time_t t = timegm(&tm);
+    struct tm back;
+    gmtime_r(&t, &back);
+    if (back.tm_mday != D && sec != 60) return -1;  /* February 30 and the like */
+    *out = (int64_t)t;
     return 0;
 }
 

@@ -1,8 +1,7 @@
 /*
  * store_json.h — the JSON run format (docs/run-format.md) <-> run_record, and the one
- * call an ingest endpoint needs (qgmm_store_import_json). Used by `qgmm-bench
- * export/import/upload` and meant for the dashboard's POST handler, so both sides accept
- * and refuse exactly the same documents.
+ * call an import needs (qgmm_store_import_json). Reading and validating is rundoc.h's
+ * run_from_json, the validator the dashboard's ingest calls too.
  */
 #ifndef QGMM_CI_STORE_JSON_H
 #define QGMM_CI_STORE_JSON_H
@@ -13,12 +12,7 @@
 #include "json.h"
 #include "runrec.h"
 
-#define RUN_FORMAT_NAME "qgmm-run"
-#define RUN_FORMAT_VERSION 1
-
-/* Parses a run document into r (rr_init'ed by the caller). Returns 0, or -1 with a
- * message naming the field ("results[3].samples_us[0]: expected a number, got a string"). */
-int run_from_json(const char *text, size_t len, run_record *r, char *err, size_t err_cap);
+#include "rundoc.h"   /* RUN_FORMAT_*, run_from_json: the validator */
 
 /* Appends the run document to out (pretty = 1: one result per line, for people). */
 void run_to_json(const run_record *r, json_buf *out, int pretty);

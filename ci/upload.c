@@ -11,6 +11,7 @@
 
 #include "cmd.h"
 #include "json.h"
+#include "rundoc.h"
 
 int load_run_json(const char *dbp, const char *run, json_buf *out, const char *cmd);
 
@@ -63,13 +64,24 @@ int cmd_upload(int argc, char **argv)
     jb_init(&b);
     if (file) {
         size_t n = 0;
-        char *t = read_file_all(file, &n);
-        if (!t) { fprintf(stderr, "qgmm-bench upload: %s: cannot read\n", file); return 2; }
+        char err[512];
+        char *t = read_file_all(file, RUN_DOC_MAX_BYTES, &n, err, sizeof err);
+        if (!t) { fprintf(stderr, "qgmm-bench upload: %s: %s\n", file, err); return 2; }
         jb_raw(&b, t);
         free(t);
     } else if (load_run_json(dbp, run, &b, "upload")) {
         jb_free(&b);
         return 2;
+    }
+    {
+        /* The dashboard decides with the same validator: a document it would refuse is
+         * refused here, with the same sentence, before anything is sent. */
+        char err[1024], field[160];
+        if (rundoc_check(b.data ? b.data : "", b.len, field, sizeof field, err, sizeof err)) {
+            fprintf(stderr, "qgmm-bench upload: run refused (not sent): %s\n", err);
+            jb_free(&b);
+            return 1;
+        }
     }
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char body[512], cfg[512], resp[512];
@@ -94,7 +106,8 @@ int cmd_upload(int argc, char **argv)
     if (!p || fscanf(p, "%d", &code) != 1) code = 0;
     int prc = p ? pclose(p) : -1;
     size_t rn = 0;
-    char *rtext = read_file_all(resp, &rn);
+    char rerr[256];
+    char *rtext = read_file_all(resp, 1 << 20, &rn, rerr, sizeof rerr);
     if (code == 200 || code == 201) {
         printf("uploaded to %s: HTTP %d %s\n", url, code, rtext ? rtext : "");
         rc = 0;

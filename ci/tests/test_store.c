@@ -55,7 +55,7 @@ static void test_schema_and_migrations(void)
     CHECK(t_count(db, "PRAGMA journal_mode") != -1, "pragma");
     /* the migrated schema is exactly ci/schema.sql applied to an empty file */
     size_t n;
-    char *text = read_file_all(QGMM_SCHEMA_FILE, &n);
+    char *text = read_file_all(QGMM_SCHEMA_FILE, 1 << 20, &n, err, sizeof err);
     sqlite3 *rdb;
     sqlite3_open(ref, &rdb);
     CHECK(text && sqlite3_exec(rdb, text, NULL, NULL, NULL) == SQLITE_OK, "schema.sql applies: %s", sqlite3_errmsg(rdb));

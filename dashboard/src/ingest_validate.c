@@ -1,5 +1,8 @@
-/* Field-by-field validation of a run document (docs/run-format.md, version 1). Unknown
- * fields are ignored as the format requires; every refusal names the field. */
+/* Field-by-field reading of a run document (docs/run-format.md, version 1) into the
+ * ingest's run_doc. The decision whether a document may be stored is made before, by the
+ * runner's validator (ci/rundoc.h) that qgmm-bench import uses too; the checks here are
+ * the same rules (never stricter) and stay as a second guard. Unknown fields are ignored
+ * as the format requires; every refusal names the field. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,7 +161,7 @@ static const char *canon_object(vctx *v, const jval *o, const char *field, int s
         buf_puts(&b, x->s);
         buf_putc(&b, '"');
       } else {
-        if (x->len > MAX_NAME) {
+        if (x->len > MAX_TEXT) {
           bad(v, kf, "string too long");
           break;
         }
@@ -166,6 +169,8 @@ static const char *canon_object(vctx *v, const jval *o, const char *field, int s
       }
     } else if (x->t == J_BOOL && !strict) {
       buf_puts(&b, x->b ? "true" : "false");
+    } else if (x->t == J_NULL && !strict) {
+      buf_puts(&b, "null");
     } else {
       bad(v, kf, strict ? "expected an integer or a string" : "expected a string, number or boolean");
       break;

@@ -99,26 +99,6 @@ static void put_utf8(buf *b, unsigned cp) {
   }
 }
 
-/* Length of one well-formed UTF-8 sequence at p (RFC 3629: no overlongs, no surrogates,
- * nothing above U+10FFFF), or 0. */
-static size_t utf8_seq(const unsigned char *p, const unsigned char *end) {
-  unsigned c = p[0];
-  size_t n;
-  unsigned cp, min;
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) n = 2, cp = c & 0x1F, min = 0x80;
-  else if ((c & 0xF0) == 0xE0) n = 3, cp = c & 0x0F, min = 0x800;
-  else if ((c & 0xF8) == 0xF0) n = 4, cp = c & 0x07, min = 0x10000;
-  else return 0;
-  if ((size_t)(end - p) < n) return 0;
-  for (size_t i = 1; i < n; i++) {
-    if ((p[i] & 0xC0) != 0x80) return 0;
-    cp = cp << 6 | (p[i] & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
 static const char *read_string(reader *r, size_t *len_out) {
   /* r->p at the opening quote */
   r->p++;
@@ -187,7 +167,7 @@ static const char *read_string(reader *r, size_t *len_out) {
       }
       continue;
     }
-    size_t n = utf8_seq(r->p, r->end);
+    size_t n = utf8_seq((const unsigned char *)r->p, (const unsigned char *)r->end);
     if (!n) {
       fail(r, "invalid UTF-8");
       break;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rundoc.h"
 #include "server.h"
 #include "tokens.h"
 
@@ -23,7 +24,8 @@ static void help(FILE *f) {
           "                     127.0.0.1 too; give 0.0.0.0:PORT explicitly to expose it;\n"
           "                     port 0 picks a free port, printed on stderr)\n"
           "  --threads N        worker threads = concurrent requests (default 8, 1..64)\n"
-          "  --max-body BYTES   cap on an uploaded run (default 16777216)\n"
+          "  --max-body BYTES   cap on an uploaded run (default and maximum 16777216, the\n"
+          "                     run-document cap that qgmm-bench import applies too)\n"
           "  --timeout-ms MS    per-request socket timeout (default 10000)\n"
           "  --quiet            no access log on stderr\n"
           "  --help, --version\n"
@@ -41,7 +43,7 @@ static int num_arg(const char *s, long lo, long hi, long *out) {
 }
 
 int main(int argc, char **argv) {
-  dash_config cfg = {NULL, "127.0.0.1:8080", 16u << 20, 8, 10000, 0};
+  dash_config cfg = {NULL, "127.0.0.1:8080", RUN_DOC_MAX_BYTES, 8, 10000, 0};
   char listen[128];
   int i;
   for (i = 1; i < argc; i++) {
@@ -67,8 +69,8 @@ int main(int argc, char **argv) {
       }
       cfg.threads = (int)v;
     } else if (!strcmp(a, "--max-body") && i + 1 < argc) {
-      if (!num_arg(argv[++i], 1024, 1L << 30, &v)) {
-        fprintf(stderr, "qgmm-dash: --max-body must be 1024..1073741824 bytes\n");
+      if (!num_arg(argv[++i], 1024, RUN_DOC_MAX_BYTES, &v)) {
+        fprintf(stderr, "qgmm-dash: --max-body must be 1024..%u bytes\n", RUN_DOC_MAX_BYTES);
         return 2;
       }
       cfg.max_body = (size_t)v;
