@@ -12,8 +12,9 @@ static qgmm_status create(const char *backend, int device, void *stream, int ado
     if (!backend) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "backend is NULL");
     if (device < 0)
         return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "device is %d; must be >= 0", device);
-    if (adopt && !stream)
-        return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "native_stream is NULL");
+    /* NULL is a valid native stream (the runtime's default stream): the backend is told
+     * apart from "create your own" by a distinct value. */
+    if (adopt && !stream) stream = QGMM_NATIVE_STREAM_DEFAULT;
     char reason[512];
     const qgmm_backend_vtable *vt = qgmm_registry_find(backend, reason, sizeof reason);
     if (!vt)

@@ -103,8 +103,10 @@ typedef struct qgmm_context qgmm_context;
 QGMM_API qgmm_status qgmm_context_create(const char *backend, int device, qgmm_context **out);
 
 /* Same, but the context enqueues on the caller's native stream: a cudaStream_t for
- * "cuda", a hipStream_t for "hip". The stream stays owned by the caller and must
- * outlive the context. QGMM_ERR_UNSUPPORTED on backends without streams. */
+ * "cuda", a hipStream_t for "hip". NULL is the runtime's default (legacy NULL) stream,
+ * e.g. PyTorch's default stream (torch.cuda.current_stream().cuda_stream == 0). The
+ * stream stays owned by the caller and must outlive the context. QGMM_ERR_UNSUPPORTED
+ * on backends without streams. */
 QGMM_API qgmm_status qgmm_context_create_with_stream(const char *backend, int device,
                                                      void *native_stream, qgmm_context **out);
 

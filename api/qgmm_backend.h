@@ -27,6 +27,11 @@ extern "C" {
 #define QGMM_BACKEND_ABI_VERSION 1u
 #define QGMM_PLUGIN_ENTRY_SYMBOL "qgmm_plugin_entry"
 
+/* What context_create receives when the caller adopts the NULL stream (a valid
+ * cudaStream_t / hipStream_t: the default stream) — NULL itself means "no stream given".
+ * Numerically CUDA's cudaStreamLegacy handle. */
+#define QGMM_NATIVE_STREAM_DEFAULT ((void *)(uintptr_t)1)
+
 /* Bits of the per-context device status word. */
 #define QGMM_DEVICE_STATUS_BAD_OFFSETS 0x1u
 
@@ -43,7 +48,9 @@ struct qgmm_backend_vtable {
 
     /* ---- devices and contexts */
     int (*device_count)(void);
-    /* native_stream may be NULL (the backend creates or uses its default queue). */
+    /* native_stream NULL: the backend creates (or uses) a queue of its own;
+     * QGMM_NATIVE_STREAM_DEFAULT: adopt the runtime's NULL (default) stream, which the
+     * caller passed as NULL to qgmm_context_create_with_stream; else the stream to adopt. */
     qgmm_status (*context_create)(qgmm_context *ctx, int device, void *native_stream,
                                   qgmm_backend_ctx **out);
     void (*context_destroy)(qgmm_backend_ctx *bctx);

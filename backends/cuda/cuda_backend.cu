@@ -124,7 +124,9 @@ static qgmm_status cu_context_create(qgmm_context *ctx, int device, void *native
     }
     if (st == QGMM_OK) {
         if (native_stream) {
-            c->stream = (cudaStream_t)native_stream;
+            /* QGMM_NATIVE_STREAM_DEFAULT: the caller's NULL stream, adopted as NULL */
+            c->stream = native_stream == QGMM_NATIVE_STREAM_DEFAULT ? (cudaStream_t)0
+                                                                    : (cudaStream_t)native_stream;
             c->owns_stream = 0;
         } else {
             st = qgmm_cuda_check(ctx, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking),

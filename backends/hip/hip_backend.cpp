@@ -119,7 +119,9 @@ static qgmm_status hip_context_create(qgmm_context *ctx, int device, void *nativ
     c->max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
     snprintf(c->device_name, sizeof c->device_name, "%s [%s]", prop.name, prop.gcnArchName);
     if (native_stream) {
-        c->stream = (hipStream_t)native_stream;
+        /* QGMM_NATIVE_STREAM_DEFAULT: the caller's NULL stream, adopted as NULL */
+        c->stream = native_stream == QGMM_NATIVE_STREAM_DEFAULT ? (hipStream_t)0
+                                                                : (hipStream_t)native_stream;
     } else {
         st = qgmm_cuda_check(ctx, hipStreamCreateWithFlags(&c->stream, hipStreamNonBlocking), "hipStreamCreate");
         c->owns_stream = st == QGMM_OK;
