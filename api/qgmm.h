@@ -2,8 +2,10 @@
  * qgmm.h — the one public header of qgmm: low-precision casts and grouped GEMMs for
  * mixture-of-experts training, one C API over CPU, CUDA, HIP and Vulkan backends.
  *
- * C99, usable from C++ and through ctypes. Exact op semantics: docs/ops-spec (shared)
- * and docs/numerics.md; a worked example: docs/api.md.
+ * C99, usable from C++ and through ctypes. Exact op semantics: docs/ops-spec.md (the
+ * "§N" below are its sections) and docs/numerics.md; a worked example: docs/api.md; the
+ * operand layouts of each GEMM recipe and the calls that make them: docs/gemm-layouts.md;
+ * the composite MoE ops: docs/moe.md. Installed as <qgmm/qgmm.h>.
  *
  * Conventions that hold for every function below:
  *  - Every call returns a qgmm_status. On any status other than QGMM_OK the call has
@@ -191,7 +193,7 @@ QGMM_API size_t qgmm_tensor_span_bytes(const qgmm_tensor *t);
 
 /* ---------------------------------------------------------- FP8 rowwise quantize
  * x: f32 or bf16, rank 2 (R, C) or rank 3 (E, R, C). The scale is taken over
- * `reduce_dim` (the amax of each 1-D slice along it) — §1 of the op spec:
+ * `reduce_dim` (the amax of each 1-D slice along it) — docs/ops-spec.md §1:
  *   amax = max|v| (NaN if any NaN), scale = f32(fp8max / max(amax, 1e-12)) in f64,
  *   optional power-of-2 rounding down, q = to_fp8(f32(x) * scale).
  *   rank 2, reduce_dim 1: rowwise,  scales (R)      [forward A, dgrad dOut]
@@ -261,7 +263,7 @@ QGMM_API qgmm_status qgmm_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_par
                                          const qgmm_tensor *scales);
 
 /* ---------------------------------------------------------- FP8 blockwise quantize
- * §3 of the op spec. The stored scale is always the reciprocal 1/scale (f32).
+ * docs/ops-spec.md §3. The stored scale is always the reciprocal 1/scale (f32).
  *   BLOCK_1X128: x (M, K) [or (E, M, K)], K % 128 == 0; logical scales (M, K/128).
  *   BLOCK_128X128: x (N, K) or (E, N, K), K % 128 == 0 (N may be ragged: the last tile
  *     row holds fewer rows); logical scales (ceil(N/128), K/128) per expert.
@@ -318,7 +320,7 @@ QGMM_API qgmm_status qgmm_dequantize(qgmm_context *ctx, const qgmm_quant_format 
                                      const qgmm_tensor *offs, const qgmm_tensor *out);
 
 /* ---------------------------------------------------------- scales to blocked layout
- * §4 of the op spec. in: u8/e8m0 scales, contiguous. out: u8/e8m0 rank 1, exactly the
+ * docs/ops-spec.md §4. in: u8/e8m0 scales, contiguous. out: u8/e8m0 rank 1, exactly the
  * size the matching *_bytes function gives; every byte of it is written (padding 0).
  *   BLOCKED_2D:       in (R, C)                     -> R'C' bytes
  *   BLOCKED_3D:       in (E, R, C)                  -> E * R'C' bytes, experts in order
@@ -349,7 +351,7 @@ QGMM_API qgmm_status qgmm_scales_from_blocked(qgmm_context *ctx, qgmm_blocked_va
                                               const qgmm_tensor *out);
 
 /* ---------------------------------------------------------- token-group padding
- * §5 of the op spec. x (T, D) any dtype, row-major rows (stride(1) == 1); offs (G) over
+ * docs/ops-spec.md §5. x (T, D) any dtype, row-major rows (stride(1) == 1); offs (G) over
  * T; alignment 16, 32 or 128. out (qgmm_padded_rows_bound(T, G, A), D): group g's rows
  * at [padded_start[g], padded_start[g] + size_g), every other row zero. padded_start and
  * padded_offs: i32 (G), both optional. */
