@@ -3,7 +3,7 @@
 # CUDA's nvcc is expected at /usr/local/cuda when present; without it the CUDA plugin is
 # simply not built.
 set -euo pipefail
-PKGS=(cmake make gcc g++ git pkg-config python3
+PKGS=(cmake make gcc g++ git pkg-config python3 python3-numpy
       libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools vulkan-validationlayers
       libsqlite3-dev sqlite3 libcivetweb-dev
       hipcc libamdhip64-dev clang-19 lld-19
