@@ -17,6 +17,12 @@ int cmd_changepoints(int argc, char **argv);
  * `name=VALUE` (advancing *i), 0 otherwise; exits 2 on a missing value. */
 int opt_value(int argc, char **argv, int *i, const char *name, const char **value);
 int wants_help(int argc, char **argv);
+/* Opening the store (cmd_db.c): read-only for commands that only read; an existing store
+ * of the current schema for those that record (read-only when record is 0). Print the
+ * reason and return -1 on failure. Only run and import create or migrate a store. */
+struct sqlite3;
+int open_ro(const char *db, struct sqlite3 **out, const char *cmd);
+int open_recording(const char *db, int record, struct sqlite3 **out, const char *cmd);
 /* The change-point options shared by `changepoints` and `gate --changepoints`. */
 struct cp_config;
 int cp_parse_option(int argc, char **argv, int *i, struct cp_config *cfg);

@@ -67,7 +67,7 @@ int cmd_changepoints(int argc, char **argv)
     if (!dbp) { fprintf(stderr, "qgmm-bench changepoints: --db FILE is required\n"); return 2; }
     sqlite3 *db;
     char err[1024];
-    if (store_open(dbp, &db, err, sizeof err)) { fprintf(stderr, "qgmm-bench changepoints: %s\n", err); return 2; }
+    if (open_recording(dbp, cfg.record, &db, "changepoints")) return 2;
     size_t slower;
     int rc = cp_run(db, &cfg, (int64_t)sid, stdout, &slower, err, sizeof err);
     store_close(db);

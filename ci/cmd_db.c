@@ -73,12 +73,23 @@ static int open_rw(const char *db, sqlite3 **out, const char *cmd)
     return 0;
 }
 
-static int open_ro(const char *db, sqlite3 **out, const char *cmd)
+/* Commands that only read: the store is opened read-only, never created or migrated. */
+int open_ro(const char *db, sqlite3 **out, const char *cmd)
 {
     char err[1024];
     if (!db) { fprintf(stderr, "qgmm-bench %s: --db FILE is required\n", cmd); return -1; }
-    /* migrate if needed (writers may be older), then read */
-    if (store_open(db, out, err, sizeof err)) { fprintf(stderr, "qgmm-bench %s: %s\n", cmd, err); return -1; }
+    if (store_open_readonly(db, out, err, sizeof err)) { fprintf(stderr, "qgmm-bench %s: %s\n", cmd, err); return -1; }
+    return 0;
+}
+
+/* Commands that record findings: an existing store of the current schema, read-only
+ * when they record nothing. */
+int open_recording(const char *db, int record, sqlite3 **out, const char *cmd)
+{
+    char err[1024];
+    if (!record) return open_ro(db, out, cmd);
+    if (!db) { fprintf(stderr, "qgmm-bench %s: --db FILE is required\n", cmd); return -1; }
+    if (store_open_existing(db, out, err, sizeof err)) { fprintf(stderr, "qgmm-bench %s: %s\n", cmd, err); return -1; }
     return 0;
 }
 
@@ -117,7 +128,7 @@ int cmd_gate(int argc, char **argv)
         return 2;
     }
     sqlite3 *db;
-    if (open_rw(dbp, &db, "gate")) return 2;
+    if (open_recording(dbp, cfg.record, &db, "gate")) return 2;
     int64_t id;
     if (resolve(db, run, &id, "gate")) { store_close(db); return 2; }
     char err[512];

@@ -155,7 +155,18 @@ static int open_common(const char *path, int flags, sqlite3 **out, char *err, si
 int store_open_version(const char *path, int version, sqlite3 **out, char *err, size_t cap)
 {
     sqlite3 *db;
+    if (access(path, F_OK) == 0 && !store_writable(path)) {
+        snprintf(err, cap, "%s is read-only here: this command writes the store and needs write access to the file "
+                 "and its directory", path);
+        return -1;
+    }
     if (open_common(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &db, err, cap)) return -1;
+    /* A file that holds something else never gets the schema installed into it. */
+    store_state s = store_identify(db, path, store_latest_version(), NULL, err, cap);
+    if (s != STORE_OK && s != STORE_EMPTY && s != STORE_TOO_OLD) {
+        sqlite3_close(db);
+        return -1;
+    }
     char e[256];
     /* WAL lets the dashboard read while a runner writes; synchronous=NORMAL is safe
      * under WAL (a power loss may drop the last commit, never corrupt). */
@@ -180,30 +191,37 @@ int store_open(const char *path, sqlite3 **out, char *err, size_t cap)
 
 int store_open_readonly(const char *path, sqlite3 **out, char *err, size_t cap)
 {
-    if (access(path, R_OK) != 0) {
-        snprintf(err, cap, "%s: no such database (run `qgmm-bench run --db %s` first)", path, path);
-        return -1;
+    sqlite3 *db = NULL;
+    store_state s = store_open_ro(path, store_latest_version(), &db, NULL, err, cap);
+    if (s == STORE_MISSING) {
+        snprintf(err, cap, "%s: no such results store (`qgmm-bench run --db %s` or `qgmm-bench import --db %s` creates one)",
+                 path, path, path);
     }
-    sqlite3 *db;
-    if (open_common(path, SQLITE_OPEN_READONLY, &db, err, cap)) return -1;
-    int v = 0;
-    if (user_version(db, &v)) {
-        snprintf(err, cap, "%s: not a readable SQLite database: %s", path, sqlite3_errmsg(db));
+    if (s != STORE_OK) {
         sqlite3_close(db);
         return -1;
     }
-    if (v > store_latest_version()) {
-        snprintf(err, cap, "%s has schema version %d but this qgmm-bench knows up to %d: upgrade qgmm-bench",
-                 path, v, store_latest_version());
+    char e[256];
+    if (exec(db, "PRAGMA foreign_keys = ON", e, sizeof e)) {
+        snprintf(err, cap, "%s: %s", path, e);
         sqlite3_close(db);
         return -1;
     }
-    if (v < store_latest_version()) {
-        snprintf(err, cap, "%s has schema version %d (current %d): open it once read-write (e.g. `qgmm-bench gate`) to migrate",
-                 path, v, store_latest_version());
-        sqlite3_close(db);
+    *out = db;
+    return 0;
+}
+
+int store_open_existing(const char *path, sqlite3 **out, char *err, size_t cap)
+{
+    sqlite3 *db = NULL;
+    if (store_open_readonly(path, &db, err, cap)) return -1;
+    sqlite3_close(db);
+    if (!store_writable(path)) {
+        snprintf(err, cap, "%s is read-only here: recording needs write access to the file and its directory "
+                 "(--no-record only reads)", path);
         return -1;
     }
+    if (open_common(path, SQLITE_OPEN_READWRITE, &db, err, cap)) return -1;
     *out = db;
     return 0;
 }

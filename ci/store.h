@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "runrec.h"
+#include "store_ro.h"
 
 #define STORE_BUSY_TIMEOUT_MS 30000
 
@@ -23,13 +24,20 @@ extern const char qgmm_schema_sql[];
 /* The newest migration number in the embedded schema. */
 int store_latest_version(void);
 
-/* Opens (creating if needed) and migrates to the latest version. Returns 0, or -1 with a
- * sentence in err (a newer schema, a corrupt file, a failed migration). */
+/* Opens (creating if needed) and migrates to the latest version: for `run` and `import`
+ * only. Returns 0, or -1 with a sentence in err (a read-only file, a file that is not a
+ * qgmm store, a newer schema, a failed migration); such a file is left untouched. */
 int store_open(const char *path, sqlite3 **out, char *err, size_t err_cap);
 /* Same, migrating only up to `version` (tests build "older" databases with it). */
 int store_open_version(const char *path, int version, sqlite3 **out, char *err, size_t err_cap);
-/* Opens an existing database read-only (no migration; refuses newer and older-than-1). */
+/* Opens an existing store read-only (SQLITE_OPEN_READONLY through store_open_ro: nothing
+ * created, installed or migrated; a read-only file or medium reads fine). Refuses a
+ * missing path, a file that is not a qgmm store, and a schema older or newer than this
+ * binary, each with a sentence in err. */
 int store_open_readonly(const char *path, sqlite3 **out, char *err, size_t err_cap);
+/* Opens an existing store of the current schema read-write without creating or
+ * migrating anything: for commands that record findings (gate, changepoints). */
+int store_open_existing(const char *path, sqlite3 **out, char *err, size_t err_cap);
 void store_close(sqlite3 *db);
 
 /* Writes r (rr_derive is applied first) in one transaction. source: "local", "import"

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "assets.h"
+#include "store_ro.h"
 
 static int user_version(sqlite3 *db) {
   sqlite3_stmt *st;
@@ -86,57 +87,48 @@ static int apply_one(int n, const char *sql, size_t len, void *ud) {
 }
 
 db_state db_open_ro(const char *path, sqlite3 **db, int *uv, char *msg, size_t msgn) {
-  struct stat sb;
-  *db = NULL;
-  if (stat(path, &sb) != 0) {
-    snprintf(msg, msgn,
-             "No results database at %s yet. Create one with `qgmm-bench run --db %s`, or "
-             "upload a run to POST /api/v1/runs.",
-             path, path);
-    return DB_MISSING;
+  int v = 0;
+  store_state s = store_open_ro(path, db_schema_latest(), db, &v, msg, msgn);
+  if (s == STORE_TOO_OLD) {
+    /* qgmm-dash upgrades a writable store when it starts (db_upgrade); one it cannot
+     * write is read by no view rather than misread under the current schema. */
+    sqlite3_close(*db);
+    *db = NULL;
   }
-  sqlite3 *d = NULL;
-  if (sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-    snprintf(msg, msgn, "Cannot open %s: %s", path, d ? sqlite3_errmsg(d) : "out of memory");
-    sqlite3_close(d);
-    return DB_ERROR;
+  switch (s) {
+    case STORE_OK:
+      sqlite3_busy_timeout(*db, 5000);
+      if (uv) *uv = v;
+      return DB_OK;
+    case STORE_MISSING:
+      snprintf(msg, msgn,
+               "No results database at %s yet. Create one with `qgmm-bench run --db %s`, or "
+               "upload a run to POST /api/v1/runs.",
+               path, path);
+      return DB_MISSING;
+    case STORE_EMPTY:
+      snprintf(msg, msgn,
+               "%s holds no qgmm results yet (schema version 0). Run `qgmm-bench run --db %s` "
+               "or upload a run.",
+               path, path);
+      return DB_EMPTY;
+    case STORE_TOO_NEW: return DB_TOO_NEW;
+    case STORE_TOO_OLD: return DB_TOO_OLD;
+    case STORE_FOREIGN: return DB_FOREIGN;
+    default: return DB_ERROR;
   }
-  sqlite3_busy_timeout(d, 5000);
-  int v = user_version(d);
-  if (v < 0) {
-    snprintf(msg, msgn, "%s is not a readable SQLite database: %s", path, sqlite3_errmsg(d));
-    sqlite3_close(d);
-    return DB_ERROR;
-  }
-  if (v < DASH_SCHEMA_MIN || !db_has_table(d, "run")) {
-    snprintf(msg, msgn,
-             "%s holds no qgmm results yet (schema version %d). Run `qgmm-bench run --db %s` "
-             "or upload a run.",
-             path, v, path);
-    sqlite3_close(d);
-    return DB_EMPTY;
-  }
-  int latest = db_schema_latest();
-  if (latest > 0 && v > latest) {
-    snprintf(msg, msgn,
-             "%s has schema version %d, newer than this qgmm-dash knows (%d); upgrade "
-             "qgmm-dash.",
-             path, v, latest);
-    sqlite3_close(d);
-    return DB_TOO_NEW;
-  }
-  if (latest > 0 && v < latest) {
-    /* Written by an older qgmm-bench: upgrade once (the migrations keep every row), then
-     * read the current schema like any other store. */
-    sqlite3_close(d);
-    sqlite3 *w = NULL;
-    if (db_open_rw(path, 0, &w, msg, msgn) != DB_OK) return DB_ERROR;
-    sqlite3_close(w);
-    return db_open_ro(path, db, uv, msg, msgn);
-  }
-  *db = d;
-  if (uv) *uv = v;
-  return DB_OK;
+}
+
+int db_upgrade(const char *path, char *msg, size_t msgn) {
+  sqlite3 *db = NULL;
+  int v = 0;
+  store_state s = store_open_ro(path, db_schema_latest(), &db, &v, msg, msgn);
+  sqlite3_close(db);
+  if (s != STORE_TOO_OLD || !store_writable(path)) return 0;
+  if (db_open_rw(path, 0, &db, msg, msgn) != DB_OK) return -1;
+  sqlite3_close(db);
+  snprintf(msg, msgn, "upgraded %s from schema version %d to %d", path, v, db_schema_latest());
+  return 1;
 }
 
 db_state db_open_rw(const char *path, int create_schema, sqlite3 **db, char *msg, size_t msgn) {
@@ -155,6 +147,13 @@ db_state db_open_rw(const char *path, int create_schema, sqlite3 **db, char *msg
     return DB_ERROR;
   }
   sqlite3_busy_timeout(d, 10000);
+  /* The schema is installed into an empty file only, never into one that holds
+   * something else. */
+  store_state id = store_identify(d, path, db_schema_latest(), NULL, msg, msgn);
+  if (id == STORE_FOREIGN || id == STORE_ERROR) {
+    sqlite3_close(d);
+    return id == STORE_FOREIGN ? DB_FOREIGN : DB_ERROR;
+  }
   sqlite3_exec(d, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
   sqlite3_exec(d, "PRAGMA foreign_keys=ON", NULL, NULL, NULL);
   int v = user_version(d);

@@ -7,9 +7,11 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "db.h"
 #include "rundoc.h"
+#include "store_ro.h"
 #include "tokens.h"
 
 #define TRIAGE_MAX_BODY 65536
@@ -46,10 +48,19 @@ static int is_json(req *r) {
 static int open_authorized(req *r, const char *scope, sqlite3 **db) {
   char msg[512];
   *db = NULL;
-  if (db_open_rw(r->cfg->db_path, 0, db, msg, sizeof msg) != DB_OK) {
-    /* Without a store there are no tokens, so nobody can be authorised: say how to start. */
-    reply_api_error(r, 503, "the store is not initialised: create a token first with "
-                            "`qgmm-dash --db FILE token add NAME`", NULL);
+  db_state s = access(r->cfg->db_path, F_OK) == 0 && !store_writable(r->cfg->db_path)
+                   ? DB_ERROR
+                   : db_open_rw(r->cfg->db_path, 0, db, msg, sizeof msg);
+  if (s != DB_OK) {
+    if (s == DB_MISSING || s == DB_EMPTY)
+      /* Without a store there are no tokens, so nobody can be authorised: say how to start. */
+      reply_api_error(r, 503, "the store is not initialised: create a token first with "
+                              "`qgmm-dash --db FILE token add NAME`", NULL);
+    else if (!store_writable(r->cfg->db_path))
+      reply_api_error(r, 503, "the store is read-only for this qgmm-dash: views answer, but ingest and "
+                              "triage need write access to the file and its directory", NULL);
+    else
+      reply_api_error(r, 503, msg, NULL);
     return 503;
   }
   int st = token_check(*db, mg_get_header(r->conn, "Authorization"), scope, msg, sizeof msg);

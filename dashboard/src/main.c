@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "db.h"
 #include "rundoc.h"
 #include "server.h"
 #include "tokens.h"
@@ -94,5 +95,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (i < argc) return token_cli(cfg.db_path, argc - i - 1, argv + i + 1);
+  char msg[512];
+  int up = db_upgrade(cfg.db_path, msg, sizeof msg);
+  if (up) fprintf(stderr, "qgmm-dash: %s\n", msg);
   return server_run(&cfg);
 }

@@ -144,7 +144,8 @@ static void serve_view(req *r, const view *v, const char *arg, int api) {
       jval *o = jobj(&r->a);
       jset_str(&r->a, o, "error", msg);
       jset_str(&r->a, o, "store",
-               st == DB_MISSING ? "missing" : st == DB_EMPTY ? "empty" : st == DB_TOO_NEW ? "too_new" : "error");
+               st == DB_MISSING ? "missing" : st == DB_EMPTY ? "empty" : st == DB_TOO_NEW ? "too_new"
+               : st == DB_TOO_OLD ? "too_old" : st == DB_FOREIGN ? "foreign" : "error");
       reply_json(r, 503, o);
     } else {
       r->status = 503;

@@ -103,6 +103,75 @@ def test_one_validator(srv, a, db, tok):
     check("hi\ufffd-\ufffd\ufffd\ufffd" in hosts, "each invalid byte is written as U+FFFD (%r)" % hosts)
 
 
+def as_nobody(a, name):
+    """A wrapper that runs qgmm-dash as an unprivileged user when the test runs as root (root
+    writes a 0444 file anyway), or None when that is not possible."""
+    if os.geteuid() != 0:
+        return a.dash
+    if not shutil.which("setpriv"):
+        return None
+    path = os.path.join(a.workdir, name)
+    with open(path, "w") as f:
+        f.write('#!/bin/sh\nexec setpriv --reuid 65534 --regid 65534 --clear-groups "%s" "$@"\n' % a.dash)
+    os.chmod(path, 0o755)
+    return path
+
+
+def test_store_access(a, db, tok):
+    """Views open the store read-only; ingest on a read-only store says so; a SQLite file
+    that is not a store is refused and left as it was."""
+    rodir = os.path.join(a.workdir, "ro")
+    os.makedirs(rodir)
+    ro = os.path.join(rodir, "results.db")
+    src, dst = sqlite3.connect(db), sqlite3.connect(ro)
+    src.backup(dst)
+    src.close()
+    dst.execute("PRAGMA journal_mode=WAL")
+    dst.close()
+    os.chmod(ro, 0o444)
+    os.chmod(rodir, 0o555)
+    dash = as_nobody(a, "dash-nobody.sh")
+    if dash is None:
+        print("test_limits: no setpriv to drop root; read-only store part skipped")
+    else:
+        srv = dashlib.Server(dash, ro, a.workdir, extra=("--quiet",))
+        try:
+            for path in ("/api/v1/runs", "/api/v1/overview", "/api/v1/matrix"):
+                st, hd, body = srv.request("GET", path)
+                check(st == 200 and is_json(body), "%s on a read-only store is 200 (%s %r)" % (path, st, body[:160]))
+            st, hd, body = srv.request("GET", "/")
+            check(st == 200, "overview page on a read-only store (%s)" % st)
+            st, j = srv.post_run(doc(1), tok)
+            check(st == 503 and j and "read-only" in j["error"] and "token" not in j["error"],
+                  "ingest on a read-only store says so (%s %s)" % (st, j))
+        finally:
+            srv.stop()
+        check(sorted(os.listdir(rodir)) == ["results.db"], "nothing written beside the read-only store: %s"
+              % os.listdir(rodir))
+    os.chmod(rodir, 0o755)
+    os.chmod(ro, 0o644)
+
+    foreign = os.path.join(a.workdir, "foreign.db")
+    con = sqlite3.connect(foreign)
+    con.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT)")
+    con.execute("INSERT INTO notes(text) VALUES('mine')")
+    con.commit()
+    con.close()
+    before = open(foreign, "rb").read()
+    srv = dashlib.Server(a.dash, foreign, a.workdir, extra=("--quiet",))
+    try:
+        st, j = srv.get_json("/api/v1/overview")
+        check(st == 503 and j["store"] == "foreign" and "not a qgmm results store" in j["error"],
+              "a foreign file is not a store (%s %s)" % (st, j))
+        st, j = srv.post_run(doc(1), tok)
+        check(st == 503, "no ingest into a foreign file (%s)" % st)
+    finally:
+        srv.stop()
+    p = subprocess.run([a.dash, "--db", foreign, "token", "add", "x"], capture_output=True, text=True)
+    check(p.returncode != 0, "token add refuses a foreign file (%d %s)" % (p.returncode, p.stderr))
+    check(open(foreign, "rb").read() == before, "the foreign file is unchanged")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dash", required=True)
@@ -119,6 +188,7 @@ def main():
         test_one_validator(srv, a, db, tok)
     finally:
         srv.stop()
+    test_store_access(a, db, tok)
     print("test_limits: %d checks, %d failed" % (CHECKS, len(FAILS)))
     return 1 if FAILS else 0
 
