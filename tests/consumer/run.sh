@@ -7,7 +7,8 @@
 #  2. the docs/api.md example (tests/test_api_example.c) and version_check.c are built out
 #     of tree with find_package(qgmm) and again with pkg-config, and run on cpu and, when
 #     the Vulkan plugin is installed, on vulkan (lavapipe in CI) with no QGMM_PLUGIN_PATH
-#     and no LD_LIBRARY_PATH: the plugins must come from the installed folder;
+#     and no LD_LIBRARY_PATH: the plugins must come from the installed folder. The C
+#     example of docs/moe.md is built the same way and run on both;
 #  3. a project that add_subdirectory()s the source tree builds and runs the example.
 # Exit 0 pass, 1 fail, 77 skip (a sanitizer build: its libqgmm needs the sanitizer runtime).
 set -euo pipefail
@@ -104,6 +105,17 @@ rpath=-Wl,-rpath,$(pkg-config --variable=libdir qgmm)
 quiet cc -std=c11 -Wall -Wextra -Werror "$EXAMPLE" "${flags[@]}" -lm "$rpath" -o "$TMP/pc/api_example"
 quiet cc -std=c11 -Wall -Wextra -Werror "$HERE/version_check.c" "${flags[@]}" "$rpath" -o "$TMP/pc/version_check"
 run_pair "$TMP/pc" "$PLUGINDIR" "${PLUGINS[@]}"
+# docs/moe.md's example, taken from the page itself, on cpu and vulkan
+awk '/^```c$/ {on = 1; next} /^```$/ {on = 0} on' "$SRC/docs/moe.md" >"$TMP/pc/moe_example.c"
+[[ -s $TMP/pc/moe_example.c ]] || fail "no C example in docs/moe.md"
+quiet cc -std=c11 -Wall -Wextra -Werror "$TMP/pc/moe_example.c" "${flags[@]}" -lm "$rpath" -o "$TMP/pc/moe_example"
+for be in cpu vulkan; do
+  [[ $be == cpu || " ${PLUGINS[*]} " == *" $be "* ]] || continue
+  rc=0
+  "$TMP/pc/moe_example" $be >"$TMP/step.log" 2>&1 || rc=$?
+  [[ $rc == 0 || ($rc == 77 && $be != cpu) ]] || { cat "$TMP/step.log" >&2; fail "docs/moe.md example on $be"; }
+  echo "consumer: docs/moe.md example on $be: $(tail -1 "$TMP/step.log")"
+done
 unset PKG_CONFIG_PATH
 
 # ---------------------------------------------------------------- 3. add_subdirectory
