@@ -290,7 +290,10 @@ QGMM_API qgmm_status qgmm_quantize_fp8_blockwise(qgmm_context *ctx,
                                                  const qgmm_tensor *scales);
 
 /* Builds the scales tensor view for a blockwise layout over `buf` at `offset`, for data
- * of `rank` 2 (rows, K) or 3 (E, rows, K). Returns the bytes the view spans in *bytes. */
+ * of `rank` 2 (rows, K) or 3 (E, rows, K). Returns the bytes the view spans in *bytes
+ * (bytes may be NULL). buf may be NULL: the call then only sizes the view, so one call
+ * with buf NULL gives the bytes to allocate and a second call with the buffer gives the
+ * view to pass to qgmm_quantize_fp8_blockwise / qgmm_grouped_gemm. */
 QGMM_API qgmm_status qgmm_blockwise_scales_view(qgmm_block_shape block, qgmm_blockwise_layout layout,
                                                 int rank, const int64_t *data_shape,
                                                 qgmm_buffer *buf, size_t offset,
