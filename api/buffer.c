@@ -1,10 +1,22 @@
 /* Buffers (device memory or wrapped native memory) and device-timestamp events. */
+#include "checked.h"
 #include "qgmm_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define NEED(cond, ctx, ...) \
     do { if (!(cond)) return qgmm_set_error((ctx), QGMM_ERR_INVALID_ARGUMENT, __VA_ARGS__); } while (0)
+
+/* The in-tree backends whose native handle is a pointer (host memory for cpu, a device
+ * pointer in the unified address space for cuda and hip): two buffers of such a context
+ * alias exactly when their address ranges intersect. Other handles (a VkBuffer, a
+ * plugin's) are compared by identity only. */
+static int native_is_address(const qgmm_context *ctx)
+{
+    const char *n = ctx->vt->name ? ctx->vt->name : "";
+    return !strcmp(n, "cpu") || !strcmp(n, "cuda") || !strcmp(n, "hip");
+}
 
 static qgmm_status make_buffer(qgmm_context *ctx, size_t bytes, void *native, int owned,
                                qgmm_buffer **out)
@@ -21,6 +33,7 @@ static qgmm_status make_buffer(qgmm_context *ctx, size_t bytes, void *native, in
     b->ctx = ctx;
     b->size = bytes;
     b->owned = owned;
+    b->native_is_address = native_is_address(ctx);
     *out = b;
     return QGMM_OK;
 }
@@ -29,6 +42,9 @@ qgmm_status qgmm_buffer_alloc(qgmm_context *ctx, size_t bytes, qgmm_buffer **out
 {
     if (!ctx) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "ctx is NULL");
     NEED(out, ctx, "out is NULL");
+    if (bytes > QGMM_MAX_BUFFER_BYTES)
+        return qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY,
+                              "bytes is %zu; no buffer can exceed 2^63 - 1 bytes", bytes);
     return make_buffer(ctx, bytes, NULL, 1, out);
 }
 
@@ -37,6 +53,7 @@ qgmm_status qgmm_buffer_wrap(qgmm_context *ctx, void *native, size_t bytes, qgmm
     if (!ctx) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "ctx is NULL");
     NEED(out, ctx, "out is NULL");
     NEED(native || bytes == 0, ctx, "native is NULL for a %zu-byte buffer", bytes);
+    NEED(bytes <= QGMM_MAX_BUFFER_BYTES, ctx, "bytes is %zu; no buffer can exceed 2^63 - 1 bytes", bytes);
     if (!ctx->vt->buffer_wrap)
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "backend %s cannot wrap native memory",
                               ctx->backend_name);
@@ -87,12 +104,26 @@ qgmm_status qgmm_buffer_copy(qgmm_buffer *dst, size_t dst_offset, const qgmm_buf
     s = check_range(src, src_offset, bytes, "src");
     if (s) return s;
     NEED(dst->ctx == src->ctx, dst->ctx, "dst and src belong to different contexts");
-    if (dst == src && dst_offset < src_offset + bytes && src_offset < dst_offset + bytes)
+    if (qgmm_buffer_ranges_overlap(dst, dst_offset, bytes, src, src_offset, bytes))
         return qgmm_set_error(dst->ctx, QGMM_ERR_INVALID_ARGUMENT,
-                              "dst [%zu, %zu) overlaps src [%zu, %zu) in the same buffer",
+                              "dst [%zu, %zu) overlaps src [%zu, %zu) in the same memory",
                               dst_offset, dst_offset + bytes, src_offset, src_offset + bytes);
     if (bytes == 0) return QGMM_OK;
     return dst->ctx->vt->buffer_copy(dst->ctx, dst->impl, dst_offset, src->impl, src_offset, bytes);
+}
+
+int qgmm_buffer_ranges_overlap(const qgmm_buffer *a, size_t a_off, size_t a_len, const qgmm_buffer *b,
+                               size_t b_off, size_t b_len)
+{
+    if (!a || !b || a_len == 0 || b_len == 0) return 0;
+    uint64_t a0 = a_off, b0 = b_off;
+    if (a != b && a->native != b->native) {
+        if (!a->native_is_address || !b->native_is_address || a->ctx != b->ctx) return 0;
+        a0 += (uintptr_t)a->native;
+        b0 += (uintptr_t)b->native;
+    }
+    /* offsets and lengths are below 2^63 and addresses far below: the ends do not wrap */
+    return a0 < b0 + b_len && b0 < a0 + a_len;
 }
 
 size_t qgmm_buffer_size(const qgmm_buffer *buf) { return buf ? buf->size : 0; }

@@ -13,41 +13,84 @@
  *
  * The GEMMs of qgmm mask any group size, so forward and dgrad need no padding. All
  * temporaries live in the caller's workspace; nothing is allocated or read back.
+ *
+ * All or nothing: each entry point checks its own arguments (naming them, never an inner
+ * op's), then runs every step's validator in a dry pass over the real workspace layout,
+ * and only then enqueues the first step. Bad device offsets make each step that reads
+ * them write nothing; the padded offsets that the wgrad GEMM reads are preset to -1 so a
+ * refused pad step refuses that GEMM too, on the device, with no host sync.
  */
+#include "checked.h"
 #include "validate.h"
 #include "qgmm_layout_maps.h"
 
 #include <string.h>
 
 /* ---------------------------------------------------------------- workspace carving */
+typedef enum arena_mode {
+    ARENA_SIZE,  /* lay the temporaries out, call nothing */
+    ARENA_CHECK, /* the dry pass: run every step's validator, enqueue nothing */
+    ARENA_RUN    /* enqueue the steps */
+} arena_mode;
+
 typedef struct arena {
+    qgmm_context *ctx;
     qgmm_buffer *buf; /* the caller's workspace (NULL while sizing, or for BF16) */
     size_t used;
-    int run;          /* 0: only size the temporaries, call no op */
+    int overflow;     /* a temporary's size did not fit: the layout is unusable */
+    arena_mode mode;
+    const char *phase; /* "forward", "dgrad", "wgrad": names the step a validator refused */
 } arena;
 
 static size_t arena_take(arena *a, size_t bytes)
 {
-    const size_t at = (a->used + 255) & ~(size_t)255;
-    a->used = at + bytes;
+    size_t at = 0, end = 0;
+    if (!qgmm_round_up_size(a->used, 256, &at) || !qgmm_add_size(at, bytes, &end)) {
+        a->overflow = 1;
+        return 0;
+    }
+    a->used = end;
     return at;
+}
+
+static qgmm_tensor arena_place(arena *a, qgmm_tensor t)
+{
+    size_t span = 0;
+    if (!qgmm_span_checked(&t, &span)) a->overflow = 1;
+    t.offset = arena_take(a, span + 1);
+    return t;
 }
 
 static qgmm_tensor arena_tensor(arena *a, qgmm_dtype dt, int rank, int64_t d0, int64_t d1, int64_t d2)
 {
     const int64_t shape[3] = {d0, d1, d2};
-    qgmm_tensor t = qgmm_tensor_make(a->buf, 0, dt, rank, shape);
-    t.offset = arena_take(a, qgmm_tensor_span_bytes(&t) + 1);
-    return t;
+    return arena_place(a, qgmm_tensor_make(a->buf, 0, dt, rank, shape));
 }
 
 /* A column-major (rows, cols) view: what the K-grouped GEMM wants for its operands. */
 static qgmm_tensor arena_colmajor(arena *a, qgmm_dtype dt, int64_t rows, int64_t cols)
 {
-    qgmm_tensor t = qgmm_tensor_make_colmajor(a->buf, 0, dt, rows, cols);
-    t.offset = arena_take(a, qgmm_tensor_span_bytes(&t) + 1);
-    return t;
+    return arena_place(a, qgmm_tensor_make_colmajor(a->buf, 0, dt, rows, cols));
 }
+
+/* Rank-1 e8m0 scales in a blocked layout (n: experts for 3D, groups for M/K groups). */
+static qgmm_tensor arena_blocked(arena *a, qgmm_blocked_variant v, int64_t n, int64_t rows, int64_t cols)
+{
+    int64_t bytes = 0;
+    if (!qgmm_blocked_bytes_checked(v, n, rows, cols, &bytes)) a->overflow = 1;
+    return arena_tensor(a, QGMM_E8M0, 1, bytes, 0, 0);
+}
+
+/* The dry pass names the step whose validator refused; the entry point adds its own name. */
+static qgmm_status step_checked(const arena *a, const char *op, qgmm_status st)
+{
+    return st == QGMM_OK ? st : qgmm_error_prefix(a->ctx, st, "%s step qgmm_%s: ", a->phase, op);
+}
+
+/* One step of a recipe: validated in the dry pass, enqueued in the run pass. */
+#define STEP(a, op, ...)                                                                    \
+    ((a)->mode == ARENA_CHECK ? step_checked((a), #op, qgmm_validate_##op((a)->ctx, __VA_ARGS__)) \
+                              : qgmm_##op((a)->ctx, __VA_ARGS__))
 
 static qgmm_tensor transposed_2d(const qgmm_tensor *t)
 {
@@ -107,111 +150,99 @@ static qgmm_status check_dims(qgmm_context *ctx, const qgmm_moe_params *p, int64
     return QGMM_OK;
 }
 
-static qgmm_status check_workspace(qgmm_context *ctx, qgmm_buffer *ws, size_t need)
-{
-    if (need == 0) return QGMM_OK;
-    if (!ws) return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "workspace is NULL; %zu bytes needed", need);
-    if (qgmm_buffer_size(ws) < need)
-        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
-                              "workspace has %zu bytes; qgmm_moe_workspace_bytes says %zu",
-                              qgmm_buffer_size(ws), need);
-    return QGMM_OK;
-}
-
 /* ---------------------------------------------------------------- forward */
-/* With a->run 0 only sizes the arena (no op is called). */
-static qgmm_status forward_steps(qgmm_context *ctx, const qgmm_moe_params *p, arena *a,
-                                 const qgmm_tensor *x, const qgmm_tensor *w, const qgmm_tensor *offs,
-                                 const qgmm_tensor *y, int64_t M, int64_t N, int64_t K, int64_t E)
+static qgmm_status forward_steps(arena *a, const qgmm_moe_params *p, const qgmm_tensor *x,
+                                 const qgmm_tensor *w, const qgmm_tensor *offs, const qgmm_tensor *y,
+                                 int64_t M, int64_t N, int64_t K, int64_t E)
 {
-    const int run = a->run;
+    const int size_only = a->mode == ARENA_SIZE;
     const qgmm_dtype f8 = fp8_of(p);
-    qgmm_grouped_gemm_params gp = {QGMM_GEMM_M_GROUPED, p->recipe};
+    const qgmm_grouped_gemm_params gp = {QGMM_GEMM_M_GROUPED, p->recipe};
     switch (p->recipe) {
     case QGMM_RECIPE_BF16:
-        return run ? qgmm_grouped_gemm(ctx, &gp, x, w, NULL, NULL, offs, y) : QGMM_OK;
+        return size_only ? QGMM_OK : STEP(a, grouped_gemm, &gp, x, w, NULL, NULL, offs, y);
     case QGMM_RECIPE_FP8_ROWWISE: {
         qgmm_tensor xq = arena_tensor(a, f8, 2, M, K, 0), xs = arena_tensor(a, QGMM_F32, 1, M, 0, 0);
         qgmm_tensor wq = arena_tensor(a, f8, 3, E, N, K), ws = arena_tensor(a, QGMM_F32, 2, E, N, 0);
-        if (!run) return QGMM_OK;
+        if (size_only) return QGMM_OK;
         const qgmm_fp8_rowwise_params per_row = {1, 0, QGMM_SCALE_RECIPROCAL};
         const qgmm_fp8_rowwise_params per_en = {2, 0, QGMM_SCALE_RECIPROCAL};
-        QGMM_TRY(qgmm_quantize_fp8_rowwise(ctx, &per_row, x, NULL, &xq, &xs));
-        QGMM_TRY(qgmm_quantize_fp8_rowwise(ctx, &per_en, w, NULL, &wq, &ws));
-        return qgmm_grouped_gemm(ctx, &gp, &xq, &wq, &xs, &ws, offs, y);
+        QGMM_TRY(STEP(a, quantize_fp8_rowwise, &per_row, x, NULL, &xq, &xs));
+        QGMM_TRY(STEP(a, quantize_fp8_rowwise, &per_en, w, NULL, &wq, &ws));
+        return STEP(a, grouped_gemm, &gp, &xq, &wq, &xs, &ws, offs, y);
     }
     case QGMM_RECIPE_FP8_BLOCKWISE: {
         qgmm_tensor xq = arena_tensor(a, f8, 2, M, K, 0), wq = arena_tensor(a, f8, 3, E, N, K);
         qgmm_tensor xs = arena_tensor(a, QGMM_F32, 2, M, K / 128, 0);
         qgmm_tensor ws = arena_tensor(a, QGMM_F32, 3, E, N / 128, K / 128);
-        if (!run) return QGMM_OK;
+        if (size_only) return QGMM_OK;
         const qgmm_fp8_blockwise_params act = {QGMM_BLOCK_1X128}, wt = {QGMM_BLOCK_128X128};
-        QGMM_TRY(qgmm_quantize_fp8_blockwise(ctx, &act, x, &xq, &xs));
-        QGMM_TRY(qgmm_quantize_fp8_blockwise(ctx, &wt, w, &wq, &ws));
-        return qgmm_grouped_gemm(ctx, &gp, &xq, &wq, &xs, &ws, offs, y);
+        QGMM_TRY(STEP(a, quantize_fp8_blockwise, &act, x, &xq, &xs));
+        QGMM_TRY(STEP(a, quantize_fp8_blockwise, &wt, w, &wq, &ws));
+        return STEP(a, grouped_gemm, &gp, &xq, &wq, &xs, &ws, offs, y);
     }
     case QGMM_RECIPE_MXFP8: {
         qgmm_tensor xq = arena_tensor(a, f8, 2, M, K, 0), wq = arena_tensor(a, f8, 3, E, N, K);
         qgmm_tensor xs = arena_tensor(a, QGMM_E8M0, 2, M, K / 32, 0);
-        qgmm_tensor xsb = arena_tensor(a, QGMM_E8M0, 1, (int64_t)qgmm_blocked_m_groups_bytes(M, K / 32, E), 0, 0);
-        qgmm_tensor wsb = arena_tensor(a, QGMM_E8M0, 1, E * (int64_t)qgmm_blocked_scales_bytes(N, K / 32), 0, 0);
-        if (!run) return QGMM_OK;
+        qgmm_tensor xsb = arena_blocked(a, QGMM_BLOCKED_M_GROUPS, E, M, K / 32);
+        qgmm_tensor wsb = arena_blocked(a, QGMM_BLOCKED_3D, E, N, K / 32);
+        if (size_only) return QGMM_OK;
         const qgmm_mxfp8_params along_k_plain = {1, p->mx_mode, QGMM_SCALES_PLAIN};
         const qgmm_mxfp8_params w_blocked = {2, p->mx_mode, QGMM_SCALES_BLOCKED};
-        QGMM_TRY(qgmm_quantize_mxfp8(ctx, &along_k_plain, x, &xq, &xs));
-        QGMM_TRY(qgmm_scales_to_blocked(ctx, QGMM_BLOCKED_M_GROUPS, &xs, offs, &xsb, NULL));
-        QGMM_TRY(qgmm_quantize_mxfp8(ctx, &w_blocked, w, &wq, &wsb));
-        return qgmm_grouped_gemm(ctx, &gp, &xq, &wq, &xsb, &wsb, offs, y);
+        QGMM_TRY(STEP(a, quantize_mxfp8, &along_k_plain, x, &xq, &xs));
+        QGMM_TRY(STEP(a, scales_to_blocked, QGMM_BLOCKED_M_GROUPS, &xs, offs, &xsb, NULL));
+        QGMM_TRY(STEP(a, quantize_mxfp8, &w_blocked, w, &wq, &wsb));
+        return STEP(a, grouped_gemm, &gp, &xq, &wq, &xsb, &wsb, offs, y);
     }
     }
     return QGMM_ERR_INTERNAL;
 }
 
 /* ---------------------------------------------------------------- backward */
-static qgmm_status dgrad_steps(qgmm_context *ctx, const qgmm_moe_params *p, arena *a,
-                               const qgmm_tensor *w, const qgmm_tensor *dy, const qgmm_tensor *offs,
-                               const qgmm_tensor *dx, int64_t M, int64_t N, int64_t K, int64_t E)
+static qgmm_status dgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_tensor *w,
+                               const qgmm_tensor *dy, const qgmm_tensor *offs, const qgmm_tensor *dx,
+                               int64_t M, int64_t N, int64_t K, int64_t E)
 {
-    const int run = a->run;
+    const int size_only = a->mode == ARENA_SIZE;
     const qgmm_dtype f8 = fp8_of(p);
     const qgmm_tensor wt = transposed_3d(w); /* (E, K, N) view of the weights */
-    qgmm_grouped_gemm_params gp = {QGMM_GEMM_M_GROUPED, p->recipe};
+    const qgmm_grouped_gemm_params gp = {QGMM_GEMM_M_GROUPED, p->recipe};
     switch (p->recipe) {
     case QGMM_RECIPE_BF16:
-        return run ? qgmm_grouped_gemm(ctx, &gp, dy, &wt, NULL, NULL, offs, dx) : QGMM_OK;
+        return size_only ? QGMM_OK : STEP(a, grouped_gemm, &gp, dy, &wt, NULL, NULL, offs, dx);
     case QGMM_RECIPE_FP8_ROWWISE: {
         qgmm_tensor dyq = arena_tensor(a, f8, 2, M, N, 0), dys = arena_tensor(a, QGMM_F32, 1, M, 0, 0);
         /* the "3D transpose rhs" cast: one scale per (e, k) over N, written as (E, K, N) */
         qgmm_tensor wtq = arena_tensor(a, f8, 3, E, K, N), wts = arena_tensor(a, QGMM_F32, 2, E, K, 0);
-        if (!run) return QGMM_OK;
+        if (size_only) return QGMM_OK;
         const qgmm_fp8_rowwise_params per_row = {1, 0, QGMM_SCALE_RECIPROCAL};
         const qgmm_fp8_rowwise_params per_ek = {2, 0, QGMM_SCALE_RECIPROCAL};
-        QGMM_TRY(qgmm_quantize_fp8_rowwise(ctx, &per_row, dy, NULL, &dyq, &dys));
-        QGMM_TRY(qgmm_quantize_fp8_rowwise(ctx, &per_ek, &wt, NULL, &wtq, &wts));
-        return qgmm_grouped_gemm(ctx, &gp, &dyq, &wtq, &dys, &wts, offs, dx);
+        QGMM_TRY(STEP(a, quantize_fp8_rowwise, &per_row, dy, NULL, &dyq, &dys));
+        QGMM_TRY(STEP(a, quantize_fp8_rowwise, &per_ek, &wt, NULL, &wtq, &wts));
+        return STEP(a, grouped_gemm, &gp, &dyq, &wtq, &dys, &wts, offs, dx);
     }
     case QGMM_RECIPE_FP8_BLOCKWISE: {
         qgmm_tensor dyq = arena_tensor(a, f8, 2, M, N, 0), wtq = arena_tensor(a, f8, 3, E, K, N);
         qgmm_tensor dys = arena_tensor(a, QGMM_F32, 2, M, N / 128, 0);
         qgmm_tensor wts = arena_tensor(a, QGMM_F32, 3, E, K / 128, N / 128);
-        if (!run) return QGMM_OK;
+        if (size_only) return QGMM_OK;
         const qgmm_fp8_blockwise_params act = {QGMM_BLOCK_1X128}, wt128 = {QGMM_BLOCK_128X128};
-        QGMM_TRY(qgmm_quantize_fp8_blockwise(ctx, &act, dy, &dyq, &dys));
-        QGMM_TRY(qgmm_quantize_fp8_blockwise(ctx, &wt128, &wt, &wtq, &wts));
-        return qgmm_grouped_gemm(ctx, &gp, &dyq, &wtq, &dys, &wts, offs, dx);
+        QGMM_TRY(STEP(a, quantize_fp8_blockwise, &act, dy, &dyq, &dys));
+        QGMM_TRY(STEP(a, quantize_fp8_blockwise, &wt128, &wt, &wtq, &wts));
+        return STEP(a, grouped_gemm, &gp, &dyq, &wtq, &dys, &wts, offs, dx);
     }
     case QGMM_RECIPE_MXFP8: {
         qgmm_tensor dyq = arena_tensor(a, f8, 2, M, N, 0), wtq = arena_tensor(a, f8, 3, E, K, N);
         qgmm_tensor dys = arena_tensor(a, QGMM_E8M0, 2, M, N / 32, 0);
-        qgmm_tensor dysb = arena_tensor(a, QGMM_E8M0, 1, (int64_t)qgmm_blocked_m_groups_bytes(M, N / 32, E), 0, 0);
-        qgmm_tensor wtsb = arena_tensor(a, QGMM_E8M0, 1, E * (int64_t)qgmm_blocked_scales_bytes(K, N / 32), 0, 0);
-        if (!run) return QGMM_OK;
+        qgmm_tensor dysb = arena_blocked(a, QGMM_BLOCKED_M_GROUPS, E, M, N / 32);
+        qgmm_tensor wtsb = arena_blocked(a, QGMM_BLOCKED_3D, E, K, N / 32);
+        if (size_only) return QGMM_OK;
         const qgmm_mxfp8_params along_n = {1, p->mx_mode, QGMM_SCALES_PLAIN};
         const qgmm_mxfp8_params wt_blocked = {2, p->mx_mode, QGMM_SCALES_BLOCKED};
-        QGMM_TRY(qgmm_quantize_mxfp8(ctx, &along_n, dy, &dyq, &dys));
-        QGMM_TRY(qgmm_scales_to_blocked(ctx, QGMM_BLOCKED_M_GROUPS, &dys, offs, &dysb, NULL));
-        QGMM_TRY(qgmm_quantize_mxfp8(ctx, &wt_blocked, &wt, &wtq, &wtsb));
-        return qgmm_grouped_gemm(ctx, &gp, &dyq, &wtq, &dysb, &wtsb, offs, dx);
+        QGMM_TRY(STEP(a, quantize_mxfp8, &along_n, dy, &dyq, &dys));
+        QGMM_TRY(STEP(a, scales_to_blocked, QGMM_BLOCKED_M_GROUPS, &dys, offs, &dysb, NULL));
+        QGMM_TRY(STEP(a, quantize_mxfp8, &wt_blocked, &wt, &wtq, &wtsb));
+        return STEP(a, grouped_gemm, &gp, &dyq, &wtq, &dysb, &wtsb, offs, dx);
     }
     }
     return QGMM_ERR_INTERNAL;
@@ -222,24 +253,33 @@ static int wgrad_alignment(qgmm_recipe r)
     return r == QGMM_RECIPE_FP8_BLOCKWISE ? 128 : r == QGMM_RECIPE_MXFP8 ? 32 : 0;
 }
 
-static qgmm_status wgrad_steps(qgmm_context *ctx, const qgmm_moe_params *p, arena *a,
-                               const qgmm_tensor *x, const qgmm_tensor *dy, const qgmm_tensor *offs,
-                               const qgmm_tensor *dw, int64_t M, int64_t N, int64_t K, int64_t E)
+/* Presets the padded offsets to -1 (stream-ordered fill) before the pad step that writes
+ * them: when bad offsets make the pad write nothing, every later step reading them sees
+ * invalid offsets on the device and writes nothing either. */
+static qgmm_status preset_padded_offsets(arena *a, const qgmm_tensor *poffs)
 {
-    const int run = a->run;
+    if (a->mode != ARENA_RUN) return QGMM_OK;
+    return qgmm_buffer_fill(poffs->buffer, poffs->offset, qgmm_tensor_span_bytes(poffs), 0xFF);
+}
+
+static qgmm_status wgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_tensor *x,
+                               const qgmm_tensor *dy, const qgmm_tensor *offs, const qgmm_tensor *dw,
+                               int64_t M, int64_t N, int64_t K, int64_t E)
+{
+    const int size_only = a->mode == ARENA_SIZE;
     const qgmm_dtype f8 = fp8_of(p);
-    qgmm_grouped_gemm_params gp = {QGMM_GEMM_K_GROUPED, p->recipe};
+    const qgmm_grouped_gemm_params gp = {QGMM_GEMM_K_GROUPED, p->recipe};
     if (p->recipe == QGMM_RECIPE_BF16)
-        return run ? qgmm_grouped_gemm(ctx, &gp, dy, x, NULL, NULL, offs, dw) : QGMM_OK;
+        return size_only ? QGMM_OK : STEP(a, grouped_gemm, &gp, dy, x, NULL, NULL, offs, dw);
     if (p->recipe == QGMM_RECIPE_FP8_ROWWISE) {
         /* jagged per-group scales along the token dim; column-major fp8 operands */
         qgmm_tensor dyq = arena_colmajor(a, f8, M, N), xq = arena_colmajor(a, f8, M, K);
         qgmm_tensor dys = arena_tensor(a, QGMM_F32, 2, E, N, 0), xs = arena_tensor(a, QGMM_F32, 2, E, K, 0);
-        if (!run) return QGMM_OK;
+        if (size_only) return QGMM_OK;
         const qgmm_fp8_rowwise_params per_group_col = {0, 0, QGMM_SCALE_RECIPROCAL};
-        QGMM_TRY(qgmm_quantize_fp8_rowwise_dual(ctx, &per_group_col, dy, &dyq, &dys, &per_group_col, x,
-                                                &xq, &xs, offs));
-        return qgmm_grouped_gemm(ctx, &gp, &dyq, &xq, &dys, &xs, offs, dw);
+        QGMM_TRY(STEP(a, quantize_fp8_rowwise_dual, &per_group_col, dy, &dyq, &dys, &per_group_col, x,
+                      &xq, &xs, offs));
+        return STEP(a, grouped_gemm, &gp, &dyq, &xq, &dys, &xs, offs, dw);
     }
     /* Blockwise / MX: pad each group to the token block first. */
     const int A = wgrad_alignment(p->recipe);
@@ -249,51 +289,89 @@ static qgmm_status wgrad_steps(qgmm_context *ctx, const qgmm_moe_params *p, aren
     qgmm_tensor dyq = arena_colmajor(a, f8, P, N), xq = arena_colmajor(a, f8, P, K);
     if (p->recipe == QGMM_RECIPE_FP8_BLOCKWISE) {
         qgmm_tensor dys = arena_tensor(a, QGMM_F32, 2, N, P / 128, 0), xs = arena_tensor(a, QGMM_F32, 2, K, P / 128, 0);
-        if (!run) return QGMM_OK;
-        QGMM_TRY(qgmm_pad_token_groups(ctx, A, dy, offs, &dyp, NULL, &poffs));
-        QGMM_TRY(qgmm_pad_token_groups(ctx, A, x, offs, &xp, NULL, NULL));
+        if (size_only) return QGMM_OK;
+        QGMM_TRY(preset_padded_offsets(a, &poffs));
+        QGMM_TRY(STEP(a, pad_token_groups, A, dy, offs, &dyp, NULL, &poffs));
+        QGMM_TRY(STEP(a, pad_token_groups, A, x, offs, &xp, NULL, NULL));
         /* 1x128 blocks along the tokens: quantize the (N, P) / (K, P) transposed views */
         const qgmm_fp8_blockwise_params blk = {QGMM_BLOCK_1X128};
         const qgmm_tensor dypt = transposed_2d(&dyp), xpt = transposed_2d(&xp);
         const qgmm_tensor dyqt = transposed_2d(&dyq), xqt = transposed_2d(&xq);
-        QGMM_TRY(qgmm_quantize_fp8_blockwise(ctx, &blk, &dypt, &dyqt, &dys));
-        QGMM_TRY(qgmm_quantize_fp8_blockwise(ctx, &blk, &xpt, &xqt, &xs));
-        return qgmm_grouped_gemm(ctx, &gp, &dyq, &xq, &dys, &xs, &poffs, dw);
+        QGMM_TRY(STEP(a, quantize_fp8_blockwise, &blk, &dypt, &dyqt, &dys));
+        QGMM_TRY(STEP(a, quantize_fp8_blockwise, &blk, &xpt, &xqt, &xs));
+        return STEP(a, grouped_gemm, &gp, &dyq, &xq, &dys, &xs, &poffs, dw);
     }
     /* MXFP8: 32x1 blocks along the tokens, scales regrouped into the K-groups layout */
     qgmm_tensor dys = arena_tensor(a, QGMM_E8M0, 2, N, P / 32, 0), xs = arena_tensor(a, QGMM_E8M0, 2, K, P / 32, 0);
-    qgmm_tensor dysb = arena_tensor(a, QGMM_E8M0, 1, (int64_t)qgmm_blocked_k_groups_bytes(N, P / 32, E), 0, 0);
-    qgmm_tensor xsb = arena_tensor(a, QGMM_E8M0, 1, (int64_t)qgmm_blocked_k_groups_bytes(K, P / 32, E), 0, 0);
-    if (!run) return QGMM_OK;
-    QGMM_TRY(qgmm_pad_token_groups(ctx, A, dy, offs, &dyp, NULL, &poffs));
-    QGMM_TRY(qgmm_pad_token_groups(ctx, A, x, offs, &xp, NULL, NULL));
+    qgmm_tensor dysb = arena_blocked(a, QGMM_BLOCKED_K_GROUPS, E, N, P / 32);
+    qgmm_tensor xsb = arena_blocked(a, QGMM_BLOCKED_K_GROUPS, E, K, P / 32);
+    if (size_only) return QGMM_OK;
+    QGMM_TRY(preset_padded_offsets(a, &poffs));
+    QGMM_TRY(STEP(a, pad_token_groups, A, dy, offs, &dyp, NULL, &poffs));
+    QGMM_TRY(STEP(a, pad_token_groups, A, x, offs, &xp, NULL, NULL));
     const qgmm_mxfp8_params along_tokens = {0, p->mx_mode, QGMM_SCALES_PLAIN};
-    QGMM_TRY(qgmm_quantize_mxfp8(ctx, &along_tokens, &dyp, &dyq, &dys));
-    QGMM_TRY(qgmm_quantize_mxfp8(ctx, &along_tokens, &xp, &xq, &xs));
-    QGMM_TRY(qgmm_scales_to_blocked(ctx, QGMM_BLOCKED_K_GROUPS, &dys, &poffs, &dysb, NULL));
-    QGMM_TRY(qgmm_scales_to_blocked(ctx, QGMM_BLOCKED_K_GROUPS, &xs, &poffs, &xsb, NULL));
-    return qgmm_grouped_gemm(ctx, &gp, &dyq, &xq, &dysb, &xsb, &poffs, dw);
+    QGMM_TRY(STEP(a, quantize_mxfp8, &along_tokens, &dyp, &dyq, &dys));
+    QGMM_TRY(STEP(a, quantize_mxfp8, &along_tokens, &xp, &xq, &xs));
+    QGMM_TRY(STEP(a, scales_to_blocked, QGMM_BLOCKED_K_GROUPS, &dys, &poffs, &dysb, NULL));
+    QGMM_TRY(STEP(a, scales_to_blocked, QGMM_BLOCKED_K_GROUPS, &xs, &poffs, &xsb, NULL));
+    return STEP(a, grouped_gemm, &gp, &dyq, &xq, &dysb, &xsb, &poffs, dw);
 }
 
 /* ---------------------------------------------------------------- public entry points */
-size_t qgmm_moe_workspace_bytes(const qgmm_moe_params *p, int64_t M, int64_t N, int64_t K, int64_t E)
+/* The workspace of every step, sized by running the steps in ARENA_SIZE mode: SIZE_MAX
+ * when a temporary's size does not fit. */
+static size_t workspace_need(const qgmm_moe_params *p, int64_t M, int64_t N, int64_t K, int64_t E)
 {
-    if (!p || M < 0 || N <= 0 || K <= 0 || E <= 0) return 0;
-    arena fa = {NULL, 0, 0}, da = {NULL, 0, 0}, wa = {NULL, 0, 0};
+    arena fa = {NULL, NULL, 0, 0, ARENA_SIZE, "forward"}, da = fa, wa = fa;
     qgmm_tensor none;
     memset(&none, 0, sizeof none);
     none.dtype = QGMM_BF16;
-    forward_steps(NULL, p, &fa, &none, &none, &none, &none, M, N, K, E);
-    dgrad_steps(NULL, p, &da, &none, &none, &none, &none, M, N, K, E);
-    wgrad_steps(NULL, p, &wa, &none, &none, &none, &none, M, N, K, E);
+    forward_steps(&fa, p, &none, &none, &none, &none, M, N, K, E);
+    dgrad_steps(&da, p, &none, &none, &none, &none, M, N, K, E);
+    wgrad_steps(&wa, p, &none, &none, &none, &none, M, N, K, E);
+    if (fa.overflow || da.overflow || wa.overflow) return SIZE_MAX;
     /* forward and backward reuse the same workspace; backward runs dgrad then wgrad */
     size_t need = fa.used > da.used ? fa.used : da.used;
     if (wa.used > need) need = wa.used;
     return need;
 }
 
+size_t qgmm_moe_workspace_bytes(const qgmm_moe_params *p, int64_t M, int64_t N, int64_t K, int64_t E)
+{
+    if (!p || M < 0 || N <= 0 || K <= 0 || E <= 0) return 0;
+    if (M > QGMM_MAX_EXTENT || N > QGMM_MAX_EXTENT || K > QGMM_MAX_EXTENT || E > QGMM_MAX_EXTENT)
+        return SIZE_MAX;
+    return workspace_need(p, M, N, K, E);
+}
+
+/* The caller's workspace: big enough, of this context, and as a byte tensor for the
+ * aliasing rule (*t stays absent when no workspace is needed). */
+static qgmm_status check_workspace(qgmm_context *ctx, qgmm_buffer *ws, const qgmm_moe_params *p,
+                                   int64_t M, int64_t N, int64_t K, int64_t E, qgmm_tensor *t)
+{
+    memset(t, 0, sizeof *t);
+    const size_t need = qgmm_moe_workspace_bytes(p, M, N, K, E);
+    if (need == SIZE_MAX)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "the workspace for M=%lld N=%lld K=%lld E=%lld does not fit in 2^64 bytes",
+                              (long long)M, (long long)N, (long long)K, (long long)E);
+    if (need == 0) return QGMM_OK;
+    if (!ws) return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "workspace is NULL; %zu bytes needed", need);
+    if (ws->ctx != ctx)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "workspace belongs to another context");
+    if (qgmm_buffer_size(ws) < need)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "workspace has %zu bytes; qgmm_moe_workspace_bytes says %zu",
+                              qgmm_buffer_size(ws), need);
+    const int64_t shape[1] = {(int64_t)need};
+    *t = qgmm_tensor_make(ws, 0, QGMM_U8, 1, shape);
+    return QGMM_OK;
+}
+
+/* The arguments both directions share; *M, *N, *K, *E receive the problem size. */
 static qgmm_status check_common(qgmm_context *ctx, const qgmm_moe_params *p, const qgmm_tensor *x,
-                                const qgmm_tensor *w, const qgmm_tensor *offs)
+                                const qgmm_tensor *w, const qgmm_tensor *offs, int64_t *M, int64_t *N,
+                                int64_t *K, int64_t *E)
 {
     QGMM_TRY(qgmm_check_ctx(ctx));
     QGMM_TRY(check_params(ctx, p));
@@ -303,43 +381,90 @@ static qgmm_status check_common(qgmm_context *ctx, const qgmm_moe_params *p, con
     if (w->shape[2] != x->shape[1])
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "w.shape[2] is %lld; must equal x's K=%lld",
                               (long long)w->shape[2], (long long)x->shape[1]);
+    if (w->shape[1] < 1 || w->shape[2] < 1)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "w has N=%lld and K=%lld; both must be at least 1", (long long)w->shape[1],
+                              (long long)w->shape[2]);
     QGMM_TRY(qgmm_check_shape(ctx, "offs", offs, 1, w->shape[0], 0, 0));
-    return check_dims(ctx, p, w->shape[1], w->shape[2]);
+    QGMM_TRY(check_dims(ctx, p, w->shape[1], w->shape[2]));
+    *M = x->shape[0];
+    *K = x->shape[1];
+    *E = w->shape[0];
+    *N = w->shape[1];
+    return QGMM_OK;
+}
+
+static qgmm_status forward_check(qgmm_context *ctx, const qgmm_moe_params *p, const qgmm_tensor *x,
+                                 const qgmm_tensor *w, const qgmm_tensor *offs, const qgmm_tensor *y,
+                                 qgmm_buffer *workspace)
+{
+    int64_t M, N, K, E;
+    qgmm_tensor wst;
+    QGMM_TRY(check_common(ctx, p, x, w, offs, &M, &N, &K, &E));
+    QGMM_TRY(qgmm_check_tensor(ctx, "y", y, QGMM_MASK_OUT, 2, 2));
+    QGMM_TRY(qgmm_check_shape(ctx, "y", y, 2, M, N, 0));
+    QGMM_TRY(check_workspace(ctx, workspace, p, M, N, K, E, &wst));
+    const qgmm_arg outs[] = {{"y", y}, {"workspace", &wst}};
+    const qgmm_arg ins[] = {{"x", x}, {"w", w}, {"offs", offs}};
+    QGMM_TRY(qgmm_check_aliasing(ctx, NULL, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
+    arena a = {ctx, workspace, 0, 0, ARENA_CHECK, "forward"};
+    return forward_steps(&a, p, x, w, offs, y, M, N, K, E);
 }
 
 qgmm_status qgmm_moe_experts_forward(qgmm_context *ctx, const qgmm_moe_params *p, const qgmm_tensor *x,
                                      const qgmm_tensor *w, const qgmm_tensor *offs, const qgmm_tensor *y,
                                      qgmm_buffer *workspace)
 {
-    QGMM_TRY(check_common(ctx, p, x, w, offs));
-    const int64_t M = x->shape[0], K = x->shape[1], E = w->shape[0], N = w->shape[1];
-    QGMM_TRY(qgmm_check_tensor(ctx, "y", y, QGMM_MASK_OUT, 2, 2));
-    QGMM_TRY(qgmm_check_shape(ctx, "y", y, 2, M, N, 0));
-    const size_t need = qgmm_moe_workspace_bytes(p, M, N, K, E);
-    QGMM_TRY(check_workspace(ctx, workspace, need));
-    arena a = {workspace, 0, 1};
-    return forward_steps(ctx, p, &a, x, w, offs, y, M, N, K, E);
+    const qgmm_status st = forward_check(ctx, p, x, w, offs, y, workspace);
+    if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "qgmm_moe_experts_forward: ");
+    arena a = {ctx, workspace, 0, 0, ARENA_RUN, "forward"};
+    return forward_steps(&a, p, x, w, offs, y, x->shape[0], w->shape[1], w->shape[2], w->shape[0]);
 }
 
-qgmm_status qgmm_moe_experts_backward(qgmm_context *ctx, const qgmm_moe_params *p, const qgmm_tensor *x,
-                                      const qgmm_tensor *w, const qgmm_tensor *dy, const qgmm_tensor *offs,
-                                      const qgmm_tensor *dx, const qgmm_tensor *dw, qgmm_buffer *workspace)
+static qgmm_status backward_check(qgmm_context *ctx, const qgmm_moe_params *p, const qgmm_tensor *x,
+                                  const qgmm_tensor *w, const qgmm_tensor *dy, const qgmm_tensor *offs,
+                                  const qgmm_tensor *dx, const qgmm_tensor *dw, qgmm_buffer *workspace)
 {
-    QGMM_TRY(check_common(ctx, p, x, w, offs));
-    const int64_t M = x->shape[0], K = x->shape[1], E = w->shape[0], N = w->shape[1];
+    int64_t M, N, K, E;
+    qgmm_tensor wst;
+    QGMM_TRY(check_common(ctx, p, x, w, offs, &M, &N, &K, &E));
     QGMM_TRY(qgmm_check_tensor(ctx, "dy", dy, QGMM_MASK(QGMM_BF16), 2, 2));
     QGMM_TRY(qgmm_check_shape(ctx, "dy", dy, 2, M, N, 0));
     QGMM_TRY(qgmm_check_tensor(ctx, "dx", dx, QGMM_MASK_OUT, 2, 2));
     QGMM_TRY(qgmm_check_shape(ctx, "dx", dx, 2, M, K, 0));
     QGMM_TRY(qgmm_check_tensor(ctx, "dw", dw, QGMM_MASK_OUT, 3, 3));
     QGMM_TRY(qgmm_check_shape(ctx, "dw", dw, 3, E, N, K));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, "dx", dx, "dw", dw));
-    const size_t need = qgmm_moe_workspace_bytes(p, M, N, K, E);
-    QGMM_TRY(check_workspace(ctx, workspace, need));
-    arena a = {workspace, 0, 1};
-    QGMM_TRY(dgrad_steps(ctx, p, &a, w, dy, offs, dx, M, N, K, E));
+    const int A = wgrad_alignment(p->recipe);
+    if (A) { /* wgrad pads x and dy by whole rows */
+        QGMM_TRY(qgmm_check_rows_contiguous(ctx, "x", x));
+        QGMM_TRY(qgmm_check_rows_contiguous(ctx, "dy", dy));
+    }
+    if (A && qgmm_padded_rows_bound(M, E, A) > INT32_MAX)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "x has %lld tokens; padded to %d in %lld groups for wgrad they may need "
+                              "%lld rows, past the int32 padded offsets",
+                              (long long)M, A, (long long)E, (long long)qgmm_padded_rows_bound(M, E, A));
+    QGMM_TRY(check_workspace(ctx, workspace, p, M, N, K, E, &wst));
+    const qgmm_arg outs[] = {{"dx", dx}, {"dw", dw}, {"workspace", &wst}};
+    const qgmm_arg ins[] = {{"x", x}, {"w", w}, {"dy", dy}, {"offs", offs}};
+    QGMM_TRY(qgmm_check_aliasing(ctx, NULL, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
+    arena a = {ctx, workspace, 0, 0, ARENA_CHECK, "dgrad"};
+    QGMM_TRY(dgrad_steps(&a, p, w, dy, offs, dx, M, N, K, E));
+    arena b = {ctx, workspace, 0, 0, ARENA_CHECK, "wgrad"};
+    return wgrad_steps(&b, p, x, dy, offs, dw, M, N, K, E);
+}
+
+qgmm_status qgmm_moe_experts_backward(qgmm_context *ctx, const qgmm_moe_params *p, const qgmm_tensor *x,
+                                      const qgmm_tensor *w, const qgmm_tensor *dy, const qgmm_tensor *offs,
+                                      const qgmm_tensor *dx, const qgmm_tensor *dw, qgmm_buffer *workspace)
+{
+    const qgmm_status st = backward_check(ctx, p, x, w, dy, offs, dx, dw, workspace);
+    if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "qgmm_moe_experts_backward: ");
+    const int64_t M = x->shape[0], K = x->shape[1], E = w->shape[0], N = w->shape[1];
+    arena a = {ctx, workspace, 0, 0, ARENA_RUN, "dgrad"};
+    QGMM_TRY(dgrad_steps(&a, p, w, dy, offs, dx, M, N, K, E));
     /* The wgrad temporaries reuse the workspace from offset 0: ops on one context run in
      * order, so dgrad's reads are finished before wgrad's first write. */
-    a.used = 0;
-    return wgrad_steps(ctx, p, &a, x, dy, offs, dw, M, N, K, E);
+    arena b = {ctx, workspace, 0, 0, ARENA_RUN, "wgrad"};
+    return wgrad_steps(&b, p, x, dy, offs, dw, M, N, K, E);
 }

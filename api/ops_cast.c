@@ -62,21 +62,44 @@ static qgmm_status check_rowwise_call(qgmm_context *ctx, const char *sfx,
     QGMM_TRY(qgmm_check_tensor(ctx, xn, x, QGMM_MASK_HP, 2, 3));
     QGMM_TRY(qgmm_check_tensor(ctx, qn, q, QGMM_MASK_FP8, 2, 3));
     QGMM_TRY(qgmm_check_same_shape(ctx, qn, q, xn, x));
-    QGMM_TRY(check_rowwise_scales(ctx, p, xn, x, offs, scales, sn));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, qn, q, xn, x));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, sn, scales, xn, x));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, qn, q, sn, scales));
-    return QGMM_OK;
+    return check_rowwise_scales(ctx, p, xn, x, offs, scales, sn);
+}
+
+qgmm_status qgmm_validate_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
+                                               const qgmm_tensor *x, const qgmm_tensor *offs,
+                                               const qgmm_tensor *q, const qgmm_tensor *scales)
+{
+    static const char op[] = "qgmm_quantize_fp8_rowwise";
+    QGMM_TRY(qgmm_check_ctx(ctx));
+    QGMM_TRY(check_rowwise_call(ctx, "", p, x, offs, q, scales));
+    const qgmm_arg outs[] = {{"q", q}, {"scales", scales}}, ins[] = {{"x", x}, {"offs", offs}};
+    QGMM_TRY(qgmm_check_aliasing(ctx, op, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
+    return ctx->vt->quantize_fp8_rowwise ? QGMM_OK : qgmm_unsupported_op(ctx, op);
 }
 
 qgmm_status qgmm_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
                                       const qgmm_tensor *x, const qgmm_tensor *offs,
                                       const qgmm_tensor *q, const qgmm_tensor *scales)
 {
-    QGMM_TRY(qgmm_check_ctx(ctx));
-    QGMM_TRY(check_rowwise_call(ctx, "", p, x, offs, q, scales));
-    if (!ctx->vt->quantize_fp8_rowwise) return qgmm_unsupported_op(ctx, "qgmm_quantize_fp8_rowwise");
+    QGMM_TRY(qgmm_validate_quantize_fp8_rowwise(ctx, p, x, offs, q, scales));
     return ctx->vt->quantize_fp8_rowwise(ctx, p, x, offs, q, scales);
+}
+
+qgmm_status qgmm_validate_quantize_fp8_rowwise_dual(
+    qgmm_context *ctx, const qgmm_fp8_rowwise_params *p0, const qgmm_tensor *x0, const qgmm_tensor *q0,
+    const qgmm_tensor *scales0, const qgmm_fp8_rowwise_params *p1, const qgmm_tensor *x1,
+    const qgmm_tensor *q1, const qgmm_tensor *scales1, const qgmm_tensor *offs)
+{
+    static const char op[] = "qgmm_quantize_fp8_rowwise_dual";
+    QGMM_TRY(qgmm_check_ctx(ctx));
+    QGMM_TRY(check_rowwise_call(ctx, "0", p0, x0, offs, q0, scales0));
+    QGMM_TRY(check_rowwise_call(ctx, "1", p1, x1, offs, q1, scales1));
+    const qgmm_arg outs[] = {{"q0", q0}, {"scales0", scales0}, {"q1", q1}, {"scales1", scales1}};
+    const qgmm_arg ins[] = {{"x0", x0}, {"x1", x1}, {"offs", offs}};
+    QGMM_TRY(qgmm_check_aliasing(ctx, op, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
+    if (!ctx->vt->quantize_fp8_rowwise_dual && !ctx->vt->quantize_fp8_rowwise)
+        return qgmm_unsupported_op(ctx, op);
+    return QGMM_OK;
 }
 
 qgmm_status qgmm_quantize_fp8_rowwise_dual(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p0,
@@ -86,16 +109,9 @@ qgmm_status qgmm_quantize_fp8_rowwise_dual(qgmm_context *ctx, const qgmm_fp8_row
                                            const qgmm_tensor *x1, const qgmm_tensor *q1,
                                            const qgmm_tensor *scales1, const qgmm_tensor *offs)
 {
-    QGMM_TRY(qgmm_check_ctx(ctx));
-    QGMM_TRY(check_rowwise_call(ctx, "0", p0, x0, offs, q0, scales0));
-    QGMM_TRY(check_rowwise_call(ctx, "1", p1, x1, offs, q1, scales1));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, "q0", q0, "q1", q1));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, "scales0", scales0, "scales1", scales1));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, "q0", q0, "x1", x1));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, "q1", q1, "x0", x0));
+    QGMM_TRY(qgmm_validate_quantize_fp8_rowwise_dual(ctx, p0, x0, q0, scales0, p1, x1, q1, scales1, offs));
     if (ctx->vt->quantize_fp8_rowwise_dual)
         return ctx->vt->quantize_fp8_rowwise_dual(ctx, p0, x0, q0, scales0, p1, x1, q1, scales1, offs);
-    if (!ctx->vt->quantize_fp8_rowwise) return qgmm_unsupported_op(ctx, "qgmm_quantize_fp8_rowwise_dual");
     QGMM_TRY(ctx->vt->quantize_fp8_rowwise(ctx, p0, x0, offs, q0, scales0));
     return ctx->vt->quantize_fp8_rowwise(ctx, p1, x1, offs, q1, scales1);
 }
@@ -127,24 +143,37 @@ static qgmm_status check_mx(qgmm_context *ctx, const qgmm_mxfp8_params *p, const
     QGMM_TRY(qgmm_check_tensor(ctx, "scales", scales, QGMM_MASK_E8M0, 1, 3));
     QGMM_TRY(qgmm_check_contiguous(ctx, "scales", scales));
     if (p->scale_layout == QGMM_SCALES_BLOCKED)
-        return qgmm_check_shape(ctx, "scales", scales, 1,
-                                E * (int64_t)qgmm_blocked_scales_bytes(other, blocks), 0, 0);
+        return qgmm_check_blocked_shape(ctx, "scales", scales, QGMM_BLOCKED_3D, E, other, blocks);
     if (r == 2) return qgmm_check_shape(ctx, "scales", scales, 2, other, blocks, 0);
     return qgmm_check_shape(ctx, "scales", scales, 3, E, other, blocks);
 }
 
-qgmm_status qgmm_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p, const qgmm_tensor *x,
-                                const qgmm_tensor *q, const qgmm_tensor *scales)
+/* The aliasing rule of the three quantize ops without offsets. */
+static qgmm_status check_quantize_aliasing(qgmm_context *ctx, const char *op, const qgmm_tensor *x,
+                                           const qgmm_tensor *q, const qgmm_tensor *scales)
 {
+    const qgmm_arg outs[] = {{"q", q}, {"scales", scales}}, ins[] = {{"x", x}};
+    return qgmm_check_aliasing(ctx, op, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins));
+}
+
+qgmm_status qgmm_validate_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p,
+                                         const qgmm_tensor *x, const qgmm_tensor *q,
+                                         const qgmm_tensor *scales)
+{
+    static const char op[] = "qgmm_quantize_mxfp8";
     QGMM_TRY(qgmm_check_ctx(ctx));
     QGMM_TRY(qgmm_check_tensor(ctx, "x", x, QGMM_MASK_HP, 2, 3));
     QGMM_TRY(qgmm_check_tensor(ctx, "q", q, QGMM_MASK_FP8, 2, 3));
     QGMM_TRY(qgmm_check_same_shape(ctx, "q", q, "x", x));
     QGMM_TRY(check_mx(ctx, p, "x", x, scales));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, "q", q, "x", x));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, "scales", scales, "x", x));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, "scales", scales, "q", q));
-    if (!ctx->vt->quantize_mxfp8) return qgmm_unsupported_op(ctx, "qgmm_quantize_mxfp8");
+    QGMM_TRY(check_quantize_aliasing(ctx, op, x, q, scales));
+    return ctx->vt->quantize_mxfp8 ? QGMM_OK : qgmm_unsupported_op(ctx, op);
+}
+
+qgmm_status qgmm_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p, const qgmm_tensor *x,
+                                const qgmm_tensor *q, const qgmm_tensor *scales)
+{
+    QGMM_TRY(qgmm_validate_quantize_mxfp8(ctx, p, x, q, scales));
     return ctx->vt->quantize_mxfp8(ctx, p, x, q, scales);
 }
 
@@ -169,19 +198,25 @@ static qgmm_status check_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_p
     return qgmm_check_shape(ctx, "scales", scales, 3, data->shape[0], rows, K / 128);
 }
 
-qgmm_status qgmm_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
-                                        const qgmm_tensor *x, const qgmm_tensor *q,
-                                        const qgmm_tensor *scales)
+qgmm_status qgmm_validate_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
+                                                 const qgmm_tensor *x, const qgmm_tensor *q,
+                                                 const qgmm_tensor *scales)
 {
+    static const char op[] = "qgmm_quantize_fp8_blockwise";
     QGMM_TRY(qgmm_check_ctx(ctx));
     QGMM_TRY(qgmm_check_tensor(ctx, "x", x, QGMM_MASK_HP, 2, 3));
     QGMM_TRY(qgmm_check_tensor(ctx, "q", q, QGMM_MASK_FP8, 2, 3));
     QGMM_TRY(qgmm_check_same_shape(ctx, "q", q, "x", x));
     QGMM_TRY(check_blockwise(ctx, p, "x", x, scales));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, "q", q, "x", x));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, "scales", scales, "x", x));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, "scales", scales, "q", q));
-    if (!ctx->vt->quantize_fp8_blockwise) return qgmm_unsupported_op(ctx, "qgmm_quantize_fp8_blockwise");
+    QGMM_TRY(check_quantize_aliasing(ctx, op, x, q, scales));
+    return ctx->vt->quantize_fp8_blockwise ? QGMM_OK : qgmm_unsupported_op(ctx, op);
+}
+
+qgmm_status qgmm_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
+                                        const qgmm_tensor *x, const qgmm_tensor *q,
+                                        const qgmm_tensor *scales)
+{
+    QGMM_TRY(qgmm_validate_quantize_fp8_blockwise(ctx, p, x, q, scales));
     return ctx->vt->quantize_fp8_blockwise(ctx, p, x, q, scales);
 }
 
@@ -214,8 +249,8 @@ qgmm_status qgmm_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "format->kind is %d; not a qgmm_quant_kind",
                               (int)f->kind);
     }
-    QGMM_TRY(qgmm_check_no_overlap(ctx, "out", out, "q", q));
-    QGMM_TRY(qgmm_check_no_overlap(ctx, "out", out, "scales", scales));
+    const qgmm_arg outs[] = {{"out", out}}, ins[] = {{"q", q}, {"scales", scales}, {"offs", offs}};
+    QGMM_TRY(qgmm_check_aliasing(ctx, "qgmm_dequantize", outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
     if (!ctx->vt->dequantize) return qgmm_unsupported_op(ctx, "qgmm_dequantize");
     return ctx->vt->dequantize(ctx, f, q, scales, offs, out);
 }

@@ -17,11 +17,12 @@ static qgmm_status f32_scales(qgmm_context *ctx, const char *name, const qgmm_te
     return qgmm_check_shape(ctx, name, t, rank, d0, d1, d2);
 }
 
-static qgmm_status mx_scales(qgmm_context *ctx, const char *name, const qgmm_tensor *t, int64_t bytes)
+static qgmm_status mx_scales(qgmm_context *ctx, const char *name, const qgmm_tensor *t,
+                             qgmm_blocked_variant v, int64_t n, int64_t rows, int64_t cols)
 {
     QGMM_TRY(qgmm_check_tensor(ctx, name, t, QGMM_MASK_E8M0, 1, 1));
     QGMM_TRY(qgmm_check_contiguous(ctx, name, t));
-    return qgmm_check_shape(ctx, name, t, 1, bytes, 0, 0);
+    return qgmm_check_blocked_shape(ctx, name, t, v, n, rows, cols);
 }
 
 static qgmm_status check_operands(qgmm_context *ctx, qgmm_recipe r, const qgmm_tensor *a,
@@ -68,8 +69,8 @@ static qgmm_status check_m_grouped(qgmm_context *ctx, qgmm_recipe r, const qgmm_
         if (K % 32)
             return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "K is %lld; MXFP8 needs a multiple of 32",
                                   (long long)K);
-        QGMM_TRY(mx_scales(ctx, "a_scales", sa, (int64_t)qgmm_blocked_m_groups_bytes(M, K / 32, E)));
-        return mx_scales(ctx, "b_scales", sb, E * (int64_t)qgmm_blocked_scales_bytes(N, K / 32));
+        QGMM_TRY(mx_scales(ctx, "a_scales", sa, QGMM_BLOCKED_M_GROUPS, E, M, K / 32));
+        return mx_scales(ctx, "b_scales", sb, QGMM_BLOCKED_3D, E, N, K / 32);
     }
     return QGMM_ERR_INTERNAL;
 }
@@ -99,18 +100,19 @@ static qgmm_status check_k_grouped(qgmm_context *ctx, qgmm_recipe r, const qgmm_
         return f32_scales(ctx, "b_scales", sb, 2, K, qgmm_ceil_div_i64(M, 128), 0, 0);
     case QGMM_RECIPE_MXFP8: {
         const int64_t mc = qgmm_ceil_div_i64(M, 32);
-        QGMM_TRY(mx_scales(ctx, "a_scales", sa, (int64_t)qgmm_blocked_k_groups_bytes(N, mc, G)));
-        return mx_scales(ctx, "b_scales", sb, (int64_t)qgmm_blocked_k_groups_bytes(K, mc, G));
+        QGMM_TRY(mx_scales(ctx, "a_scales", sa, QGMM_BLOCKED_K_GROUPS, G, N, mc));
+        return mx_scales(ctx, "b_scales", sb, QGMM_BLOCKED_K_GROUPS, G, K, mc);
     }
     }
     return QGMM_ERR_INTERNAL;
 }
 
-qgmm_status qgmm_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
-                              const qgmm_tensor *a, const qgmm_tensor *b,
-                              const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
-                              const qgmm_tensor *offs, const qgmm_tensor *out)
+qgmm_status qgmm_validate_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
+                                       const qgmm_tensor *a, const qgmm_tensor *b,
+                                       const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
+                                       const qgmm_tensor *offs, const qgmm_tensor *out)
 {
+    static const char op[] = "qgmm_grouped_gemm";
     QGMM_TRY(qgmm_check_ctx(ctx));
     if (!p) return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "p is NULL");
     if (p->kind != QGMM_GEMM_M_GROUPED && p->kind != QGMM_GEMM_K_GROUPED)
@@ -126,9 +128,17 @@ qgmm_status qgmm_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params 
         QGMM_TRY(check_m_grouped(ctx, p->recipe, a, b, a_scales, b_scales, offs, out));
     else
         QGMM_TRY(check_k_grouped(ctx, p->recipe, a, b, a_scales, b_scales, offs, out));
-    const char *in_names[5] = {"a", "b", "a_scales", "b_scales", "offs"};
-    const qgmm_tensor *ins[5] = {a, b, a_scales, b_scales, offs};
-    for (int i = 0; i < 5; ++i) QGMM_TRY(qgmm_check_no_overlap(ctx, "out", out, in_names[i], ins[i]));
-    if (!ctx->vt->grouped_gemm) return qgmm_unsupported_op(ctx, "qgmm_grouped_gemm");
+    const qgmm_arg outs[] = {{"out", out}};
+    const qgmm_arg ins[] = {{"a", a}, {"b", b}, {"a_scales", a_scales}, {"b_scales", b_scales}, {"offs", offs}};
+    QGMM_TRY(qgmm_check_aliasing(ctx, op, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
+    return ctx->vt->grouped_gemm ? QGMM_OK : qgmm_unsupported_op(ctx, op);
+}
+
+qgmm_status qgmm_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
+                              const qgmm_tensor *a, const qgmm_tensor *b,
+                              const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
+                              const qgmm_tensor *offs, const qgmm_tensor *out)
+{
+    QGMM_TRY(qgmm_validate_grouped_gemm(ctx, p, a, b, a_scales, b_scales, offs, out));
     return ctx->vt->grouped_gemm(ctx, p, a, b, a_scales, b_scales, offs, out);
 }

@@ -71,3 +71,17 @@ const char *qgmm_last_error(const qgmm_context *ctx)
 {
     return ctx ? ctx->last_error : tls_error;
 }
+
+qgmm_status qgmm_error_prefix(qgmm_context *ctx, qgmm_status s, const char *fmt, ...)
+{
+    char *dst = ctx ? ctx->last_error : tls_error;
+    char msg[QGMM_ERROR_CAP];
+    snprintf(msg, sizeof msg, "%s", dst);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(dst, QGMM_ERROR_CAP, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && n < QGMM_ERROR_CAP) snprintf(dst + n, (size_t)(QGMM_ERROR_CAP - n), "%s", msg);
+    if (ctx) snprintf(tls_error, sizeof tls_error, "%s", ctx->last_error);
+    return s;
+}

@@ -1,4 +1,5 @@
 #include "validate.h"
+#include "checked.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,13 @@ static void shape_str(const qgmm_tensor *t, char *out, size_t cap)
     for (int d = 0; d < t->rank && d < QGMM_MAX_RANK && n < cap; ++d)
         n += (size_t)snprintf(out + n, cap - n, d ? ", %lld" : "%lld", (long long)t->shape[d]);
     if (n < cap) snprintf(out + n, cap - n, ")");
+}
+
+static void strides_str(const qgmm_tensor *t, char *out, size_t cap)
+{
+    qgmm_tensor v = *t;
+    for (int d = 0; d < QGMM_MAX_RANK; ++d) v.shape[d] = t->strides[d];
+    shape_str(&v, out, cap);
 }
 
 static void mask_str(uint32_t mask, char *out, size_t cap)
@@ -55,7 +63,7 @@ qgmm_status qgmm_check_tensor(qgmm_context *ctx, const char *name, const qgmm_te
             return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
                                   "%s.strides[%d] is %lld; must be >= 1", name, d,
                                   (long long)t->strides[d]);
-        if (t->shape[d] > ((int64_t)1 << 40))
+        if (t->shape[d] > QGMM_MAX_EXTENT)
             return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "%s.shape[%d] is %lld; too large",
                                   name, d, (long long)t->shape[d]);
     }
@@ -63,10 +71,23 @@ qgmm_status qgmm_check_tensor(qgmm_context *ctx, const char *name, const qgmm_te
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
                               "%s.offset is %zu; not a multiple of its %s element size %zu", name,
                               t->offset, qgmm_dtype_name(t->dtype), es);
-    const size_t span = qgmm_tensor_span_bytes(t);
+    /* Element counts and byte spans must fit in int64, the index type of every backend. */
+    int64_t numel, numel_bytes;
+    size_t span;
+    char s[96], st[96];
+    if (!qgmm_numel_checked(t, &numel) || !qgmm_mul_i64(numel, (int64_t)es, &numel_bytes)) {
+        shape_str(t, s, sizeof s);
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "%s has shape %s; its element count overflows int64", name, s);
+    }
+    if (!qgmm_span_checked(t, &span)) {
+        shape_str(t, s, sizeof s);
+        strides_str(t, st, sizeof st);
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "%s of shape %s with strides %s spans more than 2^63 bytes", name, s, st);
+    }
     const size_t size = t->buffer->size;
     if (t->offset > size || span > size - t->offset) {
-        char s[96];
         shape_str(t, s, sizeof s);
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
                               "%s %s at offset %zu spans %zu bytes, past its buffer of %zu bytes",
@@ -122,8 +143,17 @@ qgmm_status qgmm_check_contiguous(qgmm_context *ctx, const char *name, const qgm
             return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
                                   "%s.strides[%d] is %lld; %s must be contiguous (expected %lld)",
                                   name, d, (long long)t->strides[d], name, (long long)stride);
-        stride *= t->shape[d] > 0 ? t->shape[d] : 1;
+        if (!qgmm_mul_i64(stride, t->shape[d] > 0 ? t->shape[d] : 1, &stride)) stride = INT64_MAX;
     }
+    return QGMM_OK;
+}
+
+qgmm_status qgmm_check_rows_contiguous(qgmm_context *ctx, const char *name, const qgmm_tensor *t)
+{
+    if (t->shape[t->rank - 1] > 1 && t->strides[t->rank - 1] != 1)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "%s.strides[%d] is %lld; %s rows must be contiguous (stride 1)", name,
+                              t->rank - 1, (long long)t->strides[t->rank - 1], name);
     return QGMM_OK;
 }
 
@@ -145,15 +175,77 @@ qgmm_status qgmm_unsupported_op(qgmm_context *ctx, const char *op)
                           ctx->backend_name);
 }
 
-qgmm_status qgmm_check_no_overlap(qgmm_context *ctx, const char *a_name, const qgmm_tensor *a,
-                                  const char *b_name, const qgmm_tensor *b)
+qgmm_status qgmm_check_blocked_shape(qgmm_context *ctx, const char *name, const qgmm_tensor *t,
+                                     qgmm_blocked_variant v, int64_t n, int64_t rows, int64_t cols)
 {
-    if (!qgmm_present(a) || !qgmm_present(b) || a->buffer != b->buffer) return QGMM_OK;
-    const size_t a0 = a->offset, a1 = a->offset + qgmm_tensor_span_bytes(a);
-    const size_t b0 = b->offset, b1 = b->offset + qgmm_tensor_span_bytes(b);
-    if (a0 < b1 && b0 < a1)
+    int64_t bytes;
+    if (!qgmm_blocked_bytes_checked(v, n, rows, cols, &bytes))
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
-                              "%s bytes [%zu, %zu) overlap %s bytes [%zu, %zu) in the same buffer",
-                              a_name, a0, a1, b_name, b0, b1);
+                              "%s: the blocked layout of (%lld, %lld) scales (x%lld) overflows int64",
+                              name, (long long)rows, (long long)cols, (long long)n);
+    return qgmm_check_shape(ctx, name, t, 1, bytes, 0, 0);
+}
+
+/* 1 when two elements of t share a byte. Sufficient test: with the dims of extent > 1
+ * sorted by stride, each stride reaches past everything the smaller-stride dims address.
+ * It refuses a few exotic interleavings that would not overlap; no common layout is one. */
+static int self_overlaps(const qgmm_tensor *t)
+{
+    int dims[QGMM_MAX_RANK], n = 0;
+    for (int d = 0; d < t->rank; ++d)
+        if (t->shape[d] > 1) dims[n++] = d;
+    for (int i = 1; i < n; ++i) /* insertion sort by stride */
+        for (int j = i; j > 0 && t->strides[dims[j]] < t->strides[dims[j - 1]]; --j) {
+            const int k = dims[j];
+            dims[j] = dims[j - 1];
+            dims[j - 1] = k;
+        }
+    int64_t reach = 1; /* elements addressed by the dims already visited, from 0; fits: span checked */
+    for (int i = 0; i < n; ++i) {
+        const int d = dims[i];
+        if (t->strides[d] < reach) return 1;
+        reach += (t->shape[d] - 1) * t->strides[d];
+    }
+    return 0;
+}
+
+static qgmm_status overlap_error(qgmm_context *ctx, const char *op, const qgmm_arg *o, const char *kind,
+                                 const qgmm_arg *other)
+{
+    const size_t a0 = o->t->offset, a1 = a0 + qgmm_tensor_span_bytes(o->t);
+    const size_t b0 = other->t->offset, b1 = b0 + qgmm_tensor_span_bytes(other->t);
+    return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                          "%s%soutput %s (bytes [%zu, %zu) of its buffer) overlaps %s %s (bytes [%zu, "
+                          "%zu) of its buffer); outputs may share no byte with any input or output",
+                          op ? op : "", op ? ": " : "", o->name, a0, a1, kind, other->name, b0, b1);
+}
+
+static int args_overlap(const qgmm_arg *a, const qgmm_arg *b)
+{
+    return qgmm_buffer_ranges_overlap(a->t->buffer, a->t->offset, qgmm_tensor_span_bytes(a->t),
+                                      b->t->buffer, b->t->offset, qgmm_tensor_span_bytes(b->t));
+}
+
+qgmm_status qgmm_check_aliasing(qgmm_context *ctx, const char *op, const qgmm_arg *outs, int n_out,
+                                const qgmm_arg *ins, int n_in)
+{
+    for (int i = 0; i < n_out; ++i) {
+        const qgmm_arg *o = &outs[i];
+        if (!qgmm_present(o->t)) continue;
+        if (self_overlaps(o->t)) {
+            char s[96], st[96];
+            shape_str(o->t, s, sizeof s);
+            strides_str(o->t, st, sizeof st);
+            return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                                  "%s%soutput %s of shape %s has strides %s, which write some bytes "
+                                  "twice", op ? op : "", op ? ": " : "", o->name, s, st);
+        }
+        for (int j = 0; j < i; ++j)
+            if (qgmm_present(outs[j].t) && args_overlap(o, &outs[j]))
+                return overlap_error(ctx, op, o, "output", &outs[j]);
+        for (int j = 0; j < n_in; ++j)
+            if (qgmm_present(ins[j].t) && args_overlap(o, &ins[j]))
+                return overlap_error(ctx, op, o, "input", &ins[j]);
+    }
     return QGMM_OK;
 }

@@ -21,7 +21,8 @@
 
 qgmm_status qgmm_check_ctx(qgmm_context *ctx);
 /* Well-formed tensor on ctx: buffer of this context, dtype in mask, rank in [rmin, rmax],
- * shape >= 0, strides >= 1, offset aligned to the dtype, every element inside the buffer. */
+ * shape in [0, 2^40], strides >= 1, offset aligned to the dtype, element count and byte span
+ * within int64 (checked arithmetic), every element inside the buffer. */
 qgmm_status qgmm_check_tensor(qgmm_context *ctx, const char *name, const qgmm_tensor *t,
                               uint32_t dtype_mask, int rmin, int rmax);
 /* Same, but a NULL pointer or a NULL buffer means "absent" and passes (*present = 0). */
@@ -33,12 +34,55 @@ qgmm_status qgmm_check_shape(qgmm_context *ctx, const char *name, const qgmm_ten
 qgmm_status qgmm_check_same_shape(qgmm_context *ctx, const char *name, const qgmm_tensor *t,
                                   const char *ref_name, const qgmm_tensor *ref);
 qgmm_status qgmm_check_contiguous(qgmm_context *ctx, const char *name, const qgmm_tensor *t);
+/* The last dimension has stride 1 (where its extent is > 1). */
+qgmm_status qgmm_check_rows_contiguous(qgmm_context *ctx, const char *name, const qgmm_tensor *t);
 /* Group offsets: i32, rank 1, contiguous, at least one group. */
 qgmm_status qgmm_check_offsets(qgmm_context *ctx, const char *name, const qgmm_tensor *t);
 qgmm_status qgmm_unsupported_op(qgmm_context *ctx, const char *op);
-/* Outputs must not overlap inputs or each other (same buffer, intersecting byte span). */
-qgmm_status qgmm_check_no_overlap(qgmm_context *ctx, const char *a_name, const qgmm_tensor *a,
-                                  const char *b_name, const qgmm_tensor *b);
+/* A rank-1 blocked-scales tensor of exactly the bytes qgmm_blocked_bytes_checked gives. */
+qgmm_status qgmm_check_blocked_shape(qgmm_context *ctx, const char *name, const qgmm_tensor *t,
+                                     qgmm_blocked_variant v, int64_t n, int64_t rows, int64_t cols);
+
+/* The aliasing rule of every op, in one place: no output may share a byte with any input
+ * (offsets and scales included), with another output, or with itself (strides that map
+ * two elements to one address). Byte ranges [offset, offset + span) are compared where two
+ * tensors can share memory (qgmm_buffer_ranges_overlap); absent tensors are skipped. The
+ * error names op (unless NULL) and both arguments. Call it after every tensor passed qgmm_check_tensor. */
+typedef struct qgmm_arg {
+    const char *name;
+    const qgmm_tensor *t;
+} qgmm_arg;
+#define QGMM_NARGS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+qgmm_status qgmm_check_aliasing(qgmm_context *ctx, const char *op, const qgmm_arg *outs, int n_out,
+                                const qgmm_arg *ins, int n_in);
+
+/* Whole-op validation: everything an op checks before it enqueues (arguments, aliasing, a
+ * backend slot to run it), without enqueuing. Each public op is its validate_ followed by
+ * the backend call; the composite runs them all before its first step. */
+qgmm_status qgmm_validate_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
+                                               const qgmm_tensor *x, const qgmm_tensor *offs,
+                                               const qgmm_tensor *q, const qgmm_tensor *scales);
+qgmm_status qgmm_validate_quantize_fp8_rowwise_dual(
+    qgmm_context *ctx, const qgmm_fp8_rowwise_params *p0, const qgmm_tensor *x0, const qgmm_tensor *q0,
+    const qgmm_tensor *scales0, const qgmm_fp8_rowwise_params *p1, const qgmm_tensor *x1,
+    const qgmm_tensor *q1, const qgmm_tensor *scales1, const qgmm_tensor *offs);
+qgmm_status qgmm_validate_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p,
+                                         const qgmm_tensor *x, const qgmm_tensor *q,
+                                         const qgmm_tensor *scales);
+qgmm_status qgmm_validate_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
+                                                 const qgmm_tensor *x, const qgmm_tensor *q,
+                                                 const qgmm_tensor *scales);
+qgmm_status qgmm_validate_scales_to_blocked(qgmm_context *ctx, qgmm_blocked_variant variant,
+                                            const qgmm_tensor *in, const qgmm_tensor *offs,
+                                            const qgmm_tensor *out, const qgmm_tensor *group_starts);
+qgmm_status qgmm_validate_pad_token_groups(qgmm_context *ctx, int alignment, const qgmm_tensor *x,
+                                           const qgmm_tensor *offs, const qgmm_tensor *out,
+                                           const qgmm_tensor *padded_start,
+                                           const qgmm_tensor *padded_offs);
+qgmm_status qgmm_validate_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
+                                       const qgmm_tensor *a, const qgmm_tensor *b,
+                                       const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
+                                       const qgmm_tensor *offs, const qgmm_tensor *out);
 
 static inline int qgmm_present(const qgmm_tensor *t) { return t && t->buffer; }
 

@@ -4,6 +4,7 @@
  * at qgmm_synchronize), so every backend behaves alike under the conformance suite.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "checked.h"
 #include "cpu_ops.h"
 #include "qgmm_fp8_codec.h"
 
@@ -96,8 +97,8 @@ static qgmm_status cpu_buffer_alloc(qgmm_context *ctx, size_t bytes, qgmm_backen
                                     void **native)
 {
     /* 256-byte alignment, as documented; at least one byte so the pointer is unique. */
-    size_t n = (bytes + 255) & ~(size_t)255;
-    void *p = aligned_alloc(256, n ? n : 256);
+    size_t n = 0;
+    void *p = qgmm_round_up_size(bytes ? bytes : 1, 256, &n) ? aligned_alloc(256, n) : NULL;
     if (!p) return qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "could not allocate %zu host bytes", bytes);
     *out = p;
     *native = p;
