@@ -24,6 +24,14 @@
  *    inputs may have any positive strides and outputs are written through their strides,
  *    so "row-major" vs "column-major" output is chosen by the output tensor's strides.
  *    Backends may have fast paths for common layouts; the result bytes never differ.
+ *    Extents are at most 2^40, and a tensor's element count and byte span must fit in
+ *    int64 (checked exactly, never modulo 2^64).
+ *  - Aliasing: no output of a call may share a byte with any of its inputs (group offsets
+ *    and scales included), with another output, or with itself (strides that send two
+ *    elements to one address); a composite's workspace counts as an output. Byte ranges
+ *    [offset, offset + span) are compared within one buffer, across two wraps of one
+ *    native handle, and across buffers whose native handles are pointers (cpu, cuda, hip).
+ *    A call that breaks the rule is refused with QGMM_ERR_INVALID_ARGUMENT.
  */
 #ifndef QGMM_H
 #define QGMM_H
@@ -133,11 +141,13 @@ QGMM_API const char *qgmm_context_backend_name(const qgmm_context *ctx);
 typedef struct qgmm_buffer qgmm_buffer;
 
 /* Device memory of `bytes` bytes (host memory for the cpu backend), 256-byte aligned.
- * Contents are unspecified. bytes may be 0. */
+ * Contents are unspecified. bytes may be 0; above 2^63 - 1 (or whatever the device cannot
+ * hold) it is QGMM_ERR_OUT_OF_MEMORY and nothing is allocated. */
 QGMM_API qgmm_status qgmm_buffer_alloc(qgmm_context *ctx, size_t bytes, qgmm_buffer **out);
 
 /* Wraps caller-owned memory without copying: a device pointer for cuda/hip, a VkBuffer
- * handle (cast to void*) for vulkan, a host pointer for cpu. qgmm never frees it. */
+ * handle (cast to void*) for vulkan, a host pointer for cpu. qgmm never frees it. bytes is
+ * at most 2^63 - 1. */
 QGMM_API qgmm_status qgmm_buffer_wrap(qgmm_context *ctx, void *native, size_t bytes,
                                       qgmm_buffer **out);
 
@@ -185,8 +195,10 @@ QGMM_API qgmm_tensor qgmm_tensor_make(qgmm_buffer *buf, size_t offset, qgmm_dtyp
 /* A rank-2 (rows, cols) view stored column-major: strides (1, rows). */
 QGMM_API qgmm_tensor qgmm_tensor_make_colmajor(qgmm_buffer *buf, size_t offset, qgmm_dtype dtype,
                                                int64_t rows, int64_t cols);
+/* Elements; 0 for a bad rank, -1 when an extent is negative or the product overflows. */
 QGMM_API int64_t qgmm_tensor_numel(const qgmm_tensor *t);
-/* Bytes from the first to one past the last element addressed (0 when numel == 0). */
+/* Bytes from the first to one past the last element addressed (0 when numel == 0);
+ * SIZE_MAX when that does not fit in int64 or a stride of an extent > 1 is negative. */
 QGMM_API size_t qgmm_tensor_span_bytes(const qgmm_tensor *t);
 
 /* ================================================================== OPS */
@@ -341,6 +353,7 @@ typedef enum qgmm_blocked_variant {
     QGMM_BLOCKED_K_GROUPS = 3
 } qgmm_blocked_variant;
 
+/* Each returns SIZE_MAX when the size does not fit in int64. */
 QGMM_API size_t qgmm_blocked_scales_bytes(int64_t rows, int64_t cols);
 QGMM_API size_t qgmm_blocked_m_groups_bytes(int64_t rows, int64_t cols, int64_t groups);
 QGMM_API size_t qgmm_blocked_k_groups_bytes(int64_t rows, int64_t cols, int64_t groups);
@@ -357,7 +370,8 @@ QGMM_API qgmm_status qgmm_scales_from_blocked(qgmm_context *ctx, qgmm_blocked_va
  * docs/ops-spec.md §5. x (T, D) any dtype, row-major rows (stride(1) == 1); offs (G) over
  * T; alignment 16, 32 or 128. out (qgmm_padded_rows_bound(T, G, A), D): group g's rows
  * at [padded_start[g], padded_start[g] + size_g), every other row zero. padded_start and
- * padded_offs: i32 (G), both optional. */
+ * padded_offs: i32 (G), both optional. The padded offsets are int32, so pad and unpad
+ * refuse a bound above INT32_MAX; qgmm_padded_rows_bound gives INT64_MAX on overflow. */
 QGMM_API int64_t qgmm_padded_rows_bound(int64_t tokens, int64_t groups, int alignment);
 QGMM_API qgmm_status qgmm_pad_token_groups(qgmm_context *ctx, int alignment, const qgmm_tensor *x,
                                            const qgmm_tensor *offs, const qgmm_tensor *out,
@@ -425,7 +439,17 @@ QGMM_API qgmm_status qgmm_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gem
  * API on top of the ops above (every backend gets it).
  *   forward:  y (M, N) = x (M, K) . w_g^T per group, w (E, N, K) bf16, x bf16, offs (E).
  *   backward: dx (M, K) = dy . w_g, dw (E, N, K) = dy_g^T . x_g.
- * workspace: a buffer of at least qgmm_moe_workspace_bytes() bytes (query once, reuse). */
+ * N, K >= 1. FP8 blockwise and MXFP8 backward pad x and dy by whole rows: their rows must
+ * be contiguous (stride 1 along the last dim).
+ * workspace: a buffer of at least qgmm_moe_workspace_bytes() bytes (query once, reuse;
+ *   SIZE_MAX means the sizes overflow). It is written: no argument may lie in it.
+ * All or nothing: every step is validated before the first is enqueued, and errors name
+ * the composite's own arguments. With bad device offsets the call returns QGMM_OK, the
+ * next qgmm_synchronize reports QGMM_ERR_BAD_OFFSETS once, and y (forward) or dx and dw
+ * (backward) are left untouched; only the workspace is scribbled on. An error the backend
+ * itself raises while enqueuing (QGMM_ERR_OUT_OF_MEMORY, QGMM_ERR_DEVICE, or
+ * QGMM_ERR_UNSUPPORTED for a layout its kernels lack) can come after dgrad was enqueued:
+ * then dx may be written and dw not. */
 typedef struct qgmm_moe_params {
     qgmm_recipe recipe;
     qgmm_dtype fp8_dtype;        /* f8e4m3fn (default when 0/invalid) or f8e4m3fnuz */
