@@ -168,13 +168,17 @@ def _load():
         except OSError as e:
             errors.append(f"{path}: {e}")
             continue
+        missing = [name for name in SIGNATURES if not hasattr(lib, name)]
+        if missing:
+            errors.append(f"{path}: lacks {', '.join(missing[:3])} (a libqgmm older than this package)")
+            continue
         for name, (restype, argtypes) in SIGNATURES.items():
             fn = getattr(lib, name)
             fn.restype = restype
             fn.argtypes = argtypes
         lib.qgmm_path = path
         return lib
-    raise ImportError("qgmm: libqgmm.so not found (set QGMM_LIBRARY to its path, or put it on "
+    raise ImportError("qgmm: no usable libqgmm.so (set QGMM_LIBRARY to its path, or put it on "
                       "the loader path); tried: " + "; ".join(errors))
 
 

@@ -102,9 +102,12 @@ def describe(what, x):
 
 
 def _span_bytes(shape, strides, itemsize):
-    if any(n == 0 for n in shape):
+    if 0 in shape:
         return 0
     return (sum((n - 1) * s for n, s in zip(shape, strides)) + 1) * itemsize
+
+
+_PAD = {1: (0, 0), 2: (0,), 3: ()}
 
 
 # ------------------------------------------------------------------ contexts
@@ -140,7 +143,6 @@ def context_for(x):
         ctx = _contexts.get(key)
         if ctx is None:
             ctx = Context(key[0], key[1], key[2])
-            ctx._cached = True
             _contexts[key] = ctx
     return ctx
 
@@ -176,24 +178,17 @@ class Call:
             where = "host memory" if self.device[0] == "cpu" else f"cuda device {self.device[1]}"
             raise _invalid(f"{what} lives on {device[0]}:{device[1]}; this {self.ctx.backend} "
                            f"context needs {where}")
-        if not 1 <= len(shape) <= 3:
-            raise _invalid(f"{what} has rank {len(shape)}; qgmm tensors have rank 1 to 3")
-        if any(s < 0 for s in strides):
+        rank = len(shape)
+        if not 1 <= rank <= 3:
+            raise _invalid(f"{what} has rank {rank}; qgmm tensors have rank 1 to 3")
+        if min(strides) < 0:
             raise _invalid(f"{what} has strides {strides}; negative strides are not accepted")
-        nbytes = _span_bytes(shape, strides, isz)
         h = ctypes.c_void_p()
-        check(lib.qgmm_buffer_wrap(self.ctx.handle, ctypes.c_void_p(ptr or None), nbytes,
+        check(lib.qgmm_buffer_wrap(self.ctx.handle, ptr or None, _span_bytes(shape, strides, isz),
                                    ctypes.byref(h)), self.ctx.handle)
         self.bufs.append(h.value)
-        t = Tensor()
-        t.buffer = h.value
-        t.offset = 0
-        t.dtype = DTYPES[dt]
-        t.rank = len(shape)
-        for i, (n, s) in enumerate(zip(shape, strides)):
-            t.shape[i] = n
-            t.strides[i] = s
-        return t
+        pad = _PAD[rank]
+        return Tensor(h.value, 0, DTYPES[dt], rank, tuple(shape) + pad, tuple(strides) + pad)
 
     def empty(self, shape, dtype):
         """A new contiguous array of qgmm dtype `dtype`, of the kind and device of the
