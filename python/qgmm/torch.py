@@ -20,6 +20,10 @@ import torch
 from . import ops
 from .arrays import context_for
 
+if not hasattr(torch.library, "custom_op"):
+    raise ImportError(f"qgmm.torch needs PyTorch 2.4 or later (torch.library.custom_op); "
+                      f"this is {torch.__version__}")
+
 RECIPES = ("bf16", "fp8_rowwise", "fp8_blockwise", "mxfp8")
 
 
