@@ -257,6 +257,23 @@ class OpsTest(unittest.TestCase):
         qd, sd, qx, sx = qgmm.quantize_fp8_rowwise_dual(dy.T.copy(), xa, offs, reduce_dims=(1, 0))
         self.gemm("k_grouped", "fp8_rowwise", qgmm.typed(np.asarray(qd).T, "f8e4m3fn"), qx, offs,
                   sd, sx)
+        # K-grouped blockwise / MXFP8: both operands scaled along M in blocks that the
+        # groups (multiples of 128 here, one empty) do not straddle; operands M-contiguous
+        M2 = 256
+        koffs = offsets(128, 128, 256)
+        dyt, xt = f32((N, M2), 19), f32((K, M2), 20)   # dy^T (N, M) and x^T (K, M)
+
+        def colmajor(q):
+            return qgmm.typed(np.asarray(q).T, q.qgmm_dtype)
+
+        qa, sa = qgmm.quantize_fp8_blockwise(dyt, "1x128")
+        qb, sb = qgmm.quantize_fp8_blockwise(xt, "1x128")
+        self.gemm("k_grouped", "fp8_blockwise", colmajor(qa), colmajor(qb), koffs, sa, sb)
+        qa, pa = qgmm.quantize_mxfp8(dyt, 1)
+        qb, pb = qgmm.quantize_mxfp8(xt, 1)
+        sa = qgmm.scales_to_blocked(pa, "k_groups", koffs)
+        sb = qgmm.scales_to_blocked(pb, "k_groups", koffs)
+        self.gemm("k_grouped", "mxfp8", colmajor(qa), colmajor(qb), koffs, sa, sb)
 
     # -------------------------------------------------------------- composite MoE
     def test_moe(self):
