@@ -73,8 +73,10 @@ run_pair() {
   local dir=$1 plugindir=$2; shift 2
   quiet "$dir/version_check" "$VERSION" "$plugindir" "$@"
   cat "$TMP/step.log"
-  ldd "$dir/api_example" | grep -q "libqgmm.so.${VERSION%%.*} => $(dirname "$plugindir")/" ||
-    fail "$dir/api_example does not load libqgmm from $(dirname "$plugindir")"
+  local deps
+  deps=$(ldd "$dir/api_example")
+  [[ $deps == *"libqgmm.so.${VERSION%%.*} => $(dirname "$plugindir")/"* ]] ||
+    fail "$dir/api_example does not load libqgmm from $(dirname "$plugindir"): $deps"
   quiet "$dir/api_example" cpu
   echo "consumer: $(tail -1 "$TMP/step.log") (cpu)"
   if [[ " $* " == *" vulkan "* ]]; then
