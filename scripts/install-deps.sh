@@ -7,6 +7,7 @@ PKGS=(cmake make gcc g++ git pkg-config python3 python3-numpy
       libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools vulkan-validationlayers
       libsqlite3-dev sqlite3 libcivetweb-dev
       hipcc libamdhip64-dev clang-19 lld-19
+      libclang-rt-19-dev   # libFuzzer and the sanitizer runtimes of clang-19 (scripts/fuzz.sh)
       curl)
 if [[ "${QGMM_BROWSER_TESTS:-1}" == 1 ]]; then
   PKGS+=(chromium chromium-driver)

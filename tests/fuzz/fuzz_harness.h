@@ -106,11 +106,14 @@ void fz_release(fz_call *c);
 const qgmm_tensor *fz_t(const fz_call *c, int slot);
 qgmm_buffer *fz_ws(const fz_call *c);
 
-/* The context every call runs on, and the violation report (prints and aborts). */
+/* The context every call runs on. */
 extern qgmm_context *fz_ctx;
 void fz_init(void);
-void fz_fail(const fz_call *c, const char *invariant, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
+/* Reports a violated invariant: prints it with the call and aborts (libFuzzer then saves
+ * the input), unless QGMM_FUZZ_IGNORE names it (triage only), when it returns 1 and the
+ * caller skips the rest of its checks. */
+int fz_report(const fz_call *c, const char *invariant, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Checks a status an op (or buffer call) returned against the documented set, and that
  * an error left a message. */
 void fz_check_status(const fz_call *c, qgmm_status rc);
