@@ -34,6 +34,10 @@ jval *model_error(arena *a, const char *msg);
 int model_sql_error(mctx *m, const char *err, jval **out);
 /* Strict parsers for path/query values: 1 on success. */
 int parse_id(const char *s, long long *out);
+/* A paginated list's ?limit= (1..max, default def) and ?offset= (>= 0). Returns 1, or 0
+ * with *out set to the 400 answer. page_info adds PREFIXtotal, PREFIXlimit, PREFIXoffset. */
+int page_args(mctx *m, long long def, long long max, long long *limit, long long *offset, jval **out);
+void page_info(arena *a, jval *o, const char *prefix, long long total, long long limit, long long offset);
 int valid_uuid(const char *s);
 /* Gate verdict of a set of counts: "fail" (numerics failure, error or open failing
  * regression), "warn" (open warning regression) or "pass". */

@@ -7,12 +7,35 @@
 jval *model_error(arena *a, const char *msg) {
   jval *o = jobj(a);
   jset_str(a, o, "error", msg);
+  jset(a, o, "field", jnull(a));
   return o;
 }
 
 int model_sql_error(mctx *m, const char *err, jval **out) {
   *out = model_error(&m->r->a, err ? err : "query failed");
   return 500;
+}
+
+int page_args(mctx *m, long long def, long long max, long long *limit, long long *offset, jval **out) {
+  arena *a = &m->r->a;
+  const char *ls = req_param(m->r, "limit"), *os = req_param(m->r, "offset");
+  *limit = def;
+  *offset = 0;
+  if (ls && (!parse_id(ls, limit) || *limit > max)) {
+    *out = model_error(a, arena_printf(a, "limit must be an integer in 1..%lld", max));
+    return 0;
+  }
+  if (os && strcmp(os, "0") != 0 && !parse_id(os, offset)) {
+    *out = model_error(a, "offset must be a non-negative integer");
+    return 0;
+  }
+  return 1;
+}
+
+void page_info(arena *a, jval *o, const char *prefix, long long total, long long limit, long long offset) {
+  jset_num(a, o, arena_printf(a, "%stotal", prefix), (double)total);
+  jset_num(a, o, arena_printf(a, "%slimit", prefix), (double)limit);
+  jset_num(a, o, arena_printf(a, "%soffset", prefix), (double)offset);
 }
 
 int parse_id(const char *s, long long *out) {

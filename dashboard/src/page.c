@@ -182,3 +182,13 @@ void sparkline(req *r, const double *v, int n, int w, int hgt) {
   }
   hf(r, "</svg>");
 }
+
+void pager(req *r, const char *href, const char *noun, double total, double limit, double offset) {
+  if (offset <= 0 && total <= limit) return;
+  hf(r, "<p class=\"pager\">%s %.0f–%.0f of %.0f", noun, total ? offset + 1 : 0, fmin(offset + limit, total), total);
+  if (offset > 0)
+    hf(r, " · <a href=\"%soffset=%.0f&amp;limit=%.0f\">previous</a>", href, fmax(0, offset - limit), limit);
+  if (offset + limit < total)
+    hf(r, " · <a href=\"%soffset=%.0f&amp;limit=%.0f\">next</a>", href, offset + limit, limit);
+  hf(r, "</p>");
+}

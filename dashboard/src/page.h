@@ -22,6 +22,10 @@ void verdict_badge(req *r, const jval *o);  /* from status + verdict */
 void sha_link(req *r, const char *sha);     /* short sha (no link target: no repo URL known) */
 void run_link(req *r, const char *uuid);
 void series_link(req *r, const jval *o);    /* label or benchmark, linking series_id */
+/* "NOUN 201–400 of 150000 · previous · next" for a paginated list. href is the page's
+ * address with its other parameters, HTML-escaped, ending in '?' or "&amp;"; the links
+ * append offset= and limit=. Writes nothing when everything fits on one page. */
+void pager(req *r, const char *href, const char *noun, double total, double limit, double offset);
 /* Inline SVG polyline of the values (NaN skipped); lower is better when lower_better. */
 void sparkline(req *r, const double *v, int n, int w, int hgt);
 

@@ -21,6 +21,54 @@ static int bind_all(sqlite3_stmt *st, const char *binds, va_list ap) {
   return SQLITE_OK;
 }
 
+/* Column names copied once per statement: rows outlive it. */
+static const char **column_names(arena *a, sqlite3_stmt *st) {
+  int ncol = sqlite3_column_count(st);
+  const char **names = arena_alloc(a, sizeof(char *) * (size_t)(ncol ? ncol : 1));
+  for (int c = 0; names && c < ncol; c++) names[c] = arena_strdup(a, sqlite3_column_name(st, c));
+  return names;
+}
+
+static jval *row_object(arena *a, sqlite3_stmt *st, const char **names) {
+  int ncol = sqlite3_column_count(st);
+  jval *o = jobj(a);
+  for (int c = 0; c < ncol && names; c++) {
+    jval *v;
+    switch (sqlite3_column_type(st, c)) {
+      case SQLITE_INTEGER: v = jnum(a, (double)sqlite3_column_int64(st, c)); break;
+      case SQLITE_FLOAT: v = jnum(a, sqlite3_column_double(st, c)); break;
+      case SQLITE_TEXT: v = jstr(a, (const char *)sqlite3_column_text(st, c)); break;
+      default: v = jnull(a);
+    }
+    jset(a, o, names[c], v);
+  }
+  return o;
+}
+
+jval *q_row_object(arena *a, sqlite3_stmt *st) { return row_object(a, st, column_names(a, st)); }
+
+int q_each(arena *a, sqlite3 *db, const char **err, const char *sql, q_row_fn fn, void *ud,
+           const char *binds, ...) {
+  sqlite3_stmt *st = NULL;
+  va_list ap;
+  va_start(ap, binds);
+  *err = NULL;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+  if (rc == SQLITE_OK) rc = bind_all(st, binds, ap);
+  va_end(ap);
+  if (rc != SQLITE_OK) {
+    *err = arena_strdup(a, sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return -1;
+  }
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    if (fn(st, ud)) break;
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) *err = arena_strdup(a, sqlite3_errmsg(db));
+  sqlite3_finalize(st);
+  if (!*err && a->oom) *err = "response too large";
+  return *err ? -1 : 0;
+}
+
 static jval *run(arena *a, sqlite3 *db, const char **err, int first_only, const char *sql,
                  const char *binds, va_list ap) {
   sqlite3_stmt *st = NULL;
@@ -31,24 +79,11 @@ static jval *run(arena *a, sqlite3 *db, const char **err, int first_only, const 
     sqlite3_finalize(st);
     return NULL;
   }
-  int ncol = sqlite3_column_count(st);
-  const char **names = arena_alloc(a, sizeof(char *) * (size_t)(ncol ? ncol : 1));
-  for (int c = 0; names && c < ncol; c++) names[c] = arena_strdup(a, sqlite3_column_name(st, c));
+  const char **names = column_names(a, st);
   jval *arr = jarr(a);
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    jval *o = jobj(a);
-    for (int c = 0; c < ncol && names; c++) {
-      jval *v;
-      switch (sqlite3_column_type(st, c)) {
-        case SQLITE_INTEGER: v = jnum(a, (double)sqlite3_column_int64(st, c)); break;
-        case SQLITE_FLOAT: v = jnum(a, sqlite3_column_double(st, c)); break;
-        case SQLITE_TEXT: v = jstr(a, (const char *)sqlite3_column_text(st, c)); break;
-        default: v = jnull(a);
-      }
-      jset(a, o, names[c], v);
-    }
-    jpush(a, arr, o);
+    jpush(a, arr, row_object(a, st, names));
     if (first_only) break;
   }
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) {

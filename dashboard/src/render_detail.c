@@ -56,8 +56,19 @@ void render_matrix(req *r, const jval *m) {
     }
     hf(r, "</p>");
   }
+  buf href = {0};
+  buf_puts(&href, "/matrix?suite=");
+  buf_url(&href, suite);
+  if (ref) {
+    buf_puts(&href, "&amp;ref=");
+    buf_url(&href, ref);
+  }
+  buf_puts(&href, "&amp;");
+  pager(r, href.p ? href.p : "/matrix?", "rows", jget_num(m, "total", 0), jget_num(m, "limit", 200),
+        jget_num(m, "offset", 0));
   hf(r, "</div><section class=\"card scroll\">");
   if (!cols || !cols->len) {
+    buf_free(&href);
     hf(r, "<p class=\"dim\">No results in this suite.</p></section>");
     page_end(r);
     return;
@@ -136,7 +147,11 @@ void render_matrix(req *r, const jval *m) {
     buf_json_num(&r->body, jget_num(cols->items[c], "geomean_rows", 0));
     hf(r, " rows</span></td>");
   }
-  hf(r, "</tr></tfoot></table></section>");
+  hf(r, "</tr></tfoot></table>");
+  pager(r, href.p ? href.p : "/matrix?", "rows", jget_num(m, "total", 0), jget_num(m, "limit", 200),
+        jget_num(m, "offset", 0));
+  buf_free(&href);
+  hf(r, "</section>");
   page_end(r);
 }
 
@@ -338,7 +353,15 @@ void render_run(req *r, const jval *m) {
     h(r, jget_str(x, "message", ""));
     hf(r, "</td></tr>");
   }
-  hf(r, "</tbody></table></section>");
+  hf(r, "</tbody></table>");
+  buf href = {0};
+  buf_puts(&href, "/runs/");
+  buf_url(&href, uuid);
+  buf_puts(&href, "?");
+  pager(r, href.p, "results", jget_num(m, "results_total", 0), jget_num(m, "results_limit", 500),
+        jget_num(m, "results_offset", 0));
+  buf_free(&href);
+  hf(r, "</section>");
   page_end(r);
 }
 
@@ -407,7 +430,16 @@ void render_compare(req *r, const jval *m) {
              : !strcmp(v, "faster") || !strcmp(v, "numerics_fixed") ? "pass" : "muted", v);
     hf(r, "</td></tr>");
   }
-  hf(r, "</tbody></table></section>");
+  hf(r, "</tbody></table>");
+  buf href = {0};
+  buf_puts(&href, "/compare?a=");
+  buf_url(&href, jget_str(a, "run", ""));
+  buf_puts(&href, "&amp;b=");
+  buf_url(&href, jget_str(b, "run", ""));
+  buf_puts(&href, "&amp;");
+  pager(r, href.p, "rows", jget_num(m, "total", 0), jget_num(m, "limit", 500), jget_num(m, "offset", 0));
+  buf_free(&href);
+  hf(r, "</section>");
   page_end(r);
 }
 

@@ -72,10 +72,17 @@ void reply_api_error(req *r, int status, const char *msg, const char *field) {
 
 static void send_response(req *r) {
   if (r->body.oom || r->a.oom) {
+    /* Views are paginated so this does not happen at the ingest's limits; if it does, the
+     * answer keeps the route's shape (JSON errors on the API). */
     buf_free(&r->body);
     r->status = 500;
-    r->ctype = "text/plain; charset=utf-8";
-    buf_puts(&r->body, "response too large\n");
+    if (strncmp(r->path, "/api/", 5) == 0) {
+      r->ctype = "application/json; charset=utf-8";
+      buf_puts(&r->body, "{\"error\":\"response too large\",\"field\":null}\n");
+    } else {
+      r->ctype = "text/plain; charset=utf-8";
+      buf_puts(&r->body, "response too large\n");
+    }
   }
   mg_printf(r->conn,
             "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
@@ -143,6 +150,7 @@ static void serve_view(req *r, const view *v, const char *arg, int api) {
     if (api) {
       jval *o = jobj(&r->a);
       jset_str(&r->a, o, "error", msg);
+      jset(&r->a, o, "field", jnull(&r->a));
       jset_str(&r->a, o, "store",
                st == DB_MISSING ? "missing" : st == DB_EMPTY ? "empty" : st == DB_TOO_NEW ? "too_new"
                : st == DB_TOO_OLD ? "too_old" : st == DB_FOREIGN ? "foreign" : "error");

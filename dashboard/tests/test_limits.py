@@ -172,6 +172,47 @@ def test_store_access(a, db, tok):
     check(open(foreign, "rb").read() == before, "the foreign file is unchanged")
 
 
+def test_big_run(srv, tok, bench, workdir):
+    """One valid upload of 150,000 results (14 MiB: under the body cap and the result
+    limit): the views it feeds stay paginated and small, their aggregates cover every row."""
+    n = 150000
+    big = doc(n, host="big-host", t="2026-11-23T00:00:00Z")
+    big["suite"] = "big"
+    body = json.dumps(big, separators=(",", ":")).encode()
+    check(len(body) < 16 << 20, "the document is under the cap (%d bytes)" % len(body))
+    t0 = time.time()
+    st, hd, data = srv.request("POST", "/api/v1/runs", body, {"Content-Type": "application/json",
+                                                              "Authorization": "Bearer " + tok}, timeout=300)
+    j = json.loads(data) if is_json(data) else {}
+    check(st == 201 and j.get("results") == n, "150,000 results stored (%s %s, %.1f s)" % (st, str(j)[:100], time.time() - t0))
+    uid = big["uuid"]
+    limits = {"/api/v1/matrix?suite=big": 2 << 20, "/matrix?suite=big": 2 << 20,
+              "/api/v1/runs/" + uid: 2 << 20, "/runs/" + uid: 2 << 20,
+              "/api/v1/compare?a=%s&b=%s" % (uid, uid): 2 << 20, "/compare?a=%s&b=%s" % (uid, uid): 2 << 20}
+    for path, cap in limits.items():
+        t0 = time.time()
+        st, hd, data = srv.request("GET", path, timeout=120)
+        check(st == 200 and len(data) < cap, "%s answers 200 in %d bytes (%s, %.1f s)" % (path, len(data), st, time.time() - t0))
+    st, m = srv.get_json("/api/v1/matrix?suite=big")
+    check(m["total"] == n and len(m["rows"]) == 200 and m["offset"] == 0, "matrix: first 200 of %s rows" % m.get("total"))
+    check(m["columns"][0]["geomean_rows"] == n and abs(m["columns"][0]["geomean_ratio"] - 1) < 1e-12,
+          "matrix geomean over every row, not the page")
+    st, m2 = srv.get_json("/api/v1/matrix?suite=big&offset=149900&limit=1000")
+    check(st == 200 and len(m2["rows"]) == 100 and m2["rows"][-1]["cells"], "matrix: the last page")
+    st, hd, page = srv.request("GET", "/matrix?suite=big")
+    check(b"offset=200&amp;limit=200" in page, "the matrix page links the next page")
+    st, r = srv.get_json("/api/v1/runs/" + uid + "?limit=100&offset=1000")
+    check(st == 200 and r["results_total"] == n and len(r["results"]) == 100 and r["run"]["pass"] == n,
+          "run: one page of results, counts over all")
+    st, c = srv.get_json("/api/v1/compare?a=%s&b=%s" % (uid, uid))
+    check(st == 200 and c["total"] == n and len(c["rows"]) == 500 and c["summary"]["same"] == n,
+          "compare: one page of rows, summary over all")
+    for path in ("/api/v1/matrix?limit=0", "/api/v1/runs/%s?offset=-1" % uid, "/api/v1/compare?a=%s&b=%s&limit=x" % (uid, uid)):
+        st, hd, data = srv.request("GET", path)
+        check(st == 400 and is_json(data) and json.loads(data).get("field", 1) is None,
+              "%s is a JSON 400 in the error shape (%s %r)" % (path, st, data[:100]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dash", required=True)
@@ -186,6 +227,7 @@ def main():
     try:
         test_paths(srv)
         test_one_validator(srv, a, db, tok)
+        test_big_run(srv, tok, a.bench, a.workdir)
     finally:
         srv.stop()
     test_store_access(a, db, tok)
