@@ -435,8 +435,9 @@ static int cols_run(vk_ctx *c, int64_t *p, int32_t *cc, int64_t chunk, qgmm_stat
     }
     p[CP_OTILES] = (p[CP_O] + 8 * cc[CC_LC] - 1) / (8 * cc[CC_LC]);
     p[CP_CHUNK] = chunk;
-    /* chunks per expert: whole R cut into chunks, or each group into its own (a bound) */
-    p[CP_NCH] = (p[CP_R] + chunk - 1) / chunk + (p[CP_TABLE] ? p[CP_NSEG] : 0);
+    /* chunks per expert: whole R cut into chunks, or each group into its own (a bound: each
+     * non-empty group adds at most one partial chunk, and at most R groups are non-empty) */
+    p[CP_NCH] = (p[CP_R] + chunk - 1) / chunk + (p[CP_TABLE] ? (p[CP_NSEG] < p[CP_R] ? p[CP_NSEG] : p[CP_R]) : 0);
     const int64_t words = p[CP_E] * p[CP_NSEG] * p[CP_O];
     p[CP_AMAX] = (int64_t)c->scratch.addr + cols_words_at(p);
     /* timing aid (vk_cast_bench): a subset of the passes, bit i = pass order[i] (wrong bytes) */

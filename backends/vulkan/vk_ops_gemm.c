@@ -118,7 +118,9 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
     qgmm_status st = vk_offs_prep(c, offs, M, multiple, align, mg ? GEMM_BM : 0, div, 0, 0, 0, -1);
     if (st != QGMM_OK) return st;
     p[GM_TABLE] = (int64_t)c->scratch.addr;
-    const int64_t row_tiles = mg ? (M + GEMM_BM - 1) / GEMM_BM + G : G * p[GM_NTI];
+    /* M-grouped: each non-empty group adds at most one partial row tile, and at most M
+     * groups are non-empty (empty ones hold no tiles at all) */
+    const int64_t row_tiles = mg ? (M + GEMM_BM - 1) / GEMM_BM + (G < M ? G : M) : G * p[GM_NTI];
     p[GM_NWG] = row_tiles * p[GM_NTJ];
     if (!coop) return vk_dispatch(c, pipe, p, QP_MAX, p[GM_NWG]);
     /* gemm_coopmat.comp's specialization constants (ids in its header) */
