@@ -62,7 +62,7 @@ static const char *const IMPORT_HELP =
     "machine's export). Each file is validated completely and written in one transaction:\n"
     "a malformed file is refused with the field that is wrong and changes nothing; the rules\n"
     "are the dashboard's ingest rules (one validator decides for both), and at most 16 MiB is\n"
-    "read of a file (the dashboard's default --max-body). Importing a\n"
+    "read of a file (the dashboard's default and largest --max-body). Importing a\n"
     "uuid already present changes nothing (idempotent). Exit 1 if any file was refused.\n";
 
 static int open_rw(const char *db, sqlite3 **out, const char *cmd)
