@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # All tests: install dependencies, build with -Werror (every backend whose toolchain is
 # present: CUDA and HIP compile-only without a GPU, Vulkan on lavapipe), run ctest; then
-# build the core, the CPU reference and Vulkan again under ASan+UBSan and run ctest there.
+# build the core, the CPU reference and Vulkan again under ASan+UBSan and run ctest there;
+# last, fuzz the API on the CPU backend for a bounded time (scripts/fuzz.sh).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 "$ROOT/scripts/install-deps.sh"
@@ -29,3 +30,7 @@ echo "[qgmm] === ctest (ASan+UBSan) ==="
 # lavapipe's JIT keeps allocations alive until exit by design: leak reports there are not ours.
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 (cd "$ROOT/build-asan" && ctest --output-on-failure -j"$JOBS" --timeout 1800 -LE no-sanitize)
+
+echo "[qgmm] === API fuzz target (clang-19 libFuzzer + ASan/UBSan, cpu backend, bounded time) ==="
+# Its own sanitizer settings (leak checks on, absurd allocations fail instead of aborting).
+env -u ASAN_OPTIONS -u UBSAN_OPTIONS "$ROOT/scripts/fuzz.sh" --seconds "${QGMM_FUZZ_SECONDS:-120}"

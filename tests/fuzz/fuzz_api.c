@@ -583,7 +583,7 @@ static void op_host_functions(fz_in *in)
 {
     fz_call c;
     fz_begin(&c, "host-side functions");
-    const uint8_t sub = fz_u8(in) % 4;
+    const uint8_t sub = fz_u8(in) % 5;
     const int64_t d0 = fz_dim(in, 128, 256), d1 = fz_dim(in, 1, 64), d2 = fz_dim(in, 128, 256);
     const int64_t g = fz_groups(in);
     switch (sub) {
@@ -610,6 +610,30 @@ static void op_host_functions(fz_in *in)
         const uint8_t a = fz_u8(in);
         const qgmm_moe_params p = {(qgmm_recipe)(a & 3), (qgmm_dtype)(a >> 2 & 7), (qgmm_mx_mode)(a >> 5 & 1)};
         (void)qgmm_moe_workspace_bytes(&p, d1, d0, d2, g);
+        break;
+    }
+    case 4: { /* events in any order, backend info at any index, the context's strings */
+        const uint8_t a = fz_u8(in);
+        c.op = "qgmm_event_*";
+        fz_arm(&c);
+        qgmm_event *e0 = NULL, *e1 = NULL;
+        double ms = 0;
+        fz_check_status(&c, qgmm_event_create(fz_ctx, &e0));
+        fz_check_status(&c, qgmm_event_create(fz_ctx, &e1));
+        if (a & 1) fz_check_status(&c, qgmm_event_record(e0));
+        if (a & 2) fz_check_status(&c, qgmm_event_record(e1));
+        fz_arm(&c);
+        const qgmm_status rc = qgmm_event_elapsed_ms(a & 4 ? e1 : e0, a & 8 ? NULL : e1, a & 16 ? NULL : &ms);
+        c.tls_error = 1;
+        fz_check_status(&c, rc);
+        if (rc == QGMM_OK && (a & 3) != 3)
+            fz_report(&c, "event-unrecorded", "elapsed time of an event never recorded was given");
+        qgmm_event_destroy(e0);
+        qgmm_event_destroy(e1);
+        qgmm_backend_info info;
+        (void)qgmm_backend_get_info((int)(int8_t)fz_u8(in), a & 32 ? NULL : &info);
+        if (!qgmm_context_describe(fz_ctx) || !qgmm_context_backend_name(fz_ctx))
+            fz_report(&c, "null-string", "qgmm_context_describe or _backend_name gave NULL");
         break;
     }
     default: {
