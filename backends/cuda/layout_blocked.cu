@@ -34,8 +34,9 @@ static qgmm_status blocked_setup(qgmm_context *ctx, qgmm_blocked_variant v, cons
         k->offs_stride = offs->strides[0];
         k->G = offs->shape[0];
         if (k->G > QGMM_KL_MAX_GROUPS)
-            return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "cuda blocked grouped layout: %lld groups (max %d)",
-                                  (long long)k->G, QGMM_KL_MAX_GROUPS);
+            return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED,
+                                  "blocked scale layout with groups on cuda: offs has %lld groups; at most %d (the "
+                                  "kernel keeps the group starts in shared memory)", (long long)k->G, QGMM_KL_MAX_GROUPS);
     }
     return QGMM_OK;
 }

@@ -31,8 +31,9 @@ static qgmm_status pad_setup(qgmm_context *ctx, int alignment, const qgmm_tensor
     p->align = alignment;
     p->status = qgmm_cuda_ctx_of(ctx)->status_dev;
     if (p->G > QGMM_KL_MAX_GROUPS)
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "cuda pad/unpad: %lld groups (max %d)", (long long)p->G,
-                              QGMM_KL_MAX_GROUPS);
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED,
+                              "pad/unpad token groups on cuda: offs has %lld groups; at most %d (the kernel keeps "
+                              "the group starts in shared memory)", (long long)p->G, QGMM_KL_MAX_GROUPS);
     return QGMM_OK;
 }
 
