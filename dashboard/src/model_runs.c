@@ -61,6 +61,7 @@ static const char *RUN_REGS_SQL =
     " FROM regression g JOIN series s ON s.id = g.series_id JOIN run r ON r.id = g.run_id"
     " WHERE g.run_id = ?1"
     " ORDER BY g.severity, g.id LIMIT 1000";
+static const char *RUN_REGS_COUNT_SQL = "SELECT count(*) FROM regression WHERE run_id = ?1";
 
 /* Both runs' results per series (full outer join written as a union), each side found
  * through the (run_id, series_id) index: linear in the runs' sizes. */
@@ -130,6 +131,9 @@ int model_run(mctx *m, const char *arg, jval **out) {
   jset(a, o, "run", run);
   jset(a, o, "contexts", ctx);
   page_info(a, o, "results_", (long long)jget_num(cnt, "results", 0), limit, offset);
+  /* regressions: the first 1000 (severity, id order); the total says when there are more */
+  jset_num(a, o, "regressions_total",
+           m->has_regress ? (double)q_int(m->db, 0, RUN_REGS_COUNT_SQL, "i", id) : 0);
   jset(a, o, "results", res);
   jset(a, o, "regressions", regs);
   *out = o;

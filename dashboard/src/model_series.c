@@ -46,17 +46,24 @@ static const char *LIST_SQL =
     " FROM series s JOIN device d ON d.id = s.device_id JOIN machine m ON m.id = d.machine_id"
     " LEFT JOIN result x ON x.series_id = s.id"
     " WHERE (?1 IS NULL OR s.benchmark = ?1) AND (?2 IS NULL OR s.backend = ?2)"
-    " GROUP BY s.id ORDER BY s.benchmark, s.params, m.hostname, d.name, s.backend LIMIT 2000";
+    " GROUP BY s.id ORDER BY s.benchmark, s.params, m.hostname, d.name, s.backend LIMIT ?3 OFFSET ?4";
+
+static const char *COUNT_SQL =
+    "SELECT count(*) FROM series s WHERE (?1 IS NULL OR s.benchmark = ?1) AND (?2 IS NULL OR s.backend = ?2)";
 
 int model_series_list(mctx *m, const char *arg, jval **out) {
   (void)arg;
   arena *a = &m->r->a;
   const char *err = NULL;
+  long long limit, offset;
+  if (!page_args(m, 500, 2000, &limit, &offset, out)) return 400;
   const char *bench = req_param(m->r, "benchmark"), *be = req_param(m->r, "backend");
-  jval *rows = q_rows(a, m->db, &err, LIST_SQL, "tt", bench && *bench ? bench : NULL,
-                      be && *be ? be : NULL);
+  bench = bench && *bench ? bench : NULL;
+  be = be && *be ? be : NULL;
+  jval *rows = q_rows(a, m->db, &err, LIST_SQL, "ttii", bench, be, (int64_t)limit, (int64_t)offset);
   if (!rows) return model_sql_error(m, err, out);
   jval *o = jobj(a);
+  page_info(a, o, "", q_int(m->db, 0, COUNT_SQL, "tt", bench, be), limit, offset);
   jset(a, o, "series", rows);
   *out = o;
   return 200;

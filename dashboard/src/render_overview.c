@@ -247,7 +247,23 @@ void render_series_list(req *r, const jval *m) {
     buf_json_num(&r->body, jget_num(x, "results", 0));
     hf(r, "</td></tr>");
   }
-  hf(r, "</tbody></table></section>");
+  hf(r, "</tbody></table>");
+  buf href = {0};
+  const char *be = req_param(r, "backend");
+  buf_puts(&href, "/series?");
+  if (bench && *bench) {
+    buf_puts(&href, "benchmark=");
+    buf_url(&href, bench);
+    buf_puts(&href, "&amp;");
+  }
+  if (be && *be) {
+    buf_puts(&href, "backend=");
+    buf_url(&href, be);
+    buf_puts(&href, "&amp;");
+  }
+  pager(r, href.p, "series", jget_num(m, "total", 0), jget_num(m, "limit", 500), jget_num(m, "offset", 0));
+  buf_free(&href);
+  hf(r, "</section>");
   page_end(r);
 }
 

@@ -188,7 +188,8 @@ def test_big_run(srv, tok, bench, workdir):
     uid = big["uuid"]
     limits = {"/api/v1/matrix?suite=big": 2 << 20, "/matrix?suite=big": 2 << 20,
               "/api/v1/runs/" + uid: 2 << 20, "/runs/" + uid: 2 << 20,
-              "/api/v1/compare?a=%s&b=%s" % (uid, uid): 2 << 20, "/compare?a=%s&b=%s" % (uid, uid): 2 << 20}
+              "/api/v1/compare?a=%s&b=%s" % (uid, uid): 2 << 20, "/compare?a=%s&b=%s" % (uid, uid): 2 << 20,
+              "/series": 2 << 20, "/api/v1/series": 2 << 20}
     for path, cap in limits.items():
         t0 = time.time()
         st, hd, data = srv.request("GET", path, timeout=120)
@@ -204,6 +205,9 @@ def test_big_run(srv, tok, bench, workdir):
     st, r = srv.get_json("/api/v1/runs/" + uid + "?limit=100&offset=1000")
     check(st == 200 and r["results_total"] == n and len(r["results"]) == 100 and r["run"]["pass"] == n,
           "run: one page of results, counts over all")
+    st, sl = srv.get_json("/api/v1/series?benchmark=b&offset=1000")
+    check(st == 200 and sl["total"] >= n and len(sl["series"]) == 500 and sl["offset"] == 1000,
+          "series list: one page, total over all (%s)" % {k: sl.get(k) for k in ("total", "limit", "offset")})
     st, c = srv.get_json("/api/v1/compare?a=%s&b=%s" % (uid, uid))
     check(st == 200 and c["total"] == n and len(c["rows"]) == 500 and c["summary"]["same"] == n,
           "compare: one page of rows, summary over all")
