@@ -626,7 +626,8 @@ static void op_host_functions(fz_in *in)
         const qgmm_status rc = qgmm_event_elapsed_ms(a & 4 ? e1 : e0, a & 8 ? NULL : e1, a & 16 ? NULL : &ms);
         c.tls_error = 1;
         fz_check_status(&c, rc);
-        if (rc == QGMM_OK && (a & 3) != 3)
+        const int start_recorded = a & 4 ? a & 2 : a & 1, end_recorded = a & 2;
+        if (rc == QGMM_OK && (!start_recorded || !end_recorded))
             fz_report(&c, "event-unrecorded", "elapsed time of an event never recorded was given");
         qgmm_event_destroy(e0);
         qgmm_event_destroy(e1);

@@ -41,6 +41,9 @@ static void dump_call(const fz_call *c)
         }
     }
     if (c->ws_slot >= 0) fprintf(stderr, "    workspace region [0, %zu)\n", c->ws_need);
+    for (int b = 0; b < FZ_MAX_BUFS; ++b)
+        if (c->buf[b] && c->root[b] != b)
+            fprintf(stderr, "    buffer %d wraps the memory of buffer %d from byte %zu\n", b, c->root[b], c->base[b]);
 }
 
 static int violation(const fz_call *c, const char *inv, const char *fmt, va_list ap)
@@ -502,8 +505,18 @@ int fz_layout(fz_call *c, fz_in *in)
         if ((size_t)size > FZ_TOTAL_CAP - total) size = (i128)(FZ_TOTAL_CAP - total);
         total += (size_t)size;
         c->size[b] = (size_t)size;
+        c->root[b] = b;
+        int alias = -1; /* a second buffer over the memory of an earlier one */
+        for (int j = 0; ((k >> 2) & 3) == 2 && j < b; ++j)
+            if (c->buf[j] && c->root[j] == j) alias = j;
         qgmm_status st;
-        if ((k >> 2) & 1) {
+        if (alias >= 0) {
+            c->root[b] = alias;
+            c->base[b] = (size_t)(seed % (c->size[alias] + 1)) & ~(size_t)15;
+            if (c->size[b] > c->size[alias] - c->base[b]) c->size[b] = c->size[alias] - c->base[b];
+            c->host[b] = c->host[alias] + c->base[b];
+            st = qgmm_buffer_wrap(fz_ctx, c->host[b], c->size[b], &c->buf[b]);
+        } else if ((k >> 2) & 1) {
             st = qgmm_buffer_alloc(fz_ctx, c->size[b], &c->buf[b]);
             if (st == QGMM_OK) c->host[b] = qgmm_buffer_native(c->buf[b]);
         } else {
@@ -521,7 +534,7 @@ int fz_layout(fz_call *c, fz_in *in)
         if (qgmm_buffer_size(c->buf[b]) != c->size[b])
             fz_report(c, "buffer-size", "qgmm_buffer_size says %zu for a %zu-byte buffer",
                       qgmm_buffer_size(c->buf[b]), c->size[b]);
-        fill(c->host[b], c->size[b], k & 3, seed);
+        if (alias < 0) fill(c->host[b], c->size[b], k & 3, seed);
     }
     for (int i = 0; i < c->n; ++i)
         if (!c->s[i].absent) c->s[i].t.buffer = c->s[i].null_ptr ? NULL : c->buf[c->s[i].buf];
@@ -533,7 +546,7 @@ int fz_layout(fz_call *c, fz_in *in)
 void fz_arm(fz_call *c)
 {
     for (int b = 0; b < FZ_MAX_BUFS; ++b) {
-        if (!c->buf[b]) continue;
+        if (!c->buf[b] || c->root[b] != b) continue;
         c->snap[b] = malloc(c->size[b] ? c->size[b] : 1);
         if (!c->snap[b]) abort();
         memcpy(c->snap[b], c->host[b], c->size[b]);
@@ -577,8 +590,9 @@ void fz_check_status(const fz_call *c, qgmm_status rc)
 
 typedef struct mark_ctx {
     fz_call *c;
-    uint8_t *owner;    /* per byte of the buffer: 0, slot + 1, or FZ_MAX_SLOTS + 1 (workspace) */
-    size_t size;
+    uint8_t *owner;    /* per byte of the root buffer: 0, slot + 1, or FZ_MAX_SLOTS + 1 (workspace) */
+    size_t base;       /* where the tensor's buffer starts in the root */
+    size_t size;       /* the root's size */
     int slot;
     int hit;           /* owner found where a byte was to be marked */
     size_t hit_off;
@@ -588,6 +602,7 @@ static int mark_out(void *u, size_t off, size_t len, int walked)
 {
     mark_ctx *m = u;
     (void)walked;
+    off += m->base;
     for (size_t k = 0; k < len; ++k) {
         if (off + k >= m->size) break;
         if (m->owner[off + k]) { m->hit = m->owner[off + k]; m->hit_off = off + k; return 1; }
@@ -600,6 +615,7 @@ static int probe_in(void *u, size_t off, size_t len, int walked)
 {
     mark_ctx *m = u;
     (void)walked;
+    off += m->base;
     for (size_t k = 0; k < len; ++k) {
         if (off + k >= m->size) break;
         if (m->owner[off + k]) { m->hit = m->owner[off + k]; m->hit_off = off + k; return 1; }
@@ -633,7 +649,7 @@ static int offsets_bad(const fz_call *c, const fz_slot *s, int64_t extent)
     if (s->t.dtype != QGMM_I32 || s->t.rank != 1) return 0;
     for (int64_t g = 0; g < s->t.shape[0]; ++g) {
         int32_t v;
-        memcpy(&v, c->snap[s->buf] + s->t.offset + (size_t)(g * s->t.strides[0]) * 4, 4);
+        memcpy(&v, c->snap[c->root[s->buf]] + c->base[s->buf] + s->t.offset + (size_t)(g * s->t.strides[0]) * 4, 4);
         if (v < prev || v > extent) return 1;
         prev = v;
     }
@@ -654,28 +670,30 @@ static void check_accepted(fz_call *c, qgmm_status sync)
      * not the workspace region */
     uint8_t *owner[FZ_MAX_BUFS] = {0};
     for (int b = 0; b < FZ_MAX_BUFS; ++b)
-        if (c->buf[b]) owner[b] = calloc(c->size[b] ? c->size[b] : 1, 1);
+        if (c->buf[b] && c->root[b] == b) owner[b] = calloc(c->size[b] ? c->size[b] : 1, 1);
     int stop = 0;
     if (c->ws_slot >= 0 && present(&c->s[c->ws_slot])) {
         const int b = c->s[c->ws_slot].buf;
         const size_t n = c->ws_need < c->size[b] ? c->ws_need : c->size[b];
-        memset(owner[b], FZ_MAX_SLOTS + 1, n);
+        memset(owner[c->root[b]] + c->base[b], FZ_MAX_SLOTS + 1, n);
     }
     for (int i = 0; i < c->n && !stop; ++i) {
         const fz_slot *s = &c->s[i];
         if (!present(s) || s->role != FZ_OUT) continue;
-        mark_ctx m = {c, owner[s->buf], c->size[s->buf], i, 0, 0};
+        const int r = c->root[s->buf];
+        mark_ctx m = {c, owner[r], c->base[s->buf], c->size[r], i, 0, 0};
         if (each_elem(&s->t, mark_out, &m))
             stop = fz_report(c, "output-overlap", "output %s overlaps %s at byte %zu of buffer %d",
-                             s->name, m.hit == i + 1 ? "itself" : owner_name(c, m.hit), m.hit_off, s->buf);
+                             s->name, m.hit == i + 1 ? "itself" : owner_name(c, m.hit), m.hit_off, r);
     }
     for (int i = 0; i < c->n && !stop; ++i) {
         const fz_slot *s = &c->s[i];
         if (!present(s) || s->role != FZ_IN) continue;
-        mark_ctx m = {c, owner[s->buf], c->size[s->buf], i, 0, 0};
+        const int r = c->root[s->buf];
+        mark_ctx m = {c, owner[r], c->base[s->buf], c->size[r], i, 0, 0};
         if (each_elem(&s->t, probe_in, &m))
             stop = fz_report(c, "output-overlap", "input %s overlaps %s at byte %zu of buffer %d", s->name,
-                             owner_name(c, m.hit), m.hit_off, s->buf);
+                             owner_name(c, m.hit), m.hit_off, r);
     }
     /* offsets that decrease, are negative or pass the extent must be refused on the device */
     for (int i = 0; i < c->n && !stop; ++i) {
@@ -689,7 +707,7 @@ static void check_accepted(fz_call *c, qgmm_status sync)
     }
     /* every changed byte belongs to an output (none after BAD_OFFSETS) or the workspace */
     for (int b = 0; b < FZ_MAX_BUFS && !stop; ++b) {
-        if (!c->buf[b] || !memcmp(c->host[b], c->snap[b], c->size[b])) continue;
+        if (!c->snap[b] || !memcmp(c->host[b], c->snap[b], c->size[b])) continue;
         for (size_t k = 0; k < c->size[b]; ++k) {
             if (c->host[b][k] == c->snap[b][k]) continue;
             const int o = owner[b][k];
@@ -727,7 +745,7 @@ void fz_check(fz_call *c, qgmm_status rc)
                       qgmm_status_string(rc), qgmm_status_string(sync)))
             return;
         for (int b = 0; b < FZ_MAX_BUFS; ++b) {
-            if (!c->buf[b] || !memcmp(c->host[b], c->snap[b], c->size[b])) continue;
+            if (!c->snap[b] || !memcmp(c->host[b], c->snap[b], c->size[b])) continue;
             for (size_t k = 0; k < c->size[b]; ++k)
                 if (c->host[b][k] != c->snap[b][k]) {
                     fz_report(c, "error-changed-bytes",

@@ -72,8 +72,10 @@ typedef struct fz_call {
     qgmm_buffer *buf[FZ_MAX_BUFS];
     uint8_t *host[FZ_MAX_BUFS];     /* host view: native pointer (cpu) */
     uint8_t *owned[FZ_MAX_BUFS];    /* memory we malloc'd for a wrapped buffer */
-    uint8_t *snap[FZ_MAX_BUFS];
+    uint8_t *snap[FZ_MAX_BUFS];     /* roots only */
     size_t size[FZ_MAX_BUFS];
+    int root[FZ_MAX_BUFS];          /* the buffer whose memory this one wraps (itself mostly) */
+    size_t base[FZ_MAX_BUFS];       /* where in the root's memory it starts */
     int32_t *offs_vals[FZ_MAX_SLOTS]; /* the values generated for each offsets slot */
     size_t ws_need;                 /* the composite's workspace region [0, ws_need) */
     int tls_error;                  /* errors may have no context (buffer calls on NULL) */
