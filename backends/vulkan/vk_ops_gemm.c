@@ -3,7 +3,8 @@
  * group table (offs_prep.comp) gives each group's rows and, for M-grouped problems, the
  * number of 64-row tiles before it; the host dispatches the upper bound of tiles
  * (ceil(M/64) + G row tiles x column tiles) and surplus workgroups exit on the device,
- * so no offsets are read on the host.
+ * so no offsets are read on the host. K-grouped problems take row tiles of the non-empty
+ * groups only; gemm_zero.comp writes the empty groups' zero matrices.
  * On devices with cooperative matrices (vk_coop.c) gemm_coopmat.comp (128x128 tiles) runs
  * the FP8 recipes (fp8 -> f16 is exact) and, where VK_KHR_shader_bfloat16 is there too, BF16
  * (bf16 -> f16 would not be exact). It stages 16-byte chunks along a unit-stride dim of each
@@ -13,6 +14,7 @@
 #include "../../kernels/glsl/params.h"
 #include "qgmm_layout_maps.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define GEMM_TILE 64      /* gemm.comp: BM = BN */
@@ -115,13 +117,22 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
         }
     }
     if (G == 0) return QGMM_OK;
-    qgmm_status st = vk_offs_prep(c, offs, M, multiple, align, mg ? GEMM_BM : 0, div, 0, 0, 0, -1);
+    /* the table's tile fields: M-grouped, row tiles before / through each group; K-grouped,
+     * non-empty groups before / through it (a tile longer than any group counts 1 each) */
+    qgmm_status st = vk_offs_prep(c, offs, M, multiple, align, mg ? GEMM_BM : INT32_MAX, div, 0, 0, 0, -1);
     if (st != QGMM_OK) return st;
     p[GM_TABLE] = (int64_t)c->scratch.addr;
-    /* M-grouped: each non-empty group adds at most one partial row tile, and at most M
-     * groups are non-empty (empty ones hold no tiles at all) */
-    const int64_t row_tiles = mg ? (M + GEMM_BM - 1) / GEMM_BM + (G < M ? G : M) : G * p[GM_NTI];
+    /* at most min(G, M) groups are non-empty. M-grouped: each adds at most one partial row
+     * tile (empty ones none). K-grouped: each takes its row tiles, and gemm_zero.comp writes
+     * the zero matrices of the empty ones (beside the GEMM: disjoint outputs, no barrier) */
+    const int64_t nonempty = G < M ? G : M;
+    const int64_t row_tiles = mg ? (M + GEMM_BM - 1) / GEMM_BM + nonempty : nonempty * p[GM_NTI];
     p[GM_NWG] = row_tiles * p[GM_NTJ];
+    if (!mg) {
+        p[GM_ZCHUNKS] = (rows * cols + GZ_CHUNK - 1) / GZ_CHUNK;
+        st = vk_dispatch_spec_ex(c, VKP_GEMM_ZERO, NULL, 0, p, QP_MAX, G * p[GM_ZCHUNKS], p[GM_NWG] == 0);
+        if (st != QGMM_OK) return st;
+    }
     if (!coop) return vk_dispatch(c, pipe, p, QP_MAX, p[GM_NWG]);
     /* gemm_coopmat.comp's specialization constants (ids in its header) */
     const int32_t spec[3] = {recipe, a->dtype, b->dtype};

@@ -73,8 +73,15 @@ void main()
         c0 = 0;
         c1 = P(GM_DEPTH);
     } else {
-        g = ti_all / P(GM_NTI);
-        if (g >= G) return;
+        // the t-th non-empty group (field 5 counts them; gemm_zero.comp zeroes the empty ones)
+        const int t = int(ti_all / P(GM_NTI));
+        int lo = 0, hi = int(G);
+        while (lo < hi) {
+            const int mid = (lo + hi) / 2;
+            if (tab_get(table, mid, 5) <= t) lo = mid + 1; else hi = mid;
+        }
+        if (lo >= int(G)) return;
+        g = lo;
         i0 = (ti_all % P(GM_NTI)) * BM;
         i1 = min(i0 + BM, P(GM_ROWS));
         c0 = tab_get(table, g, 0);
