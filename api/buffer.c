@@ -40,6 +40,7 @@ static qgmm_status make_buffer(qgmm_context *ctx, size_t bytes, void *native, in
 
 qgmm_status qgmm_buffer_alloc(qgmm_context *ctx, size_t bytes, qgmm_buffer **out)
 {
+    qgmm_clear_error(ctx);
     if (!ctx) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "ctx is NULL");
     NEED(out, ctx, "out is NULL");
     if (bytes > QGMM_MAX_BUFFER_BYTES)
@@ -50,6 +51,7 @@ qgmm_status qgmm_buffer_alloc(qgmm_context *ctx, size_t bytes, qgmm_buffer **out
 
 qgmm_status qgmm_buffer_wrap(qgmm_context *ctx, void *native, size_t bytes, qgmm_buffer **out)
 {
+    qgmm_clear_error(ctx);
     if (!ctx) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "ctx is NULL");
     NEED(out, ctx, "out is NULL");
     NEED(native || bytes == 0, ctx, "native is NULL for a %zu-byte buffer", bytes);
@@ -72,6 +74,7 @@ static qgmm_status check_range(const qgmm_buffer *b, size_t off, size_t bytes, c
 
 qgmm_status qgmm_buffer_upload(qgmm_buffer *buf, size_t offset, const void *src, size_t bytes)
 {
+    qgmm_clear_error(buf ? buf->ctx : NULL);
     qgmm_status s = check_range(buf, offset, bytes, "buf");
     if (s) return s;
     NEED(src || bytes == 0, buf->ctx, "src is NULL");
@@ -81,6 +84,7 @@ qgmm_status qgmm_buffer_upload(qgmm_buffer *buf, size_t offset, const void *src,
 
 qgmm_status qgmm_buffer_download(qgmm_buffer *buf, size_t offset, void *dst, size_t bytes)
 {
+    qgmm_clear_error(buf ? buf->ctx : NULL);
     qgmm_status s = check_range(buf, offset, bytes, "buf");
     if (s) return s;
     NEED(dst || bytes == 0, buf->ctx, "dst is NULL");
@@ -90,6 +94,7 @@ qgmm_status qgmm_buffer_download(qgmm_buffer *buf, size_t offset, void *dst, siz
 
 qgmm_status qgmm_buffer_fill(qgmm_buffer *buf, size_t offset, size_t bytes, uint8_t byte)
 {
+    qgmm_clear_error(buf ? buf->ctx : NULL);
     qgmm_status s = check_range(buf, offset, bytes, "buf");
     if (s) return s;
     if (bytes == 0) return QGMM_OK;
@@ -99,6 +104,7 @@ qgmm_status qgmm_buffer_fill(qgmm_buffer *buf, size_t offset, size_t bytes, uint
 qgmm_status qgmm_buffer_copy(qgmm_buffer *dst, size_t dst_offset, const qgmm_buffer *src,
                              size_t src_offset, size_t bytes)
 {
+    qgmm_clear_error(dst ? dst->ctx : NULL);
     qgmm_status s = check_range(dst, dst_offset, bytes, "dst");
     if (s) return s;
     s = check_range(src, src_offset, bytes, "src");
@@ -149,6 +155,7 @@ void *qgmm_tensor_data(const qgmm_tensor *t)
 /* ---------------------------------------------------------------- events */
 qgmm_status qgmm_event_create(qgmm_context *ctx, qgmm_event **out)
 {
+    qgmm_clear_error(ctx);
     if (!ctx) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "ctx is NULL");
     NEED(out, ctx, "out is NULL");
     qgmm_event *e = calloc(1, sizeof *e);
@@ -162,6 +169,7 @@ qgmm_status qgmm_event_create(qgmm_context *ctx, qgmm_event **out)
 
 qgmm_status qgmm_event_record(qgmm_event *ev)
 {
+    qgmm_clear_error(ev ? ev->ctx : NULL);
     if (!ev) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "ev is NULL");
     qgmm_status s = ev->ctx->vt->event_record(ev->ctx, ev->impl);
     if (s == QGMM_OK) ev->recorded = 1;
@@ -170,6 +178,7 @@ qgmm_status qgmm_event_record(qgmm_event *ev)
 
 qgmm_status qgmm_event_elapsed_ms(qgmm_event *start, qgmm_event *end, double *ms)
 {
+    qgmm_clear_error(start ? start->ctx : NULL);
     if (!start || !end) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "%s is NULL",
                                               !start ? "start" : "end");
     NEED(ms, start->ctx, "ms is NULL");

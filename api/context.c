@@ -43,12 +43,14 @@ static qgmm_status create(const char *backend, int device, void *stream, int ado
 
 qgmm_status qgmm_context_create(const char *backend, int device, qgmm_context **out)
 {
+    qgmm_clear_error(NULL);
     return create(backend, device, NULL, 0, out);
 }
 
 qgmm_status qgmm_context_create_with_stream(const char *backend, int device, void *native_stream,
                                             qgmm_context **out)
 {
+    qgmm_clear_error(NULL);
     if (backend && (strcmp(backend, "cpu") == 0 || strcmp(backend, "vulkan") == 0))
         return qgmm_set_error(NULL, QGMM_ERR_UNSUPPORTED,
                               "backend \"%s\" has no native streams to adopt", backend);
@@ -64,18 +66,87 @@ void qgmm_context_destroy(qgmm_context *ctx)
     free(ctx);
 }
 
+/* ---------------------------------------------------------------- offsets log */
+static int same_text(const char *a, const char *b)
+{
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+static int same_use(const qgmm_offsets_use *u, const char *op, const char *arg, const char *rule)
+{
+    return same_text(u->op, op) && same_text(u->arg, arg) && same_text(u->rule, rule);
+}
+
+qgmm_status qgmm_offsets_enqueued(qgmm_context *ctx, qgmm_status s, const char *op, const char *arg,
+                                  const char *rule)
+{
+    if (s != QGMM_OK) return s;
+    if (ctx->offsets_owner) {
+        op = ctx->offsets_owner;
+        arg = ctx->offsets_owner_arg;
+        rule = NULL;
+    }
+    for (int i = 0; i < ctx->offsets_log_len; ++i)
+        if (same_use(&ctx->offsets_log[i], op, arg, rule)) return s;
+    if (ctx->offsets_log_len == QGMM_OFFSETS_LOG_CAP) {
+        ++ctx->offsets_log_dropped;
+        return s;
+    }
+    const qgmm_offsets_use u = {op, arg, rule};
+    ctx->offsets_log[ctx->offsets_log_len++] = u;
+    return s;
+}
+
+void qgmm_offsets_owner(qgmm_context *ctx, const char *op, const char *arg)
+{
+    ctx->offsets_owner = op;
+    ctx->offsets_owner_arg = arg;
+}
+
+static void offsets_log_clear(qgmm_context *ctx)
+{
+    ctx->offsets_log_len = 0;
+    ctx->offsets_log_dropped = 0;
+}
+
+/* The BAD_OFFSETS message: the status word is one bit for the whole context, so it names
+ * every op that read device offsets since the last synchronize (one of them saw bad ones). */
+static qgmm_status bad_offsets(qgmm_context *ctx)
+{
+    static const char what[] = "decreasing, negative or out-of-range group offsets";
+    const int n = ctx->offsets_log_len;
+    if (n == 0)
+        return qgmm_set_error(ctx, QGMM_ERR_BAD_OFFSETS,
+                              "an op since the last synchronize read %s (device check); that op "
+                              "wrote nothing", what);
+    if (n == 1 && !ctx->offsets_log_dropped) {
+        const qgmm_offsets_use *u = &ctx->offsets_log[0];
+        return qgmm_set_error(ctx, QGMM_ERR_BAD_OFFSETS, "%s: %s holds %s%s%s (device check); %s wrote nothing",
+                              u->op, u->arg, what, u->rule ? ", or " : "", u->rule ? u->rule : "",
+                              u->op);
+    }
+    qgmm_set_error(ctx, QGMM_ERR_BAD_OFFSETS,
+                   "one of the %d ops with device offsets enqueued since the last synchronize read "
+                   "%s (device check) and wrote nothing:", n + ctx->offsets_log_dropped, what);
+    for (int i = 0; i < n; ++i) {
+        const qgmm_offsets_use *u = &ctx->offsets_log[i];
+        qgmm_error_append(ctx, QGMM_ERR_BAD_OFFSETS, "%s %s (%s%s%s)", i ? ";" : "", u->op, u->arg,
+                          u->rule ? ", or " : "", u->rule ? u->rule : "");
+    }
+    if (ctx->offsets_log_dropped)
+        qgmm_error_append(ctx, QGMM_ERR_BAD_OFFSETS, "; and %d more", ctx->offsets_log_dropped);
+    return QGMM_ERR_BAD_OFFSETS;
+}
+
 qgmm_status qgmm_synchronize(qgmm_context *ctx)
 {
+    qgmm_clear_error(ctx);
     if (!ctx) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "ctx is NULL");
     uint32_t st = 0;
     qgmm_status s = ctx->vt->synchronize(ctx, &st);
-    if (s != QGMM_OK) return s;
-    if (st & QGMM_DEVICE_STATUS_BAD_OFFSETS)
-        return qgmm_set_error(ctx, QGMM_ERR_BAD_OFFSETS,
-                              "an op since the last synchronize read invalid group offsets "
-                              "(decreasing, negative, past the tensor extent, or a group size "
-                              "not a multiple the op requires); that op wrote nothing");
-    return QGMM_OK;
+    if (s == QGMM_OK && (st & QGMM_DEVICE_STATUS_BAD_OFFSETS)) s = bad_offsets(ctx);
+    offsets_log_clear(ctx);
+    return s;
 }
 
 const char *qgmm_context_describe(const qgmm_context *ctx) { return ctx ? ctx->describe : ""; }

@@ -415,10 +415,14 @@ qgmm_status qgmm_moe_experts_forward(qgmm_context *ctx, const qgmm_moe_params *p
                                      const qgmm_tensor *w, const qgmm_tensor *offs, const qgmm_tensor *y,
                                      qgmm_buffer *workspace)
 {
-    const qgmm_status st = forward_check(ctx, p, x, w, offs, y, workspace);
-    if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "qgmm_moe_experts_forward: ");
+    static const char op[] = "qgmm_moe_experts_forward";
+    qgmm_status st = forward_check(ctx, p, x, w, offs, y, workspace);
+    if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
     arena a = {ctx, workspace, 0, 0, ARENA_RUN, "forward"};
-    return forward_steps(&a, p, x, w, offs, y, x->shape[0], w->shape[1], w->shape[2], w->shape[0]);
+    qgmm_offsets_owner(ctx, op, "offs");
+    st = forward_steps(&a, p, x, w, offs, y, x->shape[0], w->shape[1], w->shape[2], w->shape[0]);
+    qgmm_offsets_owner(ctx, NULL, NULL);
+    return st;
 }
 
 static qgmm_status backward_check(qgmm_context *ctx, const qgmm_moe_params *p, const qgmm_tensor *x,
@@ -458,13 +462,17 @@ qgmm_status qgmm_moe_experts_backward(qgmm_context *ctx, const qgmm_moe_params *
                                       const qgmm_tensor *w, const qgmm_tensor *dy, const qgmm_tensor *offs,
                                       const qgmm_tensor *dx, const qgmm_tensor *dw, qgmm_buffer *workspace)
 {
-    const qgmm_status st = backward_check(ctx, p, x, w, dy, offs, dx, dw, workspace);
-    if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "qgmm_moe_experts_backward: ");
+    static const char op[] = "qgmm_moe_experts_backward";
+    qgmm_status st = backward_check(ctx, p, x, w, dy, offs, dx, dw, workspace);
+    if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
     const int64_t M = x->shape[0], K = x->shape[1], E = w->shape[0], N = w->shape[1];
     arena a = {ctx, workspace, 0, 0, ARENA_RUN, "dgrad"};
-    QGMM_TRY(dgrad_steps(&a, p, w, dy, offs, dx, M, N, K, E));
+    qgmm_offsets_owner(ctx, op, "offs");
+    st = dgrad_steps(&a, p, w, dy, offs, dx, M, N, K, E);
     /* The wgrad temporaries reuse the workspace from offset 0: ops on one context run in
      * order, so dgrad's reads are finished before wgrad's first write. */
     arena b = {ctx, workspace, 0, 0, ARENA_RUN, "wgrad"};
-    return wgrad_steps(&b, p, x, dy, offs, dw, M, N, K, E);
+    if (st == QGMM_OK) st = wgrad_steps(&b, p, x, dy, offs, dw, M, N, K, E);
+    qgmm_offsets_owner(ctx, NULL, NULL);
+    return st;
 }

@@ -82,7 +82,9 @@ qgmm_status qgmm_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_
                                       const qgmm_tensor *q, const qgmm_tensor *scales)
 {
     QGMM_TRY(qgmm_validate_quantize_fp8_rowwise(ctx, p, x, offs, q, scales));
-    return ctx->vt->quantize_fp8_rowwise(ctx, p, x, offs, q, scales);
+    const qgmm_status s = ctx->vt->quantize_fp8_rowwise(ctx, p, x, offs, q, scales);
+    if (!qgmm_present(offs)) return s;
+    return qgmm_offsets_enqueued(ctx, s, "qgmm_quantize_fp8_rowwise", "offs", NULL);
 }
 
 qgmm_status qgmm_validate_quantize_fp8_rowwise_dual(
@@ -110,10 +112,13 @@ qgmm_status qgmm_quantize_fp8_rowwise_dual(qgmm_context *ctx, const qgmm_fp8_row
                                            const qgmm_tensor *scales1, const qgmm_tensor *offs)
 {
     QGMM_TRY(qgmm_validate_quantize_fp8_rowwise_dual(ctx, p0, x0, q0, scales0, p1, x1, q1, scales1, offs));
+    qgmm_status s;
     if (ctx->vt->quantize_fp8_rowwise_dual)
-        return ctx->vt->quantize_fp8_rowwise_dual(ctx, p0, x0, q0, scales0, p1, x1, q1, scales1, offs);
-    QGMM_TRY(ctx->vt->quantize_fp8_rowwise(ctx, p0, x0, offs, q0, scales0));
-    return ctx->vt->quantize_fp8_rowwise(ctx, p1, x1, offs, q1, scales1);
+        s = ctx->vt->quantize_fp8_rowwise_dual(ctx, p0, x0, q0, scales0, p1, x1, q1, scales1, offs);
+    else if ((s = ctx->vt->quantize_fp8_rowwise(ctx, p0, x0, offs, q0, scales0)) == QGMM_OK)
+        s = ctx->vt->quantize_fp8_rowwise(ctx, p1, x1, offs, q1, scales1);
+    if (!qgmm_present(offs)) return s;
+    return qgmm_offsets_enqueued(ctx, s, "qgmm_quantize_fp8_rowwise_dual", "offs", NULL);
 }
 
 /* ---------------------------------------------------------------- MXFP8 */
@@ -252,5 +257,7 @@ qgmm_status qgmm_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const
     const qgmm_arg outs[] = {{"out", out}}, ins[] = {{"q", q}, {"scales", scales}, {"offs", offs}};
     QGMM_TRY(qgmm_check_aliasing(ctx, "qgmm_dequantize", outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
     if (!ctx->vt->dequantize) return qgmm_unsupported_op(ctx, "qgmm_dequantize");
-    return ctx->vt->dequantize(ctx, f, q, scales, offs, out);
+    const qgmm_status s = ctx->vt->dequantize(ctx, f, q, scales, offs, out);
+    if (!qgmm_present(offs)) return s;
+    return qgmm_offsets_enqueued(ctx, s, "qgmm_dequantize", "offs", NULL);
 }

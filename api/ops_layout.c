@@ -25,6 +25,17 @@ static qgmm_status check_blocked(qgmm_context *ctx, qgmm_blocked_variant v, cons
     return qgmm_check_blocked_shape(ctx, blocked_name, blocked, v, n, R, C);
 }
 
+/* The grouped variants read device offsets; K-groups offsets count elements along K, so
+ * each must be a multiple of the 32-element MX block. */
+static qgmm_status blocked_offsets_enqueued(qgmm_context *ctx, qgmm_status s, const char *op,
+                                            qgmm_blocked_variant v)
+{
+    if (v == QGMM_BLOCKED_M_GROUPS) return qgmm_offsets_enqueued(ctx, s, op, "offs", NULL);
+    if (v == QGMM_BLOCKED_K_GROUPS)
+        return qgmm_offsets_enqueued(ctx, s, op, "offs", "offsets that are not multiples of 32");
+    return s;
+}
+
 qgmm_status qgmm_validate_scales_to_blocked(qgmm_context *ctx, qgmm_blocked_variant variant,
                                             const qgmm_tensor *in, const qgmm_tensor *offs,
                                             const qgmm_tensor *out, const qgmm_tensor *group_starts)
@@ -55,7 +66,8 @@ qgmm_status qgmm_scales_to_blocked(qgmm_context *ctx, qgmm_blocked_variant varia
                                    const qgmm_tensor *out, const qgmm_tensor *group_starts)
 {
     QGMM_TRY(qgmm_validate_scales_to_blocked(ctx, variant, in, offs, out, group_starts));
-    return ctx->vt->scales_to_blocked(ctx, variant, in, offs, out, group_starts);
+    const qgmm_status s = ctx->vt->scales_to_blocked(ctx, variant, in, offs, out, group_starts);
+    return blocked_offsets_enqueued(ctx, s, "qgmm_scales_to_blocked", variant);
 }
 
 qgmm_status qgmm_scales_from_blocked(qgmm_context *ctx, qgmm_blocked_variant variant,
@@ -71,7 +83,8 @@ qgmm_status qgmm_scales_from_blocked(qgmm_context *ctx, qgmm_blocked_variant var
     QGMM_TRY(qgmm_check_aliasing(ctx, "qgmm_scales_from_blocked", outs, QGMM_NARGS(outs), ins,
                                  QGMM_NARGS(ins)));
     if (!ctx->vt->scales_from_blocked) return qgmm_unsupported_op(ctx, "qgmm_scales_from_blocked");
-    return ctx->vt->scales_from_blocked(ctx, variant, in, offs, out);
+    const qgmm_status s = ctx->vt->scales_from_blocked(ctx, variant, in, offs, out);
+    return blocked_offsets_enqueued(ctx, s, "qgmm_scales_from_blocked", variant);
 }
 
 static qgmm_status check_alignment(qgmm_context *ctx, int alignment)
@@ -140,7 +153,8 @@ qgmm_status qgmm_pad_token_groups(qgmm_context *ctx, int alignment, const qgmm_t
                                   const qgmm_tensor *padded_start, const qgmm_tensor *padded_offs)
 {
     QGMM_TRY(qgmm_validate_pad_token_groups(ctx, alignment, x, offs, out, padded_start, padded_offs));
-    return ctx->vt->pad_token_groups(ctx, alignment, x, offs, out, padded_start, padded_offs);
+    const qgmm_status s = ctx->vt->pad_token_groups(ctx, alignment, x, offs, out, padded_start, padded_offs);
+    return qgmm_offsets_enqueued(ctx, s, "qgmm_pad_token_groups", "offs", NULL);
 }
 
 qgmm_status qgmm_unpad_token_groups(qgmm_context *ctx, int alignment, const qgmm_tensor *x_padded,
@@ -162,7 +176,8 @@ qgmm_status qgmm_unpad_token_groups(qgmm_context *ctx, int alignment, const qgmm
     QGMM_TRY(qgmm_check_aliasing(ctx, "qgmm_unpad_token_groups", outs, QGMM_NARGS(outs), ins,
                                  QGMM_NARGS(ins)));
     if (!ctx->vt->unpad_token_groups) return qgmm_unsupported_op(ctx, "qgmm_unpad_token_groups");
-    return ctx->vt->unpad_token_groups(ctx, alignment, x_padded, offs, out);
+    const qgmm_status s = ctx->vt->unpad_token_groups(ctx, alignment, x_padded, offs, out);
+    return qgmm_offsets_enqueued(ctx, s, "qgmm_unpad_token_groups", "offs", NULL);
 }
 
 qgmm_status qgmm_group_row_ids(qgmm_context *ctx, const qgmm_tensor *offs,
@@ -181,5 +196,8 @@ qgmm_status qgmm_group_row_ids(qgmm_context *ctx, const qgmm_tensor *offs,
     const qgmm_arg outs[] = {{"row_ids", row_ids}}, ins[] = {{"offs", offs}, {"padded_offs", padded_offs}};
     QGMM_TRY(qgmm_check_aliasing(ctx, "qgmm_group_row_ids", outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
     if (!ctx->vt->group_row_ids) return qgmm_unsupported_op(ctx, "qgmm_group_row_ids");
-    return ctx->vt->group_row_ids(ctx, offs, padded_offs, row_ids);
+    const qgmm_status s = ctx->vt->group_row_ids(ctx, offs, padded_offs, row_ids);
+    if (!present) return qgmm_offsets_enqueued(ctx, s, "qgmm_group_row_ids", "offs", NULL);
+    return qgmm_offsets_enqueued(ctx, s, "qgmm_group_row_ids", "offs or padded_offs",
+                                 "padded groups smaller than their groups in offs");
 }

@@ -14,12 +14,31 @@
 #define QGMM_MAX_BUFFER_BYTES ((size_t)INT64_MAX)
 #define QGMM_DESCRIBE_CAP 2048 /* the Vulkan line names its cast and GEMM paths: on the H100 it was cut at 512 */
 
+/* An op that read device-side group offsets, as qgmm_synchronize names it when the status
+ * word says some offsets were bad: the op, its offsets argument, and the op's own rule
+ * beyond monotonic and in range (NULL when none). The strings are static. */
+typedef struct qgmm_offsets_use {
+    const char *op;
+    const char *arg;
+    const char *rule;
+} qgmm_offsets_use;
+
+/* Distinct uses remembered between two synchronizes: one slot for each (op, argument,
+ * rule) the entry points record (16), so none is dropped. */
+#define QGMM_OFFSETS_LOG_CAP 16
+
 struct qgmm_context {
     const qgmm_backend_vtable *vt;
     qgmm_backend_ctx *impl;
     char backend_name[16];
     char describe[QGMM_DESCRIBE_CAP];
     char last_error[QGMM_ERROR_CAP];
+    /* the ops with device offsets enqueued since the last synchronize (host-side record) */
+    qgmm_offsets_use offsets_log[QGMM_OFFSETS_LOG_CAP];
+    int offsets_log_len;
+    int offsets_log_dropped;      /* distinct uses past the cap */
+    /* while a composite runs, the offsets use its steps are recorded as */
+    const char *offsets_owner, *offsets_owner_arg;
 };
 
 struct qgmm_buffer {
@@ -58,6 +77,28 @@ qgmm_status qgmm_error_prefix(qgmm_context *ctx, qgmm_status s, const char *fmt,
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* status.c: adds text (printf-style) after ctx's last error and returns s. */
+qgmm_status qgmm_error_append(qgmm_context *ctx, qgmm_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* status.c: empties ctx's message (when ctx is not NULL) and the calling thread's. Every
+ * public call that returns a status does this first, so a call that returns QGMM_OK
+ * leaves "" behind. */
+void qgmm_clear_error(const qgmm_context *ctx);
+
+/* context.c: records, host-side and without touching the device, that `op` was enqueued
+ * reading device offsets `arg` (with its extra `rule`, or NULL); qgmm_synchronize names
+ * the recorded ops when the status word reports bad offsets. Returns s, so an entry point
+ * ends with `return qgmm_offsets_enqueued(ctx, backend_call(...), op, arg, rule)`: only an
+ * op that was enqueued (s == QGMM_OK) is recorded. */
+qgmm_status qgmm_offsets_enqueued(qgmm_context *ctx, qgmm_status s, const char *op, const char *arg,
+                                  const char *rule);
+/* context.c: while a composite runs, an op with offsets that it enqueues is recorded as a
+ * use of the composite's own offsets argument: (op, arg) before its first step, (NULL,
+ * NULL) after its last. */
+void qgmm_offsets_owner(qgmm_context *ctx, const char *op, const char *arg);
 
 /* registry.c */
 const qgmm_backend_vtable *qgmm_registry_find(const char *name, char *reason, size_t cap);

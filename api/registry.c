@@ -174,6 +174,7 @@ int qgmm_backend_count(void)
 
 qgmm_status qgmm_backend_get_info(int index, qgmm_backend_info *out)
 {
+    qgmm_clear_error(NULL);
     int n = qgmm_backend_count();
     if (!out) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "out is NULL");
     if (index < 0 || index >= n)

@@ -72,6 +72,25 @@ const char *qgmm_last_error(const qgmm_context *ctx)
     return ctx ? ctx->last_error : tls_error;
 }
 
+void qgmm_clear_error(const qgmm_context *cctx)
+{
+    qgmm_context *ctx = (qgmm_context *)cctx;
+    if (ctx) ctx->last_error[0] = 0;
+    tls_error[0] = 0;
+}
+
+qgmm_status qgmm_error_append(qgmm_context *ctx, qgmm_status s, const char *fmt, ...)
+{
+    char *dst = ctx ? ctx->last_error : tls_error;
+    const size_t n = strlen(dst);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst + n, QGMM_ERROR_CAP - n, fmt, ap);
+    va_end(ap);
+    if (ctx) snprintf(tls_error, sizeof tls_error, "%s", ctx->last_error);
+    return s;
+}
+
 qgmm_status qgmm_error_prefix(qgmm_context *ctx, qgmm_status s, const char *fmt, ...)
 {
     char *dst = ctx ? ctx->last_error : tls_error;

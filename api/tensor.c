@@ -146,6 +146,7 @@ qgmm_status qgmm_blockwise_scales_view(qgmm_block_shape block, qgmm_blockwise_la
                                        int rank, const int64_t *data_shape, qgmm_buffer *buf,
                                        size_t offset, qgmm_tensor *out_view, size_t *bytes)
 {
+    qgmm_clear_error(NULL);
     if (!data_shape || !out_view)
         return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "%s is NULL",
                               !data_shape ? "data_shape" : "out_view");

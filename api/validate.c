@@ -6,6 +6,7 @@
 
 qgmm_status qgmm_check_ctx(qgmm_context *ctx)
 {
+    qgmm_clear_error(ctx);
     if (!ctx) return qgmm_set_error(NULL, QGMM_ERR_INVALID_ARGUMENT, "ctx is NULL");
     return QGMM_OK;
 }

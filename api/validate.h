@@ -19,6 +19,7 @@
 #define QGMM_MASK_I32 QGMM_MASK(QGMM_I32)
 #define QGMM_MASK_ANY 0xFFFFFFFFu
 
+/* The first check of every op: empties the messages (qgmm_clear_error), then ctx non-NULL. */
 qgmm_status qgmm_check_ctx(qgmm_context *ctx);
 /* Well-formed tensor on ctx: buffer of this context, dtype in mask, rank in [rmin, rmax],
  * shape in [0, 2^40], strides >= 1, offset aligned to the dtype, element count and byte span

@@ -119,6 +119,24 @@ static qgmm_status invoke(const call *c)
     return QGMM_ERR_INTERNAL;
 }
 
+static const char *op_name(enum op_id op)
+{
+    switch (op) {
+    case OP_ROWWISE: return "qgmm_quantize_fp8_rowwise:";
+    case OP_ROWWISE_DUAL: return "qgmm_quantize_fp8_rowwise_dual:";
+    case OP_MX: return "qgmm_quantize_mxfp8:";
+    case OP_BLOCKWISE: return "qgmm_quantize_fp8_blockwise:";
+    case OP_DEQUANT: return "qgmm_dequantize:";
+    case OP_TO_BLOCKED: return "qgmm_scales_to_blocked:";
+    case OP_FROM_BLOCKED: return "qgmm_scales_from_blocked:";
+    case OP_PAD: return "qgmm_pad_token_groups:";
+    case OP_UNPAD: return "qgmm_unpad_token_groups:";
+    case OP_ROW_IDS: return "qgmm_group_row_ids:";
+    case OP_GEMM: return "qgmm_grouped_gemm:";
+    }
+    return "?";
+}
+
 static void add_slot(call *c, const char *name, int optional, qgmm_tensor t)
 {
     c->names[c->nslots] = name;
@@ -127,14 +145,19 @@ static void add_slot(call *c, const char *name, int optional, qgmm_tensor t)
     c->t[c->nslots++] = t;
 }
 
+/* The message of the last call expect_rejected made. */
+static char g_msg[1024];
+
 /* Expect `s`, a message naming `needle`, and no byte changed. */
 static void expect_rejected(const call *c, const char *what, const char *needle)
 {
     size_t sizes[MAX_BUFS];
     unsigned char *before = snapshot(sizes);
     qgmm_status s = invoke(c);
+    /* read before the snapshot's downloads, which succeed and so clear it */
+    snprintf(g_msg, sizeof g_msg, "%s", qgmm_last_error(g_ctx));
+    const char *msg = g_msg;
     unsigned char *after = snapshot(sizes);
-    const char *msg = qgmm_last_error(g_ctx);
     CHECK(s == QGMM_ERR_INVALID_ARGUMENT, "%s / %s: status %s (want INVALID_ARGUMENT), msg \"%s\"", c->label,
           what, qgmm_status_string(s), msg);
     CHECK(!needle || strstr(msg, needle), "%s / %s: message \"%s\" does not name \"%s\"", c->label, what, msg, needle);
@@ -192,7 +215,7 @@ static void mutate_slots(call *base)
             c.t[i].shape[0] += 1;
             snprintf(what, sizeof what, "%s shape[0]+1", n);
             expect_rejected(&c, what, NULL);
-            const char *msg = qgmm_last_error(g_ctx);
+            const char *msg = g_msg;
             int named = 0;
             for (int k = 0; k < base->nslots; ++k) named |= strstr(msg, base->names[k]) != NULL;
             CHECK(named, "%s / %s: message \"%s\" names no argument", base->label, what, msg);
@@ -261,6 +284,11 @@ static void bad_offsets(call *base, int64_t extent)
         qgmm_status ss = qgmm_synchronize(g_ctx);
         CHECK(ss == QGMM_ERR_BAD_OFFSETS, "%s / offsets %s: synchronize returned %s", base->label, what,
               qgmm_status_string(ss));
+        /* the message names the op and its offsets argument */
+        const char *msg = qgmm_last_error(g_ctx);
+        CHECK(strstr(msg, op_name(base->op)) && strstr(msg, base->names[base->offs_slot]),
+              "%s / offsets %s: the message names neither %s nor %s: %s", base->label, what,
+              op_name(base->op), base->names[base->offs_slot], msg);
         CHECK(qgmm_synchronize(g_ctx) == QGMM_OK, "%s / offsets %s: status word not cleared", base->label, what);
         unsigned char *after = snapshot(sizes);
         CHECK(same_snapshot(before, after, sizes), "%s / offsets %s: the op wrote with bad offsets", base->label, what);
