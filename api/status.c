@@ -53,18 +53,23 @@ int qgmm_dtype_is_fp8(qgmm_dtype t)
     return t == QGMM_F8E4M3FN || t == QGMM_F8E4M3FNUZ || t == QGMM_F8E5M2;
 }
 
-qgmm_status qgmm_set_error(const qgmm_context *cctx, qgmm_status s, const char *fmt, ...)
+/* Every message is written to the calling thread's copy first, then mirrored into the
+ * context: the thread's copy is its own even when threads share a context. The API treats
+ * the context as the owner of its error text even through a const pointer. */
+static qgmm_status mirror(const qgmm_context *cctx, qgmm_status s)
 {
-    /* The message lives in the context so that it can be read after the call; the API
-     * treats the context as the owner of its error text even through a const pointer. */
     qgmm_context *ctx = (qgmm_context *)cctx;
-    char *dst = ctx ? ctx->last_error : tls_error;
+    if (ctx) memcpy(ctx->last_error, tls_error, strlen(tls_error) + 1);
+    return s;
+}
+
+qgmm_status qgmm_set_error(const qgmm_context *ctx, qgmm_status s, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(dst, QGMM_ERROR_CAP, fmt, ap);
+    vsnprintf(tls_error, sizeof tls_error, fmt, ap);
     va_end(ap);
-    if (ctx) snprintf(tls_error, sizeof tls_error, "%s", ctx->last_error);
-    return s;
+    return mirror(ctx, s);
 }
 
 const char *qgmm_last_error(const qgmm_context *ctx)
@@ -72,35 +77,30 @@ const char *qgmm_last_error(const qgmm_context *ctx)
     return ctx ? ctx->last_error : tls_error;
 }
 
-void qgmm_clear_error(const qgmm_context *cctx)
+void qgmm_clear_error(const qgmm_context *ctx)
 {
-    qgmm_context *ctx = (qgmm_context *)cctx;
-    if (ctx) ctx->last_error[0] = 0;
     tls_error[0] = 0;
+    mirror(ctx, QGMM_OK);
 }
 
 qgmm_status qgmm_error_append(qgmm_context *ctx, qgmm_status s, const char *fmt, ...)
 {
-    char *dst = ctx ? ctx->last_error : tls_error;
-    const size_t n = strlen(dst);
+    const size_t n = strlen(tls_error);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(dst + n, QGMM_ERROR_CAP - n, fmt, ap);
+    vsnprintf(tls_error + n, sizeof tls_error - n, fmt, ap);
     va_end(ap);
-    if (ctx) snprintf(tls_error, sizeof tls_error, "%s", ctx->last_error);
-    return s;
+    return mirror(ctx, s);
 }
 
 qgmm_status qgmm_error_prefix(qgmm_context *ctx, qgmm_status s, const char *fmt, ...)
 {
-    char *dst = ctx ? ctx->last_error : tls_error;
     char msg[QGMM_ERROR_CAP];
-    snprintf(msg, sizeof msg, "%s", dst);
+    snprintf(msg, sizeof msg, "%s", tls_error);
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(dst, QGMM_ERROR_CAP, fmt, ap);
+    const int n = vsnprintf(tls_error, sizeof tls_error, fmt, ap);
     va_end(ap);
-    if (n >= 0 && n < QGMM_ERROR_CAP) snprintf(dst + n, (size_t)(QGMM_ERROR_CAP - n), "%s", msg);
-    if (ctx) snprintf(tls_error, sizeof tls_error, "%s", ctx->last_error);
-    return s;
+    if (n >= 0 && n < QGMM_ERROR_CAP) snprintf(tls_error + n, (size_t)(QGMM_ERROR_CAP - n), "%s", msg);
+    return mirror(ctx, s);
 }
