@@ -10,7 +10,8 @@
  * Conventions that hold for every function below:
  *  - Every call returns a qgmm_status. On any status other than QGMM_OK the call has
  *    changed nothing (no output written, no handle created) and qgmm_last_error(ctx)
- *    holds one sentence that names the offending argument and its value.
+ *    holds one sentence that names the offending argument and its value; on QGMM_OK it
+ *    holds "" (each call that returns a status clears the message first).
  *  - Ops are asynchronous: they enqueue on the context's stream/queue and return.
  *    qgmm_synchronize waits; qgmm_buffer_download waits for prior work on the context.
  *    No op reads device memory on the host.
@@ -19,7 +20,8 @@
  *    offs[-1] = 0; empty groups are legal. Offsets that decrease or exceed the extent
  *    they index are detected on the device: the op then writes NOTHING and raises the
  *    context's status word, which the next qgmm_synchronize reports (and clears) as
- *    QGMM_ERR_BAD_OFFSETS. This is the same on every backend, the CPU one included.
+ *    QGMM_ERR_BAD_OFFSETS, naming the op and its offsets argument. This is the same on
+ *    every backend, the CPU one included.
  *  - Tensors carry shapes and strides in elements. Unless a function says otherwise,
  *    inputs may have any positive strides and outputs are written through their strides,
  *    so "row-major" vs "column-major" output is chosen by the output tensor's strides.
@@ -32,6 +34,12 @@
  *    [offset, offset + span) are compared within one buffer, across two wraps of one
  *    native handle, and across buffers whose native handles are pointers (cpu, cuda, hip).
  *    A call that breaks the rule is refused with QGMM_ERR_INVALID_ARGUMENT.
+ *  - Parameter structs (qgmm_*_params, qgmm_quant_format) each have an initializer macro,
+ *    QGMM_<STRUCT>_INIT(required fields), that sets every other field to its documented
+ *    default; it works in C99 and C++ alike (a braced list of every field, enum constants
+ *    for enum fields), e.g.  qgmm_moe_params p = QGMM_MOE_PARAMS_INIT(QGMM_RECIPE_MXFP8);
+ *    Two defaults differ from a zeroed field, whose meaning stays what it always was:
+ *    scale_kind (RECIPROCAL, zero is MULTIPLIER) and the MX mode (RCEIL, zero is FLOOR).
  */
 #ifndef QGMM_H
 #define QGMM_H
@@ -125,12 +133,20 @@ QGMM_API void qgmm_context_destroy(qgmm_context *ctx);
 
 /* Waits for every op enqueued on ctx. Returns QGMM_ERR_BAD_OFFSETS (and clears the
  * status word) when an op since the last synchronize saw invalid device offsets;
- * QGMM_ERR_DEVICE when the runtime reported an asynchronous error. */
+ * QGMM_ERR_DEVICE when the runtime reported an asynchronous error. The BAD_OFFSETS
+ * message names the op and its offsets argument ("qgmm_grouped_gemm: offs holds ..."):
+ * the status word is one flag per context, so when several ops with device offsets were
+ * enqueued since the last synchronize it names each of them (a composite counts as
+ * itself, not its steps). The names are recorded on the host at enqueue time. */
 QGMM_API qgmm_status qgmm_synchronize(qgmm_context *ctx);
 
-/* The last error message on ctx (thread-local message of the calling thread when ctx
- * is NULL, e.g. after a failed qgmm_context_create). "" when none. Valid until the
- * next call on the same ctx/thread. */
+/* The message of the last call on ctx that returns a qgmm_status: one sentence when it
+ * failed, "" when it returned QGMM_OK. Every such call clears the message as it starts;
+ * the calls that return no status (accessors, *_destroy, qgmm_buffer_free, the size
+ * helpers) leave it alone. With ctx NULL: the calling thread's own copy, the message of
+ * its last such call on any context or none (e.g. after a failed qgmm_context_create),
+ * which calls made by other threads never change. The text is valid until the next call
+ * on ctx (for NULL, by the thread); the pointer while ctx (the thread) lives. */
 QGMM_API const char *qgmm_last_error(const qgmm_context *ctx);
 
 /* One line: backend, device name, arch/driver, and the kernel paths chosen. */
@@ -230,10 +246,11 @@ typedef enum qgmm_scale_kind {
 } qgmm_scale_kind;
 
 typedef struct qgmm_fp8_rowwise_params {
-    int reduce_dim;              /* see above */
-    int power_of_2;              /* 1: round scale down to a power of two */
-    qgmm_scale_kind scale_kind;
+    int reduce_dim;              /* see above; no default */
+    int power_of_2;              /* 1: round scale down to a power of two; default 0 */
+    qgmm_scale_kind scale_kind;  /* default QGMM_SCALE_RECIPROCAL, the form the GEMMs take */
 } qgmm_fp8_rowwise_params;
+#define QGMM_FP8_ROWWISE_PARAMS_INIT(reduce_dim) {(reduce_dim), 0, QGMM_SCALE_RECIPROCAL}
 
 QGMM_API qgmm_status qgmm_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
                                                const qgmm_tensor *x, const qgmm_tensor *offs,
@@ -260,15 +277,24 @@ QGMM_API qgmm_status qgmm_quantize_fp8_rowwise_dual(qgmm_context *ctx,
  *   layout PLAIN: contiguous, shape (E?, other, blocks) — for block along the last dim
  *     (R, C/32) [per expert: (E, R, C/32)]; along the other dim (C, R/32) [(E, C, R/32)].
  *   layout BLOCKED: rank 1 of qgmm_blocked_scales_bytes(other, blocks) bytes per expert
- *     (experts concatenated): the §4 swizzle, padding bytes zero. */
+ *     (experts concatenated): the §4 swizzle, padding bytes zero. The M-grouped GEMM wants
+ *     the M-groups layout instead: PLAIN, then qgmm_scales_to_blocked (docs/gemm-layouts.md).
+ * mode, the E8M0 scale rule (§2): RCEIL, NVIDIA's rule and the one torchao's MXFP8
+ *   training recipes use, is the default of the INIT macros (here and in
+ *   qgmm_moe_params). FLOOR, the OCP rule, puts a block's amax in [256, 512) so that 448
+ *   clips about a fifth of the block maxima: on ordinary data its forward GEMM sits at or
+ *   under the 27 dB SQNR floor of docs/numerics.md where RCEIL has 1-2 dB of margin.
+ *   FLOOR keeps the value 0 so that zeroed structs and existing callers keep their
+ *   meaning. */
 typedef enum qgmm_mx_mode { QGMM_MX_FLOOR = 0, QGMM_MX_RCEIL = 1 } qgmm_mx_mode;
 typedef enum qgmm_scale_layout { QGMM_SCALES_PLAIN = 0, QGMM_SCALES_BLOCKED = 1 } qgmm_scale_layout;
 
 typedef struct qgmm_mxfp8_params {
-    int block_dim;
-    qgmm_mx_mode mode;
-    qgmm_scale_layout scale_layout;
+    int block_dim;                  /* no default */
+    qgmm_mx_mode mode;              /* default QGMM_MX_RCEIL (zero is FLOOR) */
+    qgmm_scale_layout scale_layout; /* default QGMM_SCALES_PLAIN */
 } qgmm_mxfp8_params;
+#define QGMM_MXFP8_PARAMS_INIT(block_dim) {(block_dim), QGMM_MX_RCEIL, QGMM_SCALES_PLAIN}
 
 QGMM_API qgmm_status qgmm_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p,
                                          const qgmm_tensor *x, const qgmm_tensor *q,
@@ -293,8 +319,9 @@ typedef enum qgmm_blockwise_layout {
 } qgmm_blockwise_layout;
 
 typedef struct qgmm_fp8_blockwise_params {
-    qgmm_block_shape block;
+    qgmm_block_shape block;         /* no default */
 } qgmm_fp8_blockwise_params;
+#define QGMM_FP8_BLOCKWISE_PARAMS_INIT(block) {(block)}
 
 QGMM_API qgmm_status qgmm_quantize_fp8_blockwise(qgmm_context *ctx,
                                                  const qgmm_fp8_blockwise_params *p,
@@ -325,10 +352,21 @@ typedef enum qgmm_quant_kind {
 
 typedef struct qgmm_quant_format {
     qgmm_quant_kind kind;
-    qgmm_fp8_rowwise_params rowwise;
-    qgmm_mxfp8_params mx;
-    qgmm_fp8_blockwise_params blockwise;
+    qgmm_fp8_rowwise_params rowwise;     /* read when kind is QGMM_QUANT_FP8_ROWWISE */
+    qgmm_mxfp8_params mx;                /* ... QGMM_QUANT_MXFP8 */
+    qgmm_fp8_blockwise_params blockwise; /* ... QGMM_QUANT_FP8_BLOCKWISE */
 } qgmm_quant_format;
+/* The format of a quantize made with the matching params INIT macro (the members of the
+ * other kinds get their defaults and are not read). */
+#define QGMM_QUANT_FORMAT_FP8_ROWWISE_INIT(reduce_dim)                                   \
+    {QGMM_QUANT_FP8_ROWWISE, QGMM_FP8_ROWWISE_PARAMS_INIT(reduce_dim),                   \
+     QGMM_MXFP8_PARAMS_INIT(1), QGMM_FP8_BLOCKWISE_PARAMS_INIT(QGMM_BLOCK_1X128)}
+#define QGMM_QUANT_FORMAT_MXFP8_INIT(block_dim)                                          \
+    {QGMM_QUANT_MXFP8, QGMM_FP8_ROWWISE_PARAMS_INIT(1), QGMM_MXFP8_PARAMS_INIT(block_dim), \
+     QGMM_FP8_BLOCKWISE_PARAMS_INIT(QGMM_BLOCK_1X128)}
+#define QGMM_QUANT_FORMAT_FP8_BLOCKWISE_INIT(block)                                      \
+    {QGMM_QUANT_FP8_BLOCKWISE, QGMM_FP8_ROWWISE_PARAMS_INIT(1), QGMM_MXFP8_PARAMS_INIT(1), \
+     QGMM_FP8_BLOCKWISE_PARAMS_INIT(block)}
 
 QGMM_API qgmm_status qgmm_dequantize(qgmm_context *ctx, const qgmm_quant_format *format,
                                      const qgmm_tensor *q, const qgmm_tensor *scales,
@@ -425,9 +463,10 @@ typedef enum qgmm_recipe {
 } qgmm_recipe;
 
 typedef struct qgmm_grouped_gemm_params {
-    qgmm_gemm_kind kind;
-    qgmm_recipe recipe;
+    qgmm_gemm_kind kind;            /* no default */
+    qgmm_recipe recipe;             /* no default */
 } qgmm_grouped_gemm_params;
+#define QGMM_GROUPED_GEMM_PARAMS_INIT(kind, recipe) {(kind), (recipe)}
 
 QGMM_API qgmm_status qgmm_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
                                        const qgmm_tensor *a, const qgmm_tensor *b,
@@ -451,10 +490,11 @@ QGMM_API qgmm_status qgmm_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gem
  * QGMM_ERR_UNSUPPORTED for a layout its kernels lack) can come after dgrad was enqueued:
  * then dx may be written and dw not. */
 typedef struct qgmm_moe_params {
-    qgmm_recipe recipe;
-    qgmm_dtype fp8_dtype;        /* f8e4m3fn (default when 0/invalid) or f8e4m3fnuz */
-    qgmm_mx_mode mx_mode;        /* MXFP8 only */
+    qgmm_recipe recipe;          /* no default */
+    qgmm_dtype fp8_dtype;        /* default f8e4m3fn (also what 0 means); or f8e4m3fnuz, f8e5m2 */
+    qgmm_mx_mode mx_mode;        /* MXFP8 only; default QGMM_MX_RCEIL (zero is FLOOR) */
 } qgmm_moe_params;
+#define QGMM_MOE_PARAMS_INIT(recipe) {(recipe), QGMM_F8E4M3FN, QGMM_MX_RCEIL}
 
 QGMM_API size_t qgmm_moe_workspace_bytes(const qgmm_moe_params *p, int64_t M, int64_t N, int64_t K,
                                          int64_t E);

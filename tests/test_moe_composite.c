@@ -195,7 +195,7 @@ static void run_recipe(qgmm_recipe recipe, const char *name, int M, int N, int K
     qgmm_tensor tdy = qgmm_tensor_make(bdy, 0, QGMM_BF16, 2, sy), toffs = qgmm_tensor_make(bo, 0, QGMM_I32, 1, so);
     qgmm_tensor ty = qgmm_tensor_make(by, 0, QGMM_F32, 2, sy), tdx = qgmm_tensor_make(bdx, 0, QGMM_F32, 2, sx);
     qgmm_tensor tdw = qgmm_tensor_make(bdw, 0, QGMM_F32, 3, sw);
-    qgmm_moe_params p = {recipe, QGMM_F8E4M3FN, QGMM_MX_RCEIL};
+    qgmm_moe_params p = QGMM_MOE_PARAMS_INIT(recipe); /* MXFP8: RCEIL, the default */
     const size_t wsb = qgmm_moe_workspace_bytes(&p, M, N, K, E);
     qgmm_buffer *ws = NULL;
     if (wsb) qgmm_buffer_alloc(ctx, wsb, &ws);
