@@ -112,8 +112,8 @@ qgmm_buffer *fz_ws(const fz_call *c);
 extern qgmm_context *fz_ctx;
 void fz_init(void);
 /* Reports a violated invariant: prints it with the call and aborts (libFuzzer then saves
- * the input), unless QGMM_FUZZ_IGNORE names it (triage only), when it returns 1 and the
- * caller skips the rest of its checks. */
+ * the input), unless QGMM_FUZZ_IGNORE names it, alone or as invariant@op (triage only),
+ * when it returns 1 and the caller skips the rest of its checks. */
 int fz_report(const fz_call *c, const char *invariant, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Checks a status an op (or buffer call) returned against the documented set, and that
