@@ -10,6 +10,7 @@
 #include "json.h"
 #include "report.h"
 #include "store.h"
+#include "store_live.h"
 #include "store_json.h"
 
 static const char *const GATE_HELP =
@@ -225,8 +226,17 @@ int load_run_json(const char *dbp, const char *run, json_buf *out, const char *c
     if (resolve(db, run, &id, cmd)) { store_close(db); return -1; }
     run_record r;
     rr_init(&r);
-    char err[512];
-    int rc = store_load_run(db, id, &r, err, sizeof err);
+    char err[512], state[16];
+    int64_t stored = 0, expected = -1;
+    /* the run format has no state: a document is a complete run, so an unfinished one stays home */
+    int rc = store_run_progress(db, id, state, &stored, &expected, err, sizeof err);
+    if (rc == 0 && strcmp(state, "complete") != 0) {
+        snprintf(err, sizeof err, "run %lld is %s (%lld results stored): only a complete run is exported or uploaded%s",
+                 (long long)id, state, (long long)stored,
+                 strcmp(state, "running") == 0 ? "" : "; finish it with `qgmm-bench run --db STORE --resume RUN`");
+        rc = -1;
+    }
+    if (rc == 0) rc = store_load_run(db, id, &r, err, sizeof err);
     if (rc) fprintf(stderr, "qgmm-bench %s: %s\n", cmd, err);
     else run_to_json(&r, out, 1);
     rr_free(&r);

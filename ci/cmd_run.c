@@ -1,8 +1,10 @@
 /* cmd_run.c — `qgmm-bench run` and `qgmm-bench cases`: measure every case of a suite on
  * every selected backend, check it against the reference through the case library, and
- * store the run in one transaction at the end. */
+ * commit each result to the store as it is measured (store_live.h), so a run stopped by a
+ * signal or killed keeps what it measured and `run --resume` finishes it. */
 #define _GNU_SOURCE
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include "report.h"
 #include "store.h"
 #include "store_json.h"
+#include "store_live.h"
 #include "sysinfo.h"
 
 static const char *const RUN_HELP =
@@ -31,10 +34,14 @@ static const char *const RUN_HELP =
     "against the CPU reference (bytes for casts, rel. error and SQNR for GEMMs, the shared\n"
     "thresholds), then times it with device events (warm-up, then N samples, N adapted to the\n"
     "suite's per-case budget). Each backend also gets its ceilings (copy bandwidth, a dense\n"
-    "GEMM per recipe) and a fixed canary case for noise. Progress goes to stderr, a table to\n"
-    "stdout at the end. The run is written to --db in ONE transaction when it ends (a killed\n"
-    "run leaves nothing). Exit 0 when the run was measured and recorded — numerics failures\n"
-    "are recorded, and judged by `qgmm-bench gate`; 2 on usage or setup errors.\n"
+    "GEMM per recipe) and a fixed canary case for noise. Progress (done/total, ETA) goes to\n"
+    "stderr, a table to stdout at the end. With --db the run is stored as it goes: its row\n"
+    "first (state running), then each result in its own transaction; it is closed complete, or\n"
+    "interrupted after SIGINT/SIGTERM (the case being measured is finished first; a second\n"
+    "signal stops at once). A run killed outright is shown interrupted once its heartbeat is\n"
+    "60 s old. Exit 0 when the run was measured and recorded — numerics failures are recorded,\n"
+    "and judged by `qgmm-bench gate`; 2 on usage, setup or store errors; 128+signal when\n"
+    "interrupted (what was measured is kept: finish it with --resume).\n"
     "\n"
     "  --suite S       suites/S.suite (also $QGMM_SUITES_DIR), a path, or a case-library suite\n"
     "                  (default smoke)\n"
@@ -49,7 +56,11 @@ static const char *const RUN_HELP =
     "                  reference of the biggest nightly casts takes minutes); they are recorded\n"
     "                  as \"unchecked\" with the reason, never as a pass\n"
     "  --sha, --commit-time  the revision when not run inside the git work tree\n"
-    "  --no-ceilings   skip the ceilings and the canary (faster; %-of-ceiling stays empty)\n";
+    "  --no-ceilings   skip the ceilings and the canary (faster; %-of-ceiling stays empty)\n"
+    "  --resume RUN    finish an interrupted run (id, uuid or prefix) under the same id with the\n"
+    "                  options it was started with: results already stored are skipped; refused\n"
+    "                  when the run is complete, still running, from another host, or when a\n"
+    "                  backend's library changed since it started\n";
 
 static const char *const CASES_HELP =
     "usage: qgmm-bench cases [--suite NAME|FILE] [--json]\n"
@@ -60,17 +71,97 @@ static const char *const CASES_HELP =
 
 static int g_tty;
 
-static void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void progress(const char *fmt, ...)
+/* Progress on stderr: "[done/total ETA] text". On a terminal one line is rewritten in place;
+ * otherwise a line is written at most every PROGRESS_EVERY_S seconds or PROGRESS_EVERY_N
+ * slots, and always when `force` (a failure, a skip, the end), so a log stays short. */
+#define PROGRESS_EVERY_S 10.0
+#define PROGRESS_EVERY_N 25
+static struct {
+    size_t done, total, measured;   /* slots passed, slots in the run, slots measured now */
+    double t0, last_line;
+    size_t last_done;
+} g_prog;
+
+static double now_s(void)
 {
-    char buf[400];
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void fmt_eta(char *out, size_t cap)
+{
+    size_t left = g_prog.total > g_prog.done ? g_prog.total - g_prog.done : 0;
+    if (!g_prog.measured) { snprintf(out, cap, "ETA ?"); return; }
+    double eta = (now_s() - g_prog.t0) / (double)g_prog.measured * (double)left;
+    long e = (long)(eta + 0.5);
+    if (e >= 3600) snprintf(out, cap, "ETA %ldh%02ldm", e / 3600, e / 60 % 60);
+    else snprintf(out, cap, "ETA %ldm%02lds", e / 60, e % 60);
+}
+
+static void progress(int force, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress(int force, const char *fmt, ...)
+{
+    double t = now_s();
+    if (!g_tty && !force && t - g_prog.last_line < PROGRESS_EVERY_S && g_prog.done - g_prog.last_done < PROGRESS_EVERY_N)
+        return;
+    char buf[400], eta[32];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    if (g_tty) fprintf(stderr, "\r\033[K%.*s", 160, buf);
-    else fprintf(stderr, "%s\n", buf);
+    fmt_eta(eta, sizeof eta);
+    if (g_tty) fprintf(stderr, "\r\033[K[%zu/%zu %s] %.*s", g_prog.done, g_prog.total, eta, 140, buf);
+    else fprintf(stderr, "[%zu/%zu %s] %s\n", g_prog.done, g_prog.total, eta, buf);
     fflush(stderr);
+    g_prog.last_line = t;
+    g_prog.last_done = g_prog.done;
+}
+
+/* SIGINT/SIGTERM: the case being measured is finished and committed, then the run closes as
+ * interrupted. The handler is reset once, so a second signal stops the process at once. */
+static volatile sig_atomic_t g_stop;
+static void on_stop(int sig) { g_stop = sig; }
+static void catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = (int)(SA_RESETHAND | SA_RESTART);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The live store of this run (NULL without --db) and the stored ids of the current context. */
+static store_live *g_live;
+static int64_t g_ctx_id, g_dev_id;
+static int g_store_failed;
+
+/* Commits the result just added to r (rates and % of ceiling derived first). A store that
+ * refuses a write stops the run: measuring on without keeping the numbers helps nobody. */
+static void publish(run_record *r)
+{
+    size_t i = r->n_results - 1;
+    rr_derive_one(r, i);
+    ++g_prog.measured;
+    if (!g_live || g_store_failed) return;
+    char err[600];
+    if (store_live_result(g_live, r, i, g_ctx_id, g_dev_id, err, sizeof err)) {
+        fprintf(stderr, "\nqgmm-bench run: storing result %s on %s failed: %s (stopping)\n", r->results[i].benchmark,
+                r->contexts[r->results[i].context].backend, err);
+        g_store_failed = 1;
+    }
+}
+
+/* A result of this series is already in r (a resumed run measured it before it stopped). */
+static int measured_already(const run_record *r, int ci, const char *benchmark, const char *params)
+{
+    for (size_t i = 0; i < r->n_results; ++i) {
+        const rr_result *x = &r->results[i];
+        if (x->context == ci && strcmp(x->benchmark, benchmark) == 0 && strcmp(x->params_json, params) == 0) return 1;
+    }
+    return 0;
 }
 
 static const char *recipe_name(qgmm_recipe r)
@@ -115,9 +206,11 @@ static void case_params(const qgmm_case *c, char *params, size_t pcap, char *sha
 
 typedef struct run_opts {
     const char *suite, *backends, *db, *json, *reason, *filter, *sha, *commit_time;
+    const char *resume;
     double budget_ms;
     long long check_max_mib;
     int no_ceilings;
+    int n_measure_opts;   /* options that shape the measurement (refused with --resume) */
 } run_opts;
 
 static qgmm_status exec_case(void *u) { return qgmm_case_execute((qgmm_case_instance *)u); }
@@ -148,12 +241,13 @@ static void record_failure(rr_result *x, qgmm_status st, const char *msg)
 /* ceiling.copy: a device-side copy of a large buffer; bytes = read + written */
 static void ceiling_copy(qgmm_context *ctx, const bench_cfg *cfg, run_record *r, int ci)
 {
+    char p[64];
+    snprintf(p, sizeof p, "{\"bytes\":%lld}", cfg->copy_bytes);
+    if (measured_already(r, ci, "ceiling.copy", p)) return;
     rr_result *x = rr_add_result(r);
     x->context = ci;
     rr_set(&x->benchmark, "ceiling.copy");
     rr_set(&x->role, "ceiling");
-    char p[64];
-    snprintf(p, sizeof p, "{\"bytes\":%lld}", cfg->copy_bytes);
     rr_set(&x->params_json, p);
     snprintf(p, sizeof p, "%lld MiB", cfg->copy_bytes >> 20);
     rr_set(&x->shape, p);
@@ -174,6 +268,7 @@ static void ceiling_copy(qgmm_context *ctx, const bench_cfg *cfg, run_record *r,
     }
     qgmm_buffer_free(j.src);
     qgmm_buffer_free(j.dst);
+    publish(r);
 }
 
 static const qgmm_case *template_by_name(const char *name)
@@ -211,24 +306,27 @@ static void ceiling_gemms(qgmm_context *ctx, const bench_cfg *cfg, run_record *r
     char list[128];
     snprintf(list, sizeof list, "%s", cfg->ceiling_recipes);
     char *save = NULL;
-    for (char *rec = strtok_r(list, " ,", &save); rec; rec = strtok_r(NULL, " ,", &save)) {
+    for (char *rec = strtok_r(list, " ,", &save); rec && !g_stop && !g_store_failed; rec = strtok_r(NULL, " ,", &save)) {
         char name[96];
         snprintf(name, sizeof name, "gemm.m.%s.%s.out_bf16", rec, strcmp(rec, "bf16") == 0 ? "bf16" : "e4m3fn");
         const qgmm_case *t = template_by_name(name);
-        rr_result *x = rr_add_result(r);
-        x->context = ci;
         char b[96], p[160];
         snprintf(b, sizeof b, "ceiling.gemm.%s", rec);
-        rr_set(&x->benchmark, b);
-        rr_set(&x->role, "ceiling");
         long long S = cfg->gemm_ceiling;
         snprintf(p, sizeof p, "{\"k\":%lld,\"m\":%lld,\"n\":%lld}", S, S, S);
+        ++g_prog.done;
+        if (measured_already(r, ci, b, p)) continue;
+        rr_result *x = rr_add_result(r);
+        x->context = ci;
+        rr_set(&x->benchmark, b);
+        rr_set(&x->role, "ceiling");
         rr_set(&x->params_json, p);
         snprintf(p, sizeof p, "%lldx%lldx%lld", S, S, S);
         rr_set(&x->shape, p);
         if (!t) {
             snprintf(p, sizeof p, "no case-library variant %s to build the ceiling from", name);
             record_failure(x, QGMM_ERR_INTERNAL, p);
+            publish(r);
             continue;
         }
         qgmm_case_shape sh = {S, S, S, t->shape.E > 0 ? 1 : 0, 1};
@@ -238,12 +336,14 @@ static void ceiling_gemms(qgmm_context *ctx, const bench_cfg *cfg, run_record *r
         char why[256];
         if (qgmm_case_reshape(&tt, &sh, &c, why, sizeof why) != QGMM_OK) {
             record_failure(x, QGMM_ERR_INTERNAL, why);
+            publish(r);
             continue;
         }
         x->flops = (int64_t)c.flops;
         x->bytes = (int64_t)c.bytes;
-        progress("[ceiling] %-8s %s %s", qgmm_context_backend_name(ctx), b, x->shape);
+        progress(0, "[ceiling] %-8s %s %s", qgmm_context_backend_name(ctx), b, x->shape);
         time_plain_case(ctx, &c, cfg, x);
+        publish(r);
     }
 }
 
@@ -251,24 +351,28 @@ static void ceiling_gemms(qgmm_context *ctx, const bench_cfg *cfg, run_record *r
  * Its shape is fixed per backend (a setting), whatever the suite. */
 static void canary(qgmm_context *ctx, const bench_cfg *cfg, run_record *r, int ci)
 {
+    char p[160];
+    snprintf(p, sizeof p, "{\"case\":\"fp8_rowwise.row.recip.e4m3fn.bf16\",\"k\":%lld,\"m\":%lld}", cfg->canary_k, cfg->canary_m);
+    if (measured_already(r, ci, "canary", p)) return;
     rr_result *x = rr_add_result(r);
     x->context = ci;
     rr_set(&x->benchmark, "canary");
     rr_set(&x->role, "canary");
-    char p[160];
-    snprintf(p, sizeof p, "{\"case\":\"fp8_rowwise.row.recip.e4m3fn.bf16\",\"k\":%lld,\"m\":%lld}", cfg->canary_k, cfg->canary_m);
     rr_set(&x->params_json, p);
     snprintf(p, sizeof p, "M=%lld K=%lld", cfg->canary_m, cfg->canary_k);
     rr_set(&x->shape, p);
     rr_set(&x->ceiling, "ceiling.copy");
     const qgmm_case *t = template_by_name("fp8_rowwise.row.recip.e4m3fn.bf16");
-    if (!t) { record_failure(x, QGMM_ERR_INTERNAL, "the canary's case-library variant is missing"); return; }
     qgmm_case_shape sh = {cfg->canary_m, 0, cfg->canary_k, 0, 0};
     qgmm_case c;
     char why[256];
-    if (qgmm_case_reshape(t, &sh, &c, why, sizeof why) != QGMM_OK) { record_failure(x, QGMM_ERR_INTERNAL, why); return; }
-    x->bytes = (int64_t)c.bytes;
-    time_plain_case(ctx, &c, cfg, x);
+    if (!t) record_failure(x, QGMM_ERR_INTERNAL, "the canary's case-library variant is missing");
+    else if (qgmm_case_reshape(t, &sh, &c, why, sizeof why) != QGMM_OK) record_failure(x, QGMM_ERR_INTERNAL, why);
+    else {
+        x->bytes = (int64_t)c.bytes;
+        time_plain_case(ctx, &c, cfg, x);
+    }
+    publish(r);
 }
 
 static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, const bench_cfg *cfg, rr_result *x)
@@ -403,44 +507,129 @@ static void read_clocks(const char *backend, rr_context *c)
     if (buf[0]) rr_set(&c->clocks_json, buf);
 }
 
-static int do_run(const run_opts *o)
+/* The options that shape a run, stored in its row so --resume measures the rest the same way. */
+static void options_json(const run_opts *o, json_buf *b)
+{
+    jb_printf(b, "{\"backend\":");
+    jb_str(b, o->backends);
+    jb_printf(b, ",\"budget_ms\":");
+    jb_num(b, o->budget_ms);
+    jb_printf(b, ",\"check_max_mib\":");
+    jb_int(b, o->check_max_mib);
+    jb_printf(b, ",\"filter\":");
+    if (o->filter) jb_str(b, o->filter); else jb_printf(b, "null");
+    jb_printf(b, ",\"no_ceilings\":%s,\"suite\":", o->no_ceilings ? "true" : "false");
+    jb_str(b, o->suite);
+    jb_printf(b, "}");
+}
+
+/* Reads the stored options of run `id` into o (strings point into *keep, freed by the caller). */
+static int options_from_run(sqlite3 *db, int64_t id, run_opts *o, json_value **keep, char *err, size_t cap)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT options FROM run WHERE id = ?1", -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, cap, "%s", sqlite3_errmsg(db));
+        return -1;
+    }
+    sqlite3_bind_int64(st, 1, id);
+    const char *text = sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : "{}";
+    *keep = json_value_parse(text, strlen(text), err, cap);
+    sqlite3_finalize(st);
+    const json_value *v = *keep;
+    const json_value *suite = v ? json_value_get(v, "suite") : NULL;
+    if (!suite || suite->type != JSON_STRING) {
+        snprintf(err, cap, "run %lld stored no options to resume with (it was imported, or written by an older "
+                 "qgmm-bench)", (long long)id);
+        return -1;
+    }
+    o->suite = suite->string;
+    const json_value *x;
+    if ((x = json_value_get(v, "backend")) && x->type == JSON_STRING) o->backends = x->string;
+    if ((x = json_value_get(v, "filter")) && x->type == JSON_STRING) o->filter = x->string;
+    if ((x = json_value_get(v, "budget_ms")) && x->type == JSON_NUMBER) o->budget_ms = x->number;
+    if ((x = json_value_get(v, "check_max_mib")) && x->type == JSON_NUMBER) o->check_max_mib = (long long)x->number;
+    if ((x = json_value_get(v, "no_ceilings")) && x->type == JSON_BOOL) o->no_ceilings = x->boolean;
+    return 0;
+}
+
+/* Adds an object member to the flat JSON object env. */
+static void env_append(run_record *r, const char *key, const char *value)
+{
+    size_t l = strlen(r->env_json), n = l + strlen(key) + strlen(value) + 16;
+    char *e = malloc(n);
+    if (!e) return;
+    snprintf(e, n, "%.*s%s\"%s\":\"%s\"}", (int)(l - 1), r->env_json, l > 2 ? "," : "", key, value);
+    rr_set(&r->env_json, e);
+    free(e);
+}
+
+static int do_run(const run_opts *given)
 {
     g_tty = isatty(2);
-    suite s;
+    run_opts opts = *given, *o = &opts;
     char err[1200];
-    if (suite_load(o->suite, &s, err, sizeof err)) {
-        fprintf(stderr, "qgmm-bench run: %s\n", err);
-        return 2;
-    }
     sqlite3 *db = NULL;
-    if (o->db && store_open(o->db, &db, err, sizeof err)) {  /* fail before measuring, not after */
-        fprintf(stderr, "qgmm-bench run: %s\n", err);
-        suite_free(&s);
-        return 2;
-    }
+    json_value *stored_opts = NULL;
+    int64_t resume_id = -1;
     run_record r;
     rr_init(&r);
-    rr_new_uuid(r.uuid);
-    rr_set(&r.suite, s.name);
-    rr_set(&r.reason, o->reason ? o->reason : "manual");
-    rr_set(&r.runner, "qgmm-bench");
-    rr_set(&r.runner_version, QGMM_BENCH_VERSION);
-    r.started_at = (int64_t)time(NULL);
-    sysinfo_machine(&r);
-    char cwd[1024];
-    int in_tree = getcwd(cwd, sizeof cwd) && system("git rev-parse --is-inside-work-tree >/dev/null 2>&1") == 0;
-    sysinfo_git(&r, in_tree ? cwd : QGMM_SOURCE_DIR);
-    if (o->sha) rr_set(&r.sha, o->sha);
-    if (o->commit_time && rr_parse_time(o->commit_time, &r.commit_time)) {
-        fprintf(stderr, "qgmm-bench run: --commit-time %s is not YYYY-MM-DDTHH:MM:SSZ\n", o->commit_time);
+    if (o->resume) {
+        if (!o->db) { fprintf(stderr, "qgmm-bench run: --resume needs the --db the run is stored in\n"); return 2; }
+        if (o->n_measure_opts) {
+            fprintf(stderr, "qgmm-bench run: --resume measures with the options the run was started with; give only "
+                            "--db (and --json)\n");
+            return 2;
+        }
+    }
+    if (o->db && store_open(o->db, &db, err, sizeof err)) {  /* fail before measuring, not after */
+        fprintf(stderr, "qgmm-bench run: %s\n", err);
+        return 2;
+    }
+    if (o->resume && (store_resolve_run(db, o->resume, &resume_id, err, sizeof err) ||
+                      options_from_run(db, resume_id, o, &stored_opts, err, sizeof err) ||
+                      store_load_run(db, resume_id, &r, err, sizeof err))) {
+        fprintf(stderr, "qgmm-bench run: --resume %s: %s\n", o->resume, err);
+        json_value_free(stored_opts);
+        rr_free(&r);
+        store_close(db);
+        return 2;
+    }
+    suite s;
+    if (suite_load(o->suite, &s, err, sizeof err)) {
+        fprintf(stderr, "qgmm-bench run: %s\n", err);
+        json_value_free(stored_opts);
+        rr_free(&r);
+        store_close(db);
         return 2;
     }
     {
+        /* the environment of this invocation (a resumed run records the one that finished it) */
         char env[512];
         const char *omp = getenv("OMP_NUM_THREADS");
         snprintf(env, sizeof env, "{\"build_type\":\"%s\",\"compiler\":\"%s\",\"omp_num_threads\":\"%s\",\"suite_file\":\"%s\"}",
                  QGMM_BUILD_TYPE, QGMM_COMPILER, omp ? omp : "", s.path);
         rr_set(&r.env_json, env);
+    }
+    run_record here;  /* this machine's facts (a resumed run keeps its stored ones) */
+    rr_init(&here);
+    sysinfo_machine(&here);
+    if (!o->resume) {
+        rr_new_uuid(r.uuid);
+        rr_set(&r.suite, s.name);
+        rr_set(&r.reason, o->reason ? o->reason : "manual");
+        rr_set(&r.runner, "qgmm-bench");
+        rr_set(&r.runner_version, QGMM_BENCH_VERSION);
+        r.started_at = r.finished_at = (int64_t)time(NULL);
+        sysinfo_machine(&r);
+        char cwd[1024];
+        int in_tree = getcwd(cwd, sizeof cwd) && system("git rev-parse --is-inside-work-tree >/dev/null 2>&1") == 0;
+        sysinfo_git(&r, in_tree ? cwd : QGMM_SOURCE_DIR);
+        if (o->sha) rr_set(&r.sha, o->sha);
+        if (o->commit_time && rr_parse_time(o->commit_time, &r.commit_time)) {
+            fprintf(stderr, "qgmm-bench run: --commit-time %s is not YYYY-MM-DDTHH:MM:SSZ\n", o->commit_time);
+            rr_free(&r); rr_free(&here); suite_free(&s); store_close(db);
+            return 2;
+        }
     }
 
     /* which backends: all available, or the named ones (unavailable named = error) */
@@ -458,24 +647,61 @@ static int do_run(const run_opts *o)
         }
         snprintf(names[nsel++], 16, "%s", info.name);
     }
-    if (bad || nsel == 0) {
-        fprintf(stderr, "qgmm-bench run: %s\n", nsel == 0 ? "no selected backend is available" : "a requested backend is unavailable");
-        rr_free(&r);
-        suite_free(&s);
-        store_close(db);
-        return 2;
-    }
     qgmm_context *ref = NULL;
-    if (qgmm_context_create("cpu", 0, &ref) != QGMM_OK) {
-        fprintf(stderr, "qgmm-bench run: cannot create the CPU reference context: %s\n", qgmm_last_error(NULL));
+    if (bad || nsel == 0 || qgmm_context_create("cpu", 0, &ref) != QGMM_OK) {
+        if (bad || nsel == 0)
+            fprintf(stderr, "qgmm-bench run: %s\n", nsel == 0 ? "no selected backend is available" : "a requested backend is unavailable");
+        else
+            fprintf(stderr, "qgmm-bench run: cannot create the CPU reference context: %s\n", qgmm_last_error(NULL));
+        rr_free(&r); rr_free(&here); suite_free(&s); store_close(db); json_value_free(stored_opts);
         return 2;
     }
-    size_t todo = 0, done = 0;
-    char skipped_note[512] = "";
-    size_t skipped_total = 0;
-    for (size_t k = 0; k < s.n; ++k) if (!o->filter || strstr(s.cases[k].c.id, o->filter)) ++todo;
-    todo *= (size_t)nsel;
+    size_t ncases = 0;
+    for (size_t k = 0; k < s.n; ++k) if (!o->filter || strstr(s.cases[k].c.id, o->filter)) ++ncases;
+    memset(&g_prog, 0, sizeof g_prog);
+    g_prog.t0 = g_prog.last_line = now_s();
     for (int b = 0; b < nsel; ++b) {
+        bench_cfg cfg;
+        suite_config(&s, names[b], strcmp(names[b], "cpu") == 0, &cfg);
+        size_t nrec = 0;
+        char list[128], *save = NULL;
+        snprintf(list, sizeof list, "%s", cfg.ceiling_recipes);
+        for (char *t = strtok_r(list, " ,", &save); t; t = strtok_r(NULL, " ,", &save)) ++nrec;
+        g_prog.total += ncases + (o->no_ceilings ? 0 : nrec + 2);
+    }
+
+    store_live live;
+    g_live = NULL;
+    g_store_failed = 0;
+    g_stop = 0;
+    if (db) {
+        int rc;
+        if (o->resume) {
+            rc = store_live_attach(&live, db, o->db, resume_id, here.hostname, err, sizeof err);
+        } else {
+            json_buf ob;
+            jb_init(&ob);
+            options_json(o, &ob);
+            rc = store_live_begin(&live, db, o->db, &r, ob.data, (int64_t)g_prog.total, err, sizeof err);
+            jb_free(&ob);
+        }
+        if (rc) {
+            fprintf(stderr, "qgmm-bench run: %s%s: %s\n", o->resume ? "--resume " : "storing the run in ",
+                    o->resume ? o->resume : o->db, err);
+            qgmm_context_destroy(ref);
+            rr_free(&r); rr_free(&here); suite_free(&s); store_close(db); json_value_free(stored_opts);
+            return 2;
+        }
+        g_live = &live;
+        fprintf(stderr, "qgmm-bench run %s: %s run %lld in %s\n", r.uuid, o->resume ? "resuming" : "storing as",
+                (long long)live.run_id, o->db);
+    }
+    catch_stop_signals();
+
+    char skipped_note[512] = "";
+    size_t skipped_total = 0, already = r.n_results;
+    int setup_error = 0;
+    for (int b = 0; b < nsel && !g_stop && !g_store_failed && !setup_error; ++b) {
         qgmm_context *ctx = NULL;
         if (qgmm_context_create(names[b], 0, &ctx) != QGMM_OK) {
             fprintf(stderr, "qgmm-bench: backend %s: cannot create a context: %s (skipped)\n", names[b], qgmm_last_error(NULL));
@@ -487,10 +713,10 @@ static int do_run(const run_opts *o)
         sysinfo_parse_describe(names[b], qgmm_context_describe(ctx), c);
         if (strcmp(names[b], "cpu") == 0) {
             struct utsname u;
-            rr_set(&c->device_name, r.cpu);
+            rr_set(&c->device_name, here.cpu);
             rr_set(&c->device_kind, "cpu");
             if (uname(&u) == 0) rr_set(&c->device_arch, u.machine);
-            c->device_memory_bytes = r.memory_bytes;
+            c->device_memory_bytes = here.memory_bytes;
         }
         if (!c->device_name[0]) rr_set(&c->device_name, qgmm_context_describe(ctx));
         read_clocks(names[b], c);
@@ -504,6 +730,25 @@ static int do_run(const run_opts *o)
         char hash[40];
         sysinfo_file_hash(lib, hash);
         rr_set(&c->code_hash, hash);
+        /* a resumed run continues in the context it stored, measuring the same code */
+        for (int k = 0; k < ci; ++k) {
+            const rr_context *old = &r.contexts[k];
+            if (strcmp(old->backend, c->backend) != 0 || strcmp(old->device_name, c->device_name) != 0) continue;
+            if (strcmp(old->code_hash, c->code_hash) != 0) {
+                fprintf(stderr, "qgmm-bench run: --resume: backend %s's library changed since the run started (%s, now "
+                                "%s): a run measures one build; start a new run\n", names[b], old->code_hash, c->code_hash);
+                setup_error = 1;
+            }
+            rr_drop_last_context(&r);
+            c = &r.contexts[k];
+            ci = k;
+            break;
+        }
+        if (!setup_error && g_live && store_live_context(g_live, &r, ci, &g_ctx_id, &g_dev_id, err, sizeof err)) {
+            fprintf(stderr, "qgmm-bench run: storing the %s context failed: %s\n", names[b], err);
+            setup_error = 1;
+        }
+        if (setup_error) { qgmm_context_destroy(ctx); break; }
 
         bench_cfg cfg;
         suite_config(&s, names[b], strcmp(c->device_kind, "cpu") == 0, &cfg);
@@ -516,31 +761,41 @@ static int do_run(const run_opts *o)
             g_flush = NULL;
         }
         if (!o->no_ceilings) {
-            progress("[ceiling] %-8s ceiling.copy %lld MiB", names[b], cfg.copy_bytes >> 20);
+            ++g_prog.done;
+            progress(0, "[ceiling] %-8s ceiling.copy %lld MiB", names[b], cfg.copy_bytes >> 20);
             ceiling_copy(ctx, &cfg, &r, ci);
             ceiling_gemms(ctx, &cfg, &r, ci);
-            progress("[canary]  %-8s canary", names[b]);
-            canary(ctx, &cfg, &r, ci);
+            ++g_prog.done;
+            if (!g_stop && !g_store_failed) {
+                progress(0, "[canary]  %-8s canary", names[b]);
+                canary(ctx, &cfg, &r, ci);
+            }
         }
         size_t skipped = 0;
-        for (size_t k = 0; k < s.n; ++k) {
+        for (size_t k = 0; k < s.n && !g_stop && !g_store_failed; ++k) {
             const qgmm_case *cs = &s.cases[k].c;
             if (o->filter && !strstr(cs->id, o->filter)) continue;
-            ++done;
+            ++g_prog.done;
             if ((cfg.max_case_bytes > 0 && cs->bytes > (double)cfg.max_case_bytes) ||
                 (cfg.max_case_flops > 0 && cs->flops > cfg.max_case_flops)) {
                 /* not run and not recorded: a missing result is never read as a pass */
                 ++skipped;
-                progress("[%3zu/%zu] %-8s %s  not run here (over @max_case_mib / @max_case_gflop)", done, todo, names[b], cs->id);
+                progress(0, "%-8s %s  not run here (over @max_case_mib / @max_case_gflop)", names[b], cs->id);
                 continue;
             }
-            progress("[%3zu/%zu] %-8s %s ...", done, todo, names[b], cs->id);
+            char params[400], shape[96];
+            case_params(cs, params, sizeof params, shape, sizeof shape);
+            if (measured_already(&r, ci, cs->name, params)) continue;
+            progress(0, "%-8s %s ...", names[b], cs->id);
             rr_result *x = rr_add_result(&r);
             x->context = ci;
             run_case(ctx, ref, cs, &cfg, x);
+            publish(&r);
+            x = &r.results[r.n_results - 1];
             char med[32];
             report_fmt_us(rr_median(x), med, sizeof med);
-            progress("[%3zu/%zu] %-8s %s  %s  %s n=%zu", done, todo, names[b], cs->id,
+            int bad_case = strcmp(x->status, "ok") != 0 || strcmp(x->verdict, "fail") == 0;
+            progress(bad_case, "%-8s %s  %s  %s n=%zu", names[b], cs->id,
                      strcmp(x->status, "ok") ? x->status : x->verdict, med, x->n_samples);
         }
         if (skipped) {
@@ -554,27 +809,29 @@ static int do_run(const run_opts *o)
     }
     qgmm_context_destroy(ref);
     if (g_tty) fprintf(stderr, "\n");
+    int stopped = g_stop;
+    int complete = !stopped && !g_store_failed && !setup_error;
     r.finished_at = (int64_t)time(NULL);
-    if (skipped_total) {  /* env is a flat JSON object: append one member */
-        size_t l = strlen(r.env_json);
-        char *e = malloc(l + sizeof skipped_note + 32);
-        if (e) {
-            snprintf(e, l + sizeof skipped_note + 32, "%.*s,\"not_run\":\"%s\"}", (int)(l - 1), r.env_json, skipped_note);
-            rr_set(&r.env_json, e);
-            free(e);
+    if (skipped_total) env_append(&r, "not_run", skipped_note);
+    int rc = 0;
+    if (g_live) {
+        if (store_live_close(g_live, complete ? "complete" : "interrupted", r.finished_at, r.env_json, err, sizeof err)) {
+            fprintf(stderr, "qgmm-bench run: closing run %lld in %s failed: %s\n", (long long)live.run_id, o->db, err);
+            rc = 2;
         }
+        g_live = NULL;
     }
     rr_derive(&r);
     /* with --json -, stdout carries the document alone; the people's table goes to stderr */
     FILE *human = o->json && strcmp(o->json, "-") == 0 ? stderr : stdout;
-    fprintf(human, "qgmm-bench run %s: suite %s, %zu results, revision %.12s%s, %lld s\n", r.uuid, r.suite, r.n_results,
-            r.sha, r.dirty ? " (dirty)" : "", (long long)(r.finished_at - r.started_at));
+    fprintf(human, "qgmm-bench run %s: suite %s, %zu results (%zu measured now), revision %.12s%s, %lld s\n", r.uuid,
+            r.suite, r.n_results, r.n_results - already, r.sha, r.dirty ? " (dirty)" : "",
+            (long long)(r.finished_at - r.started_at));
     report_run_table(&r, human);
     if (skipped_total)
         fprintf(human, "not run (bigger than the suite's @max_case_mib / @max_case_gflop for that device): %s\n",
                 skipped_note);
-    int rc = 0;
-    if (o->json) {
+    if (o->json && complete) {
         json_buf jb;
         jb_init(&jb);
         run_to_json(&r, &jb, 1);
@@ -585,19 +842,25 @@ static int do_run(const run_opts *o)
         }
         if (f && f != stdout) fclose(f);
         jb_free(&jb);
+    } else if (o->json) {
+        fprintf(stderr, "qgmm-bench run: the run is incomplete: no run document written to %s\n", o->json);
     }
-    if (db) {
-        int already = 0;
-        int64_t id = 0;
-        if (store_write_run(db, &r, "local", &already, &id, err, sizeof err)) {
-            fprintf(stderr, "qgmm-bench run: storing the run in %s failed: %s\n", o->db, err);
-            rc = 2;
-        } else {
-            fprintf(human, "stored as run %lld (%s) in %s\n", (long long)id, r.uuid, o->db);
-        }
-        store_close(db);
-    }
+    if (db && complete && rc == 0)
+        fprintf(human, "stored as run %lld (%s) in %s, complete\n", (long long)live.run_id, r.uuid, o->db);
+    else if (db && !g_store_failed && !setup_error)
+        fprintf(stderr, "qgmm-bench run: interrupted by %s after %zu results; stored as run %lld (%s), state interrupted: "
+                        "finish it with `qgmm-bench run --db %s --resume %lld`\n",
+                stopped == SIGINT ? "SIGINT" : "SIGTERM", r.n_results, (long long)live.run_id, r.uuid, o->db,
+                (long long)live.run_id);
+    else if (stopped)
+        fprintf(stderr, "qgmm-bench run: interrupted by %s after %zu results (nothing stored: no --db)\n",
+                stopped == SIGINT ? "SIGINT" : "SIGTERM", r.n_results);
+    if (g_store_failed || setup_error) rc = 2;
+    else if (stopped && rc == 0) rc = 128 + stopped;
+    store_close(db);
+    json_value_free(stored_opts);
     rr_free(&r);
+    rr_free(&here);
     suite_free(&s);
     return rc;
 }
@@ -611,10 +874,12 @@ int cmd_run(int argc, char **argv)
     o.backends = "all";
     for (int i = 1; i < argc; ++i) {
         const char *v;
-        if (opt_value(argc, argv, &i, "--suite", &o.suite)) continue;
-        if (opt_value(argc, argv, &i, "--backend", &o.backends)) continue;
         if (opt_value(argc, argv, &i, "--db", &o.db)) continue;
         if (opt_value(argc, argv, &i, "--json", &o.json)) continue;
+        if (opt_value(argc, argv, &i, "--resume", &o.resume)) continue;
+        ++o.n_measure_opts;
+        if (opt_value(argc, argv, &i, "--suite", &o.suite)) continue;
+        if (opt_value(argc, argv, &i, "--backend", &o.backends)) continue;
         if (opt_value(argc, argv, &i, "--reason", &o.reason)) continue;
         if (opt_value(argc, argv, &i, "--filter", &o.filter)) continue;
         if (opt_value(argc, argv, &i, "--sha", &o.sha)) continue;

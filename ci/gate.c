@@ -1,5 +1,6 @@
 /* gate.c — see gate.h. */
 #include "gate.h"
+#include "store_live.h"
 #include "stats.h"
 
 #include <math.h>
@@ -230,6 +231,19 @@ static void line(FILE *out, const char *tag, const gres *g, const char *why)
 
 int gate_run(sqlite3 *db, int64_t run_id, const gate_config *cfg, FILE *out, char *err, size_t err_cap)
 {
+    /* an incomplete run is never passed: the cases it did not reach were not judged */
+    char state[16];
+    int64_t stored = 0, expected = -1;
+    if (store_run_progress(db, run_id, state, &stored, &expected, err, err_cap)) return -1;
+    if (strcmp(state, "complete") != 0) {
+        char of[48] = "";
+        if (expected >= 0) snprintf(of, sizeof of, " of %lld", (long long)expected);
+        fprintf(out, "gate: FAIL — run %lld is %s (%lld%s results stored): an incomplete run is never passed; %s\n",
+                (long long)run_id, state, (long long)stored, of,
+                strcmp(state, "running") == 0 ? "gate it when its runner has finished"
+                                               : "finish it with `qgmm-bench run --db STORE --resume RUN`, then gate it");
+        return 1;
+    }
     sqlite3_stmt *st;
     const char *sql =
         "SELECT r.id, r.series_id, r.context_id, s.benchmark, s.params, s.shape, s.label, s.role, s.backend, d.name, "

@@ -229,19 +229,20 @@ int report_runs(sqlite3 *db, int limit, FILE *out, char *err, size_t cap)
              "run.suite, run.reason, run.runner, m.hostname, run.source, "
              "(SELECT count(*) FROM result r WHERE r.run_id = run.id), "
              "(SELECT count(*) FROM result r WHERE r.run_id = run.id AND (r.verdict = 'fail' OR r.status = 'error')), "
-             "(SELECT group_concat(DISTINCT backend) FROM context c WHERE c.run_id = run.id) "
+             "(SELECT group_concat(DISTINCT backend) FROM context c WHERE c.run_id = run.id), rs.state "
              "FROM run JOIN revision v ON v.id = run.revision_id JOIN machine m ON m.id = run.machine_id "
+             "JOIN run_status rs ON rs.run_id = run.id "
              "ORDER BY run.started_at DESC, run.id DESC LIMIT ?1",
              &st, err, cap))
         return -1;
     sqlite3_bind_int(st, 1, limit);
-    fprintf(out, "%6s  %-36s  %-19s %6s  %-10s %-8s %-8s %-16s %-12s %-20s %7s %5s\n", "id", "uuid", "started (UTC)", "secs",
-            "revision", "suite", "reason", "runner", "host", "backends", "results", "fail");
+    fprintf(out, "%6s  %-36s  %-19s %6s  %-11s %-10s %-8s %-8s %-16s %-12s %-20s %7s %5s\n", "id", "uuid", "started (UTC)",
+            "secs", "state", "revision", "suite", "reason", "runner", "host", "backends", "results", "fail");
     while (sqlite3_step(st) == SQLITE_ROW)
-        fprintf(out, "%6lld  %-36s  %-19s %6lld  %-10.10s %-8.8s %-8.8s %-16.16s %-12.12s %-20.20s %7lld %5lld\n",
+        fprintf(out, "%6lld  %-36s  %-19s %6lld  %-11s %-10.10s %-8.8s %-8.8s %-16.16s %-12.12s %-20.20s %7lld %5lld\n",
                 (long long)sqlite3_column_int64(st, 0), cs(st, 1), cs(st, 2), (long long)sqlite3_column_int64(st, 3),
-                cs(st, 4), cs(st, 5), cs(st, 6), cs(st, 7), cs(st, 8), cs(st, 12), (long long)sqlite3_column_int64(st, 10),
-                (long long)sqlite3_column_int64(st, 11));
+                cs(st, 13), cs(st, 4), cs(st, 5), cs(st, 6), cs(st, 7), cs(st, 8), cs(st, 12),
+                (long long)sqlite3_column_int64(st, 10), (long long)sqlite3_column_int64(st, 11));
     sqlite3_finalize(st);
     return 0;
 }

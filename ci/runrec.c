@@ -115,29 +115,44 @@ double rr_median(const rr_result *res)
     return stats_quantile(res->samples_us, res->n_samples, 0.5);
 }
 
+static void derive_rates(rr_result *x)
+{
+    double med = rr_median(x);
+    x->gbps = x->tflops = x->pct_of_ceiling = NAN;
+    if (!(med > 0)) return;
+    if (x->bytes != RR_UNSET_I && x->bytes > 0) x->gbps = (double)x->bytes / (med * 1e-6) / 1e9;
+    if (x->flops != RR_UNSET_I && x->flops > 0) x->tflops = (double)x->flops / (med * 1e-6) / 1e12;
+}
+
+static void derive_pct(run_record *r, rr_result *x)
+{
+    if (!x->ceiling[0]) return;
+    for (size_t j = 0; j < r->n_results; ++j) {
+        const rr_result *c = &r->results[j];
+        if (c->context != x->context || strcmp(c->benchmark, x->ceiling) != 0) continue;
+        if (isfinite(x->tflops) && isfinite(c->tflops) && c->tflops > 0)
+            x->pct_of_ceiling = 100.0 * x->tflops / c->tflops;
+        else if (isfinite(x->gbps) && isfinite(c->gbps) && c->gbps > 0)
+            x->pct_of_ceiling = 100.0 * x->gbps / c->gbps;
+        break;
+    }
+}
+
 void rr_derive(run_record *r)
 {
-    for (size_t i = 0; i < r->n_results; ++i) {
-        rr_result *x = &r->results[i];
-        double med = rr_median(x);
-        x->gbps = x->tflops = x->pct_of_ceiling = NAN;
-        if (!(med > 0)) continue;
-        if (x->bytes != RR_UNSET_I && x->bytes > 0) x->gbps = (double)x->bytes / (med * 1e-6) / 1e9;
-        if (x->flops != RR_UNSET_I && x->flops > 0) x->tflops = (double)x->flops / (med * 1e-6) / 1e12;
-    }
-    for (size_t i = 0; i < r->n_results; ++i) {
-        rr_result *x = &r->results[i];
-        if (!x->ceiling[0]) continue;
-        for (size_t j = 0; j < r->n_results; ++j) {
-            const rr_result *c = &r->results[j];
-            if (c->context != x->context || strcmp(c->benchmark, x->ceiling) != 0) continue;
-            if (isfinite(x->tflops) && isfinite(c->tflops) && c->tflops > 0)
-                x->pct_of_ceiling = 100.0 * x->tflops / c->tflops;
-            else if (isfinite(x->gbps) && isfinite(c->gbps) && c->gbps > 0)
-                x->pct_of_ceiling = 100.0 * x->gbps / c->gbps;
-            break;
-        }
-    }
+    for (size_t i = 0; i < r->n_results; ++i) derive_rates(&r->results[i]);
+    for (size_t i = 0; i < r->n_results; ++i) derive_pct(r, &r->results[i]);
+}
+
+void rr_derive_one(run_record *r, size_t i)
+{
+    derive_rates(&r->results[i]);
+    derive_pct(r, &r->results[i]);
+}
+
+void rr_drop_last_context(run_record *r)
+{
+    if (r->n_contexts) free_context(&r->contexts[--r->n_contexts]);
 }
 
 void rr_format_time(int64_t t, char out[32])

@@ -1,8 +1,8 @@
 /*
  * runrec.h — one run in memory: what `run` measures, what `import` parses and what
  * `export` writes. Field names follow docs/run-format.md one to one. The store writes
- * a run_record in a single transaction (store_write_run), so a run is either entirely
- * visible or not at all.
+ * an imported run_record in a single transaction (store_write_run), and a measured one
+ * result by result (store_live.h).
  */
 #ifndef QGMM_CI_RUNREC_H
 #define QGMM_CI_RUNREC_H
@@ -76,6 +76,11 @@ void rr_set_clipped(char **dst, const char *src, size_t max);
 /* Recomputes every result's rates and % of ceiling from samples, bytes, flops and the
  * ceiling results of the same context (docs/run-format.md). */
 void rr_derive(run_record *r);
+/* The same for result i alone, once the ceilings of its context are in r (a live run commits
+ * each result as it is measured; ceilings come first). */
+void rr_derive_one(run_record *r, size_t i);
+/* Removes the last context added (a resumed run found it already stored). */
+void rr_drop_last_context(run_record *r);
 /* Median of a result's samples (NAN when none). */
 double rr_median(const rr_result *res);
 

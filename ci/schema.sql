@@ -245,3 +245,25 @@ CREATE TABLE IF NOT EXISTS dash_token (
     revoked_at    INTEGER,                       -- NULL while valid
     last_used_at  INTEGER
 ) STRICT;
+
+-- @migration 4: durable runs — a local run is written while it is measured
+-- `qgmm-bench run` inserts its run row when it starts (state 'running'), commits each result
+-- in its own short transaction, refreshes heartbeat_at every few seconds while the runner
+-- lives, and closes the row as 'complete', or as 'interrupted' after SIGINT/SIGTERM. A runner
+-- killed outright (SIGKILL, power loss) leaves 'running' with a heartbeat that stopped: the
+-- view run_status shows such a run as 'interrupted' once its heartbeat is over 60 s old, and
+-- every reader takes a run's state from that view. `qgmm-bench run --resume RUN` finishes an
+-- interrupted run under the same id with the options stored here. Imported and uploaded
+-- runs are written whole and are 'complete' (the default, so older rows are too).
+ALTER TABLE run ADD COLUMN state TEXT NOT NULL DEFAULT 'complete'
+    CHECK (state IN ('running', 'complete', 'interrupted'));
+ALTER TABLE run ADD COLUMN heartbeat_at INTEGER;            -- unix s of the runner's last sign of life; NULL when written whole
+ALTER TABLE run ADD COLUMN runner_pid INTEGER;              -- process id of the runner on its machine (resume checks it is gone)
+ALTER TABLE run ADD COLUMN options TEXT NOT NULL DEFAULT '{}'; -- JSON object: the run's options, re-applied by --resume
+ALTER TABLE run ADD COLUMN results_expected INTEGER;        -- results the run will store when complete (progress); NULL when unknown
+CREATE VIEW run_status AS
+SELECT id AS run_id,
+       CASE WHEN state = 'running'
+                 AND coalesce(heartbeat_at, started_at) < CAST(strftime('%s', 'now') AS INTEGER) - 60
+            THEN 'interrupted' ELSE state END AS state
+FROM run;

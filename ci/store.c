@@ -1,6 +1,7 @@
 /* store.c — see store.h. */
 #include "store.h"
 #include "stats.h"
+#include "store_write.h"
 
 #include <math.h>
 #include <signal.h>
@@ -232,11 +233,7 @@ void store_close(sqlite3 *db)
 }
 
 /* ------------------------------------------------------------------ writing a run */
-typedef struct wctx {
-    sqlite3 *db;
-    char *err;
-    size_t cap;
-} wctx;
+typedef store_wctx wctx;
 
 static int fail(wctx *w, const char *what)
 {
@@ -346,19 +343,25 @@ static long kill_after_results(void)
     return s && *s ? atol(s) : -1;
 }
 
-static int write_body(wctx *w, run_record *r, const char *source, int64_t *run_id)
+int64_t store_w_run(wctx *w, const run_record *r, const char *source, const char *state, int64_t *machine_id)
 {
-    int64_t machine_id = upsert_machine(w, r);
-    if (machine_id < 0) return -1;
+    *machine_id = upsert_machine(w, r);
+    if (*machine_id < 0) return -1;
     int64_t revision_id = upsert_revision(w, r);
     if (revision_id < 0) return -1;
-
-    sqlite3_stmt *st = prep(w,
-        "INSERT INTO run(uuid, machine_id, revision_id, suite, reason, started_at, finished_at, runner, "
-        "runner_version, dirty, env, source, imported_at) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) RETURNING id");
+    int live = strcmp(state, "complete") != 0;
+    /* a whole run leaves the columns of migration 4 at their defaults (state 'complete'),
+     * so it can be written into a store of any schema version (the tests build older ones) */
+    sqlite3_stmt *st = prep(w, live
+        ? "INSERT INTO run(uuid, machine_id, revision_id, suite, reason, started_at, finished_at, runner, "
+          "runner_version, dirty, env, source, imported_at, state, heartbeat_at, runner_pid) "
+          "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16) RETURNING id"
+        : "INSERT INTO run(uuid, machine_id, revision_id, suite, reason, started_at, finished_at, runner, "
+          "runner_version, dirty, env, source, imported_at) "
+          "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) RETURNING id");
     if (!st) return -1;
     bind_text(st, 1, r->uuid);
-    sqlite3_bind_int64(st, 2, machine_id);
+    sqlite3_bind_int64(st, 2, *machine_id);
     sqlite3_bind_int64(st, 3, revision_id);
     bind_text(st, 4, r->suite); bind_text(st, 5, r->reason);
     sqlite3_bind_int64(st, 6, r->started_at); sqlite3_bind_int64(st, 7, r->finished_at);
@@ -367,86 +370,106 @@ static int write_body(wctx *w, run_record *r, const char *source, int64_t *run_i
     bind_text(st, 11, r->env_json); bind_text(st, 12, source);
     if (strcmp(source, "local") != 0) sqlite3_bind_int64(st, 13, (int64_t)time(NULL));
     else sqlite3_bind_null(st, 13);
-    int64_t rid = step_id(w, st, "run");
-    if (rid < 0) return -1;
-
-    int64_t *ctx_ids = calloc(r->n_contexts + 1, sizeof *ctx_ids);
-    int64_t *dev_ids = calloc(r->n_contexts + 1, sizeof *dev_ids);
-    if (!ctx_ids || !dev_ids) { free(ctx_ids); free(dev_ids); snprintf(w->err, w->cap, "out of memory"); return -1; }
-    int rc = -1;
-    for (size_t i = 0; i < r->n_contexts; ++i) {
-        const rr_context *c = &r->contexts[i];
-        dev_ids[i] = upsert_device(w, machine_id, c);
-        if (dev_ids[i] < 0) goto out;
-        st = prep(w, "INSERT INTO context(run_id, backend, device_id, describe, driver, runtime, clocks, code_hash) "
-                     "VALUES(?1,?2,?3,?4,?5,?6,?7,?8) RETURNING id");
-        if (!st) goto out;
-        sqlite3_bind_int64(st, 1, rid); bind_text(st, 2, c->backend); sqlite3_bind_int64(st, 3, dev_ids[i]);
-        bind_text(st, 4, c->describe); bind_text(st, 5, c->driver); bind_text(st, 6, c->runtime);
-        bind_text(st, 7, c->clocks_json); bind_text(st, 8, c->code_hash);
-        ctx_ids[i] = step_id(w, st, "context");
-        if (ctx_ids[i] < 0) {
-            snprintf(w->err, w->cap, "contexts[%zu]: backend \"%s\" on device \"%s\" appears twice in the run",
-                     i, c->backend, c->device_name);
-            goto out;
-        }
+    if (live) {
+        bind_text(st, 14, state);
+        sqlite3_bind_int64(st, 15, (int64_t)time(NULL));
+        sqlite3_bind_int64(st, 16, (int64_t)getpid());
     }
+    return step_id(w, st, "run");
+}
 
+int64_t store_w_context(wctx *w, int64_t run_id, int64_t machine_id, const rr_context *c, size_t i, int64_t *device_id)
+{
+    *device_id = upsert_device(w, machine_id, c);
+    if (*device_id < 0) return -1;
+    sqlite3_stmt *st = prep(w, "INSERT INTO context(run_id, backend, device_id, describe, driver, runtime, clocks, code_hash) "
+                               "VALUES(?1,?2,?3,?4,?5,?6,?7,?8) RETURNING id");
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, run_id); bind_text(st, 2, c->backend); sqlite3_bind_int64(st, 3, *device_id);
+    bind_text(st, 4, c->describe); bind_text(st, 5, c->driver); bind_text(st, 6, c->runtime);
+    bind_text(st, 7, c->clocks_json); bind_text(st, 8, c->code_hash);
+    int64_t id = step_id(w, st, "context");
+    if (id < 0)
+        snprintf(w->err, w->cap, "contexts[%zu]: backend \"%s\" on device \"%s\" appears twice in the run",
+                 i, c->backend, c->device_name);
+    return id;
+}
+
+int store_w_result(wctx *w, int64_t run_id, const run_record *r, size_t i, int64_t ctx_id, int64_t device_id)
+{
+    const rr_result *x = &r->results[i];
+    const rr_context *c = &r->contexts[x->context];
+    int64_t sid = upsert_series(w, r, c, device_id, x);
+    if (sid < 0) return -1;
     sqlite3_stmt *ins = prep(w,
         "INSERT INTO result(run_id, series_id, context_id, status, verdict, message, n_samples, warmup, "
         "min_us, q1_us, median_us, q3_us, max_us, mean_us, stddev_us, bytes, flops, gbps, tflops, ceiling, "
         "pct_of_ceiling, mismatched_bytes, checked_bytes, max_abs_err, rel_err, sqnr_db, threshold, output_hash, code_hash) "
         "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29)");
     sqlite3_stmt *smp = prep(w, "INSERT INTO sample(result_id, idx, time_us) VALUES(?1,?2,?3)");
-    if (!ins || !smp) { sqlite3_finalize(ins); sqlite3_finalize(smp); goto out; }
+    int rc = -1;
+    if (!ins || !smp) goto out;
+    sample_stats ss = stats_describe(x->samples_us, x->n_samples);
+    sqlite3_bind_int64(ins, 1, run_id); sqlite3_bind_int64(ins, 2, sid); sqlite3_bind_int64(ins, 3, ctx_id);
+    bind_text(ins, 4, x->status); bind_text(ins, 5, x->verdict); bind_text(ins, 6, x->message);
+    sqlite3_bind_int64(ins, 7, (int64_t)x->n_samples); sqlite3_bind_int64(ins, 8, x->warmup);
+    if (ss.n) {
+        sqlite3_bind_double(ins, 9, ss.min); sqlite3_bind_double(ins, 10, ss.q1);
+        sqlite3_bind_double(ins, 11, ss.median); sqlite3_bind_double(ins, 12, ss.q3);
+        sqlite3_bind_double(ins, 13, ss.max); sqlite3_bind_double(ins, 14, ss.mean);
+        sqlite3_bind_double(ins, 15, ss.stddev);
+    }
+    bind_opt_i(ins, 16, x->bytes); bind_opt_i(ins, 17, x->flops);
+    bind_opt_d(ins, 18, x->gbps); bind_opt_d(ins, 19, x->tflops);
+    bind_text(ins, 20, x->ceiling); bind_opt_d(ins, 21, x->pct_of_ceiling);
+    bind_opt_i(ins, 22, x->mismatched_bytes); bind_opt_i(ins, 23, x->checked_bytes);
+    bind_opt_d(ins, 24, x->max_abs_err); bind_opt_d(ins, 25, x->rel_err); bind_opt_d(ins, 26, x->sqnr_db);
+    bind_text(ins, 27, x->threshold); bind_text(ins, 28, x->output_hash);
+    bind_text(ins, 29, x->code_hash[0] ? x->code_hash : c->code_hash);
+    if (sqlite3_step(ins) != SQLITE_DONE) {
+        if (sqlite3_extended_errcode(w->db) == SQLITE_CONSTRAINT_UNIQUE)
+            snprintf(w->err, w->cap, "results[%zu]: a second result for series %s %s on %s/%s in one run",
+                     i, x->benchmark, x->params_json, c->backend, c->device_name);
+        else
+            snprintf(w->err, w->cap, "results[%zu]: %s", i, sqlite3_errmsg(w->db));
+        goto out;
+    }
+    int64_t res_id = sqlite3_last_insert_rowid(w->db);
+    for (size_t k = 0; k < x->n_samples; ++k) {
+        sqlite3_reset(smp);
+        sqlite3_bind_int64(smp, 1, res_id);
+        sqlite3_bind_int64(smp, 2, (int64_t)k);
+        sqlite3_bind_double(smp, 3, x->samples_us[k]);
+        if (sqlite3_step(smp) != SQLITE_DONE) { fail(w, "sample"); goto out; }
+    }
+    rc = 0;
+out:
+    sqlite3_finalize(ins);
+    sqlite3_finalize(smp);
+    return rc;
+}
+
+static int write_body(wctx *w, run_record *r, const char *source, int64_t *run_id)
+{
+    int64_t machine_id;
+    int64_t rid = store_w_run(w, r, source, "complete", &machine_id);
+    if (rid < 0) return -1;
+    int64_t *ctx_ids = calloc(r->n_contexts + 1, sizeof *ctx_ids);
+    int64_t *dev_ids = calloc(r->n_contexts + 1, sizeof *dev_ids);
+    if (!ctx_ids || !dev_ids) { free(ctx_ids); free(dev_ids); snprintf(w->err, w->cap, "out of memory"); return -1; }
+    int rc = -1;
+    for (size_t i = 0; i < r->n_contexts; ++i) {
+        ctx_ids[i] = store_w_context(w, rid, machine_id, &r->contexts[i], i, &dev_ids[i]);
+        if (ctx_ids[i] < 0) goto out;
+    }
     long kill_at = kill_after_results();
     for (size_t i = 0; i < r->n_results; ++i) {
-        rr_result *x = &r->results[i];
-        const rr_context *c = &r->contexts[x->context];
-        int64_t sid = upsert_series(w, r, c, dev_ids[x->context], x);
-        if (sid < 0) goto out_stmts;
-        sample_stats ss = stats_describe(x->samples_us, x->n_samples);
-        sqlite3_reset(ins);
-        sqlite3_clear_bindings(ins);
-        sqlite3_bind_int64(ins, 1, rid); sqlite3_bind_int64(ins, 2, sid); sqlite3_bind_int64(ins, 3, ctx_ids[x->context]);
-        bind_text(ins, 4, x->status); bind_text(ins, 5, x->verdict); bind_text(ins, 6, x->message);
-        sqlite3_bind_int64(ins, 7, (int64_t)x->n_samples); sqlite3_bind_int64(ins, 8, x->warmup);
-        if (ss.n) {
-            sqlite3_bind_double(ins, 9, ss.min); sqlite3_bind_double(ins, 10, ss.q1);
-            sqlite3_bind_double(ins, 11, ss.median); sqlite3_bind_double(ins, 12, ss.q3);
-            sqlite3_bind_double(ins, 13, ss.max); sqlite3_bind_double(ins, 14, ss.mean);
-            sqlite3_bind_double(ins, 15, ss.stddev);
-        }
-        bind_opt_i(ins, 16, x->bytes); bind_opt_i(ins, 17, x->flops);
-        bind_opt_d(ins, 18, x->gbps); bind_opt_d(ins, 19, x->tflops);
-        bind_text(ins, 20, x->ceiling); bind_opt_d(ins, 21, x->pct_of_ceiling);
-        bind_opt_i(ins, 22, x->mismatched_bytes); bind_opt_i(ins, 23, x->checked_bytes);
-        bind_opt_d(ins, 24, x->max_abs_err); bind_opt_d(ins, 25, x->rel_err); bind_opt_d(ins, 26, x->sqnr_db);
-        bind_text(ins, 27, x->threshold); bind_text(ins, 28, x->output_hash);
-        bind_text(ins, 29, x->code_hash[0] ? x->code_hash : c->code_hash);
-        if (sqlite3_step(ins) != SQLITE_DONE) {
-            if (sqlite3_extended_errcode(w->db) == SQLITE_CONSTRAINT_UNIQUE)
-                snprintf(w->err, w->cap, "results[%zu]: a second result for series %s %s on %s/%s in one run",
-                         i, x->benchmark, x->params_json, c->backend, c->device_name);
-            else
-                snprintf(w->err, w->cap, "results[%zu]: %s", i, sqlite3_errmsg(w->db));
-            goto out_stmts;
-        }
-        int64_t res_id = sqlite3_last_insert_rowid(w->db);
-        for (size_t k = 0; k < x->n_samples; ++k) {
-            sqlite3_reset(smp);
-            sqlite3_bind_int64(smp, 1, res_id);
-            sqlite3_bind_int64(smp, 2, (int64_t)k);
-            sqlite3_bind_double(smp, 3, x->samples_us[k]);
-            if (sqlite3_step(smp) != SQLITE_DONE) { fail(w, "sample"); goto out_stmts; }
-        }
+        int ci = r->results[i].context;
+        if (store_w_result(w, rid, r, i, ctx_ids[ci], dev_ids[ci])) goto out;
         if (kill_at >= 0 && (long)(i + 1) >= kill_at) raise(SIGKILL);
     }
     *run_id = rid;
     rc = 0;
-out_stmts:
-    sqlite3_finalize(ins);
-    sqlite3_finalize(smp);
 out:
     free(ctx_ids);
     free(dev_ids);

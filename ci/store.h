@@ -3,9 +3,10 @@
  *
  * Opening applies the pending `-- @migration N` sections of the schema (each in its own
  * transaction) and refuses a database whose user_version is newer than this binary
- * knows. Every connection runs with WAL, a busy timeout and foreign keys on. A run is
- * written in ONE transaction (store_write_run): a writer killed at any point leaves the
- * database without that run, never half of it.
+ * knows. Every connection runs with WAL, a busy timeout and foreign keys on. An imported
+ * or uploaded run is written in ONE transaction (store_write_run): a writer killed at any
+ * point leaves the database without that run, never half of it. `qgmm-bench run` writes
+ * its run as it measures it instead (store_live.h).
  */
 #ifndef QGMM_CI_STORE_H
 #define QGMM_CI_STORE_H

@@ -275,6 +275,7 @@ void render_run(req *r, const jval *m) {
   buf_json_num(&r->body, jget_num(run, "error", 0));
   hf(r, " error</p></div><div class=\"cols\"><section class=\"card\"><h2>Run</h2><dl class=\"kv\">");
   kv(r, "reason", run, "reason");
+  kv(r, "state", run, "state");
   hf(r, "<dt>finished</dt><dd>");
   fmt_when(r, jget_num(run, "finished_at", NAN));
   hf(r, "</dd>");

@@ -167,6 +167,12 @@ void render_runs(req *r, const jval *m) {
     const jval *x = runs->items[i];
     hf(r, "<tr><td>");
     run_link(r, jget_str(x, "run", NULL));
+    /* a run still measuring, or stopped before its end (state from the run_status view) */
+    const char *state = jget_str(x, "state", "complete");
+    if (strcmp(state, "complete") != 0) {
+      hf(r, " ");
+      badge(r, strcmp(state, "running") == 0 ? "warn" : "fail", state);
+    }
     hf(r, "</td><td>");
     fmt_when(r, jget_num(x, "started_at", NAN));
     hf(r, "</td><td>");
