@@ -26,8 +26,27 @@ static const char *short_shape(const char *shape, const char *params)
     return shape && shape[0] ? shape : params;
 }
 
+/* % of ceiling. Above 100 the ceiling, not the op, is what is wrong (it was measured slower
+ * than work that moves the same bytes): the number gets the SUSPECT_MARK and the table a note. */
+#define SUSPECT_MARK "!"
+static int fmt_pct(double pct, char *out, size_t cap)
+{
+    if (!isfinite(pct)) { snprintf(out, cap, "-"); return 0; }
+    snprintf(out, cap, "%.1f%%%s", pct, pct > 100.0 ? SUSPECT_MARK : "");
+    return pct > 100.0;
+}
+
+static void suspect_note(FILE *out, size_t n)
+{
+    if (n)
+        fprintf(out, "%s %zu result%s above 100 %% of the ceiling: that backend's ceiling is suspect (measured slower "
+                     "than the op itself), so those percentages mean nothing until it is fixed\n",
+                SUSPECT_MARK, n, n == 1 ? " is" : "s are");
+}
+
 void report_run_table(const run_record *r, FILE *out)
 {
+    size_t suspect = 0;
     fprintf(out, "%-46s %-24s %-8s %12s %16s %8s  %s\n", "op", "shape", "backend", "median", "rate", "%ceil",
             "numerics");
     for (size_t i = 0; i < r->n_results; ++i) {
@@ -36,14 +55,14 @@ void report_run_table(const run_record *r, FILE *out)
         char med[32], rate[32], pct[16], op[64];
         report_fmt_us(rr_median(x), med, sizeof med);
         fmt_rate(x->gbps, x->tflops, rate, sizeof rate);
-        if (isfinite(x->pct_of_ceiling)) snprintf(pct, sizeof pct, "%.1f%%", x->pct_of_ceiling);
-        else snprintf(pct, sizeof pct, "-");
+        suspect += (size_t)fmt_pct(x->pct_of_ceiling, pct, sizeof pct);
         snprintf(op, sizeof op, "%s", x->label[0] ? x->label : x->benchmark);
         const char *verdict = strcmp(x->status, "ok") != 0 ? x->status : x->verdict;
         fprintf(out, "%-46.46s %-24.24s %-8s %12s %16s %8s  %s%s%s\n", op, short_shape(x->shape, x->params_json),
                 c->backend, med, rate, pct, verdict, x->message[0] && strcmp(x->verdict, "pass") ? ": " : "",
                 x->message[0] && strcmp(x->verdict, "pass") ? x->message : "");
     }
+    suspect_note(out, suspect);
 }
 
 static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err, size_t cap)
@@ -206,17 +225,19 @@ int report_history(sqlite3 *db, const char *spec, int limit, FILE *out, char *er
     sqlite3_bind_int(st, 2, limit);
     fprintf(out, "%6s  %-19s  %-10s %-22s %4s %12s %12s %12s %16s %7s  %s\n", "run", "started (UTC)", "revision", "driver",
             "n", "q1", "median", "q3", "rate", "%ceil", "numerics");
+    size_t suspect = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         char q1[32], md[32], q3[32], rate[32], pct[16] = "-";
         report_fmt_us(cd(st, 5), q1, sizeof q1);
         report_fmt_us(cd(st, 6), md, sizeof md);
         report_fmt_us(cd(st, 7), q3, sizeof q3);
         fmt_rate(cd(st, 8), cd(st, 9), rate, sizeof rate);
-        if (isfinite(cd(st, 10))) snprintf(pct, sizeof pct, "%.1f%%", cd(st, 10));
+        suspect += (size_t)fmt_pct(cd(st, 10), pct, sizeof pct);
         fprintf(out, "%6lld  %-19s  %-10.10s %-22.22s %4lld %12s %12s %12s %16s %7s  %s\n", (long long)sqlite3_column_int64(st, 0),
                 cs(st, 1), cs(st, 2), cs(st, 3)[0] ? cs(st, 3) : "-", (long long)sqlite3_column_int64(st, 4), q1, md, q3,
                 rate, pct, strcmp(cs(st, 11), "ok") ? cs(st, 11) : cs(st, 12));
     }
+    suspect_note(out, suspect);
     sqlite3_finalize(st);
     return 0;
 }

@@ -18,8 +18,14 @@ echo "[qgmm] backends on this machine:"
 "$BIN/qgmm-conformance" --backends || true
 echo "[qgmm] conformance over every backend present"
 "$BIN/qgmm-conformance" --backend all || echo "[qgmm] conformance reported failures (see above)"
-echo "[qgmm] nightly runner: suite $SUITE, every backend, into $DB"
-"$BIN/qgmm-bench" run --suite "$SUITE" --backend all --db "$DB" --reason main-job
+echo "[qgmm] nightly runner: suite $SUITE, every backend, into $DB (each result stored as it is measured)"
+# A run stopped before its end (Ctrl-C, a kill) keeps its results: finish it instead of starting over.
+if [ -f "$DB" ] && "$BIN/qgmm-bench" runs --db "$DB" --limit 1 2>/dev/null | awk 'NR == 2 { exit !($6 == "interrupted") }'; then
+  echo "[qgmm] the last run was interrupted: resuming it"
+  "$BIN/qgmm-bench" run --db "$DB" --resume latest
+else
+  "$BIN/qgmm-bench" run --suite "$SUITE" --backend all --db "$DB" --reason main-job
+fi
 "$BIN/qgmm-bench" gate --changepoints --db "$DB" || echo "[qgmm] gate: see the reasons above"
 echo "[qgmm] dashboard on http://$LISTEN  (Ctrl-C to stop)"
 exec "$BIN/qgmm-dash" --db "$DB" --listen "$LISTEN"
