@@ -45,7 +45,9 @@ static qgmm_status blocked_common(qgmm_context *ctx, int dir, qgmm_blocked_varia
         if (st != QGMM_OK) return st;
         p[BL_TABLE] = (int64_t)c->scratch.addr;
     }
-    p[BL_N] = dir == 0 ? p[BL_BLEN] : E * R * C;
+    /* to-blocked: one lane per 4 blocked bytes; from-blocked: one per plain scale */
+    p[BL_N] = dir == 0 ? (p[BL_BLEN] + 3) / 4 : E * R * C;
+    p[BL_WORDS] = (p[BL_BSTRIDE] == 1 || p[BL_BLEN] <= 1) && p[BL_BLK] % 4 == 0;
     return vk_dispatch(c, VKP_BLOCKED, p, QP_MAX, (p[BL_N] + 255) / 256);
 }
 

@@ -5,7 +5,8 @@
 //            start_g of one matrix of width cols_pad (table fields 2/3, rows);
 //  K-groups: group g is a rows_pad x 4*ceil(size_g/4) blocked matrix at byte
 //            start_g * rows_pad (table fields 2/3, scale columns; fields 0/1 in elements).
-// To-blocked runs one lane per blocked byte, so padding bytes are written (zero) too;
+// To-blocked runs one lane per 4 blocked bytes (one row's 4 columns of a tile: one group
+// lookup, one 4-byte store where aligned), so padding bytes are written (zero) too;
 // from-blocked one lane per plain scale (scales no group owns come back 0).
 #include "params.h"
 #include "common.glsl"
@@ -22,6 +23,48 @@ uint plain_at(int64_t e, int64_t r, int64_t c)
     return ld_u8(PA(BL_PLAIN), e * P(BL_PE) + r * P(BL_PR) + c * P(BL_PC));
 }
 
+// The blocked bytes off .. off + 3 (off a multiple of 4: columns c .. c + 3 of one row of
+// one tile), packed little-endian: the source row and first column are found once.
+uint blocked_word(int var, uint64_t table, int64_t off)
+{
+    const int64_t R = P(BL_R), C = P(BL_C), G = P(BL_G);
+    const int64_t colspad = P(BL_COLSPAD), rowspad = P(BL_ROWSPAD);
+    int64_t e = 0, r = -1, c = 0, lim = C; // source (e, r, c .. c + 3), columns below lim
+    if (var == V_2D || var == V_3D) {
+        e = off / P(BL_PEREXP);
+        blocked_coords(off % P(BL_PEREXP), colspad, r, c);
+        if (r >= R) r = -1;
+    } else if (var == V_MG) {
+        int64_t pr;
+        blocked_coords(off, colspad, pr, c);
+        const int64_t g = tab_group_of(table, G, 3, pr);
+        if (g >= 0) {
+            const int64_t local = pr - tab_get(table, g, 2);
+            const int64_t r0 = tab_get(table, g, 0), size = tab_get(table, g, 1) - r0;
+            if (local >= 0 && local < size) r = r0 + local;
+        }
+    } else {
+        const int64_t u = off / rowspad;
+        const int64_t g = tab_group_of(table, G, 3, u);
+        if (g >= 0) {
+            const int64_t ps = tab_get(table, g, 2), pe = tab_get(table, g, 3);
+            const int64_t c0 = tab_get(table, g, 0) / 32;
+            int64_t br, cl;
+            blocked_coords(off - ps * rowspad, pe - ps, br, cl);
+            if (u >= ps && br < R) {
+                r = br;
+                c = c0 + cl;
+                lim = tab_get(table, g, 1) / 32;
+            }
+        }
+    }
+    uint w = 0u;
+    if (r >= 0)
+        for (int k = 0; k < 4; ++k)
+            if (c + k < lim) w |= plain_at(e, r, c + k) << (8 * k);
+    return w;
+}
+
 void main()
 {
     const int64_t n = wg_linear() * 256 + int64_t(gl_LocalInvocationID.x);
@@ -34,35 +77,15 @@ void main()
     const uint64_t B = PA(BL_BLK);
     const int64_t bs = P(BL_BSTRIDE);
 
-    if (PI(BL_DIR) == 0) {
-        const int64_t off = n; // blocked byte
-        uint v = 0u;
-        if (var == V_2D || var == V_3D) {
-            const int64_t e = off / P(BL_PEREXP);
-            int64_t r, c;
-            blocked_coords(off % P(BL_PEREXP), colspad, r, c);
-            if (r < R && c < C) v = plain_at(e, r, c);
-        } else if (var == V_MG) {
-            int64_t pr, c;
-            blocked_coords(off, colspad, pr, c);
-            const int64_t g = tab_group_of(table, G, 3, pr);
-            if (g >= 0) {
-                const int64_t local = pr - tab_get(table, g, 2);
-                const int64_t r0 = tab_get(table, g, 0), size = tab_get(table, g, 1) - r0;
-                if (local >= 0 && local < size && c < C) v = plain_at(0, r0 + local, c);
-            }
+    if (PI(BL_DIR) == 0) { // n enumerates 4-byte words of the blocked buffer
+        const int64_t off = n * 4, len = P(BL_BLEN);
+        const uint w = blocked_word(var, table, off);
+        if (PI(BL_WORDS) != 0 && off + 4 <= len) {
+            st_u32(B, n, w);
         } else {
-            const int64_t u = off / rowspad;
-            const int64_t g = tab_group_of(table, G, 3, u);
-            if (g >= 0) {
-                const int64_t ps = tab_get(table, g, 2), pe = tab_get(table, g, 3);
-                const int64_t c0 = tab_get(table, g, 0) / 32, size = tab_get(table, g, 1) / 32 - c0;
-                int64_t r, cl;
-                blocked_coords(off - ps * rowspad, pe - ps, r, cl);
-                if (u >= ps && r < R && cl < size) v = plain_at(0, r, c0 + cl);
-            }
+            for (int k = 0; k < 4; ++k)
+                if (off + k < len) st_u8(B, (off + k) * bs, (w >> (8 * k)) & 0xFFu);
         }
-        st_u8(B, off * bs, v);
         return;
     }
     // blocked -> plain: n enumerates (e, r, c)

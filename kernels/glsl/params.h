@@ -128,6 +128,7 @@
 #define BL_G 15
 #define BL_TABLE 16
 #define BL_N 17
+#define BL_WORDS 18    /* to-blocked: 1 = the blocked buffer takes 4-byte stores (unit stride, aligned) */
 
 /* ---- pad.comp: pad / unpad token groups, group row ids */
 #define PD_MODE 0      /* 0 pad, 1 unpad, 2 row ids */
