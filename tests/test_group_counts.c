@@ -404,7 +404,9 @@ static void data_ops(int64_t G)
 static void cast_ops(int64_t G)
 {
     int32_t *offs = malloc(sizeof(int32_t) * (size_t)G);
-    const int64_t T = make_offs(offs, G, 1, 40), ext = T + 5;
+    /* ext: rows (or columns) of x, a multiple of 8 past the last group (the Vulkan backend's
+     * fast paths want 16-byte rows); one case adds 3 for ragged rows (its generic path) */
+    const int64_t T = make_offs(offs, G, 1, 40), ext = (T + 5 + 7) / 8 * 8;
     pair po = pair_upload(offs, 4 * (size_t)G);
     qgmm_status st[2];
     char what[96];
@@ -413,9 +415,9 @@ static void cast_ops(int64_t G)
         const qgmm_dtype xdt = xdts[xi];
         const size_t es = xdt == QGMM_F32 ? 4 : 2;
         /* groups along dim 1: x (R, C1), scales (G, R); bf16 rows of a multiple of 8
-         * elements (the Vulkan backend's row-segment path), f32 rows of any length */
+         * elements, f32 rows of any length */
         {
-            const int64_t R = 3, C1 = xi == 0 ? (ext + 7) / 8 * 8 : ext;
+            const int64_t R = 3, C1 = xi == 0 ? ext : ext + 3;
             const qgmm_fp8_rowwise_params prm = {1, xi == 0, xi == 0 ? QGMM_SCALE_MULTIPLIER : QGMM_SCALE_RECIPROCAL};
             void *hx = hp_values(xdt, (size_t)(R * C1));
             pair x = pair_upload(hx, es * (size_t)(R * C1));
@@ -443,7 +445,7 @@ static void cast_ops(int64_t G)
         }
         /* groups along dim 0: x (ext, N), q row- and column-major, scales (G, N) */
         for (int colmajor = 0; colmajor < 2; ++colmajor) {
-            const int64_t N = 24;
+            const int64_t N = 8;
             const qgmm_fp8_rowwise_params prm = {0, 0, QGMM_SCALE_RECIPROCAL};
             void *hx = hp_values(xdt, (size_t)(ext * N));
             pair x = pair_upload(hx, es * (size_t)(ext * N));
@@ -475,7 +477,7 @@ static void cast_ops(int64_t G)
     }
     /* the dual form: two column-major wgrad operands sharing the row groups */
     {
-        const int64_t N0 = 8, N1 = 24;
+        const int64_t N0 = 8, N1 = 8;
         const qgmm_fp8_rowwise_params prm = {0, 0, QGMM_SCALE_RECIPROCAL};
         void *h0 = hp_values(QGMM_BF16, (size_t)(ext * N0)), *h1 = hp_values(QGMM_BF16, (size_t)(ext * N1));
         pair x0 = pair_upload(h0, 2 * (size_t)(ext * N0)), x1 = pair_upload(h1, 2 * (size_t)(ext * N1));
