@@ -18,6 +18,7 @@
 #include "json.h"
 #include "qgmm.h"
 #include "qgmm_cases.h"
+#include "refcache.h"
 #include "report.h"
 #include "store.h"
 #include "store_json.h"
@@ -28,7 +29,7 @@ static const char *const RUN_HELP =
     "usage: qgmm-bench run [--suite smoke|nightly|NAME|FILE] [--backend all|cpu,cuda,hip,vulkan]\n"
     "                      [--db FILE] [--json FILE|-] [--reason TEXT] [--filter TEXT]\n"
     "                      [--budget-ms MS] [--check-max-mib N] [--sha SHA] [--commit-time ISO8601]\n"
-    "                      [--no-ceilings]\n"
+    "                      [--no-ceilings] [--ref-cache DIR|none]\n"
     "\n"
     "Runs every case of the suite on every selected backend present: checks its numerics\n"
     "against the CPU reference (bytes for casts, rel. error and SQNR for GEMMs, the shared\n"
@@ -57,6 +58,10 @@ static const char *const RUN_HELP =
     "                  as \"unchecked\" with the reason, never as a pass\n"
     "  --sha, --commit-time  the revision when not run inside the git work tree\n"
     "  --no-ceilings   skip the ceilings and the canary (faster; %-of-ceiling stays empty)\n"
+    "  --ref-cache DIR where the CPU reference of exact cases is kept between runs (the hash of\n"
+    "                  its output bytes per case and reference code; a corrupt entry is\n"
+    "                  recomputed); default $XDG_CACHE_HOME/qgmm/reference or\n"
+    "                  ~/.cache/qgmm/reference; none: computed once per run, not kept\n"
     "  --resume RUN    finish an interrupted run (id, uuid or prefix) under the same id with the\n"
     "                  options it was started with: results already stored are skipped; refused\n"
     "                  when the run is complete, still running, from another host, or when a\n"
@@ -206,7 +211,7 @@ static void case_params(const qgmm_case *c, char *params, size_t pcap, char *sha
 
 typedef struct run_opts {
     const char *suite, *backends, *db, *json, *reason, *filter, *sha, *commit_time;
-    const char *resume;
+    const char *resume, *ref_cache;
     double budget_ms;
     long long check_max_mib;
     int no_ceilings;
@@ -375,6 +380,51 @@ static void canary(qgmm_context *ctx, const bench_cfg *cfg, run_record *r, int c
     publish(r);
 }
 
+/* The CPU reference of exact cases (refcache.h): computed once per run, kept on disk. */
+static refcache g_refs;
+
+/* An exact check through the reference cache. The case is checked against a second instance
+ * on its own backend (poison, coverage, determinism: all on the device, fast), then its output
+ * hash is compared with the CPU reference's, computed at most once per run and case. A hash
+ * that differs gets the full byte comparison against the CPU, which says where (and, should
+ * the bytes match after all, corrects the cached entry). *hashed: the verdict came from the
+ * hash comparison. */
+static qgmm_status check_exact(const qgmm_case *c, const char *params, qgmm_case_instance *inst, qgmm_context *ctx,
+                               qgmm_context *ref, const bench_cfg *cfg, const qgmm_check_options *opts,
+                               qgmm_case_result *cr, int *hashed)
+{
+    *hashed = 0;
+    uint64_t key = refcache_key(&g_refs, c->id, params, c->seed, (int)c->in_dtype, (int)c->q_dtype, (int)c->out_dtype);
+    uint64_t want = 0;
+    int have = refcache_get(&g_refs, key, c->id, &want);
+    if (!have && cfg->exact_check_max_bytes > 0 && c->bytes > (double)cfg->exact_check_max_bytes) {
+        memset(cr, 0, sizeof *cr);
+        cr->verdict = QGMM_VERDICT_SKIPPED;
+        snprintf(cr->message, sizeof cr->message,
+                 "%.0f MiB is over the exact-check limit of %lld MiB (@exact_check_max_mib / --check-max-mib) and its "
+                 "CPU reference is not cached; conformance checks this op at smaller shapes",
+                 c->bytes / 1048576.0, cfg->exact_check_max_bytes >> 20);
+        return QGMM_OK;
+    }
+    int on_ref_backend = strcmp(qgmm_context_backend_name(ctx), qgmm_context_backend_name(ref)) == 0;
+    if (!have) {
+        qgmm_case_instance *ri = NULL;
+        qgmm_status st = qgmm_case_prepare(c, ref, &ri);
+        if (st == QGMM_OK) st = qgmm_case_check(ri, ref, opts, cr);
+        qgmm_case_release(ri);
+        if (st != QGMM_OK || cr->verdict != QGMM_VERDICT_PASS) return qgmm_case_check(inst, ref, opts, cr);
+        want = cr->output_hash;
+        refcache_put(&g_refs, key, c->id, want);
+        if (on_ref_backend) { *hashed = 1; return QGMM_OK; }  /* that check was this backend's */
+    }
+    qgmm_status st = qgmm_case_check(inst, ctx, opts, cr);
+    if (st != QGMM_OK || cr->verdict != QGMM_VERDICT_PASS) return st;
+    if (cr->output_hash == want) { *hashed = 1; return QGMM_OK; }
+    st = qgmm_case_check(inst, ref, opts, cr);
+    if (st == QGMM_OK && cr->verdict == QGMM_VERDICT_PASS) refcache_put(&g_refs, key, c->id, cr->output_hash);
+    return st;
+}
+
 static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, const bench_cfg *cfg, rr_result *x)
 {
     char params[400], shape[96];
@@ -401,17 +451,9 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
     }
     qgmm_check_options opts = {cfg->gemm_check_elems};
     qgmm_case_result cr;
-    if (c->check == QGMM_CHECK_EXACT && cfg->exact_check_max_bytes > 0 && c->bytes > (double)cfg->exact_check_max_bytes) {
-        memset(&cr, 0, sizeof cr);
-        cr.verdict = QGMM_VERDICT_SKIPPED;
-        snprintf(cr.message, sizeof cr.message,
-                 "%.0f MiB is over the exact-check limit of %lld MiB (@exact_check_max_mib / --check-max-mib); "
-                 "conformance checks this op at smaller shapes",
-                 c->bytes / 1048576.0, cfg->exact_check_max_bytes >> 20);
-        st = QGMM_OK;
-    } else {
-        st = qgmm_case_check(inst, ref, &opts, &cr);
-    }
+    int hashed = 0;
+    if (c->check == QGMM_CHECK_EXACT) st = check_exact(c, params, inst, ctx, ref, cfg, &opts, &cr, &hashed);
+    else st = qgmm_case_check(inst, ref, &opts, &cr);
     if (st != QGMM_OK) {
         char m[600];
         snprintf(m, sizeof m, "check harness: %s", qgmm_status_string(st));
@@ -430,7 +472,9 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
     } else if (c->check == QGMM_CHECK_EXACT) {
         x->mismatched_bytes = (int64_t)cr.mismatched_bytes;
         x->checked_bytes = (int64_t)cr.compared_bytes;
-        snprintf(th, sizeof th, "bit-exact vs cpu%s", cr.reference_is_same_backend ? " (same backend: determinism + coverage)" : "");
+        int same = strcmp(qgmm_context_backend_name(ctx), qgmm_context_backend_name(ref)) == 0;
+        snprintf(th, sizeof th, "bit-exact vs cpu%s", same ? " (same backend: determinism + coverage)"
+                                                     : hashed ? " (output hash vs the cpu reference's)" : "");
     } else {
         x->rel_err = cr.rel_fro_err;
         x->max_abs_err = cr.max_abs_err;
@@ -656,6 +700,19 @@ static int do_run(const run_opts *given)
         rr_free(&r); rr_free(&here); suite_free(&s); store_close(db); json_value_free(stored_opts);
         return 2;
     }
+    {
+        /* the reference's code: the cpu backend and this binary (the case library's inputs) */
+        char lib[1024] = "", h1[40], h2[40], dir[1024] = "";
+        sysinfo_library_of((const void *)qgmm_context_create, lib, sizeof lib);
+        sysinfo_file_hash(lib, h1);
+        sysinfo_file_hash("/proc/self/exe", h2);
+        uint64_t v = store_fnv1a64(store_fnv1a64(STORE_FNV_INIT, h1, strlen(h1)), h2, strlen(h2));
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (o->ref_cache && strcmp(o->ref_cache, "none") != 0) snprintf(dir, sizeof dir, "%s", o->ref_cache);
+        else if (!o->ref_cache && xdg && xdg[0]) snprintf(dir, sizeof dir, "%s/qgmm/reference", xdg);
+        else if (!o->ref_cache && home && home[0]) snprintf(dir, sizeof dir, "%s/.cache/qgmm/reference", home);
+        refcache_init(&g_refs, dir, v);
+    }
     size_t ncases = 0;
     for (size_t k = 0; k < s.n; ++k) if (!o->filter || strstr(s.cases[k].c.id, o->filter)) ++ncases;
     memset(&g_prog, 0, sizeof g_prog);
@@ -809,6 +866,10 @@ static int do_run(const run_opts *given)
     }
     qgmm_context_destroy(ref);
     if (g_tty) fprintf(stderr, "\n");
+    if (g_refs.dir[0])
+        fprintf(stderr, "qgmm-bench run: cpu reference cache %s: %zu found, %zu computed (%zu replacing a corrupt entry)\n",
+                g_refs.dir, g_refs.hits, g_refs.misses + g_refs.rejected, g_refs.rejected);
+    refcache_free(&g_refs);
     int stopped = g_stop;
     int complete = !stopped && !g_store_failed && !setup_error;
     r.finished_at = (int64_t)time(NULL);
@@ -877,6 +938,7 @@ int cmd_run(int argc, char **argv)
         if (opt_value(argc, argv, &i, "--db", &o.db)) continue;
         if (opt_value(argc, argv, &i, "--json", &o.json)) continue;
         if (opt_value(argc, argv, &i, "--resume", &o.resume)) continue;
+        if (opt_value(argc, argv, &i, "--ref-cache", &o.ref_cache)) continue;
         ++o.n_measure_opts;
         if (opt_value(argc, argv, &i, "--suite", &o.suite)) continue;
         if (opt_value(argc, argv, &i, "--backend", &o.backends)) continue;
