@@ -1,5 +1,6 @@
 /* bench_exec.c — event timing; see bench_exec.h. */
 #include "bench_exec.h"
+#include "stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,9 @@
 #include <time.h>
 
 #define BATCH 32
+/* the fewest samples whose median interval is judged (below, min..max covers the median with
+ * less than 97 % probability, so "converged" would mean little) */
+#define CI_MIN_SAMPLES 8
 
 static double now_ms(void)
 {
@@ -53,8 +57,10 @@ int bench_time(qgmm_context *ctx, bench_enqueue_fn fn, void *user, const bench_c
             return failed(out, ctx, st, "event create");
         }
     int rc = 0;
+    long next_check = cfg->ci_pct <= 0 ? n : cfg->min_samples > CI_MIN_SAMPLES ? cfg->min_samples : CI_MIN_SAMPLES;
     for (long done = 0; done < n && rc == 0;) {
         long b = n - done < BATCH ? n - done : BATCH;
+        if (next_check > done && next_check - done < b) b = next_check - done;
         for (long i = 0; i < b; ++i) {
             if (flush && (st = qgmm_buffer_fill(flush, 0, qgmm_buffer_size(flush), (uint8_t)i)) != QGMM_OK) {
                 rc = failed(out, ctx, st, "cache flush");
@@ -74,7 +80,12 @@ int bench_time(qgmm_context *ctx, bench_enqueue_fn fn, void *user, const bench_c
             out->us[out->n++] = ms * 1e3;
         }
         done += b;
+        if (rc == 0 && done >= next_check && done < n) {
+            if (stats_median_ci_rel(out->us, out->n) * 100.0 <= cfg->ci_pct) break;
+            next_check = done + (done / 4 > 8 ? done / 4 : 8);
+        }
     }
+    out->ci_rel = stats_median_ci_rel(out->us, out->n);
     /* bad offsets or an asynchronous device error surface here */
     if (rc == 0 && (st = qgmm_synchronize(ctx)) != QGMM_OK) rc = failed(out, ctx, st, "synchronize after timing");
     for (int i = 0; i < 2 * BATCH; ++i) qgmm_event_destroy(ev[i]);

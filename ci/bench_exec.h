@@ -2,11 +2,14 @@
  * bench_exec.h — timing with device events, and the suite files (suites/NAME.suite).
  *
  * Timing: warm-up executions (synchronized, host-timed) until both warmup_min runs and
- * warmup_ms have passed; their mean estimates one execution, which sets
- * N = clamp(budget_ms / estimate, min_samples, max_samples). Then N samples, each the
+ * warmup_ms have passed; the last one estimates one execution, which sets the cap
+ * N = clamp(budget_ms / estimate, min_samples, max_samples). Then samples, each the
  * device time between two qgmm_event recordings around one enqueue; events are
  * recorded in batches and read after the batch, so the host never waits between
- * samples of a batch (GPU launches stay back to back).
+ * samples of a batch (GPU launches stay back to back). Sampling stops before the cap once
+ * at least min_samples are in and the median's 95 % interval is within ci_pct % of it
+ * (checked after min_samples, then every quarter more): a quiet case costs its floor, a
+ * noisy one its budget.
  */
 #ifndef QGMM_CI_BENCH_EXEC_H
 #define QGMM_CI_BENCH_EXEC_H
@@ -18,6 +21,8 @@
 typedef struct bench_cfg {
     double budget_ms;       /* per case */
     int min_samples, max_samples;
+    double ci_pct;          /* stop once the median's 95 % interval half-width is <= this % of
+                               the median (0: always the cap) */
     int warmup_min;
     double warmup_ms;
     long long gemm_check_elems;   /* NUMERIC checks: output elements compared (0 = all) */
@@ -40,6 +45,7 @@ typedef struct bench_samples {
     double *us;
     size_t n;
     int warmup;
+    double ci_rel;          /* the median's 95 % interval half-width / median at the end */
     qgmm_status status;     /* first failure (then samples may be partial: discard) */
     char message[512];
 } bench_samples;

@@ -161,3 +161,19 @@ mw_result stats_mann_whitney(const double *a, size_t n1, const double *b, size_t
     if (r.p > 1.0) r.p = 1.0;
     return r;
 }
+
+double stats_median_ci_rel(const double *x, size_t n)
+{
+    if (n < 2) return INFINITY;
+    double *s = sorted_copy(x, n);
+    if (!s) return INFINITY;
+    /* ranks n/2 -+ 0.98 sqrt(n) (1-based; the normal approximation of Binomial(n, 1/2) at 95 %) */
+    double half = 0.98 * sqrt((double)n);
+    long lo = (long)floor((double)n / 2.0 - half), hi = (long)ceil((double)n / 2.0 + 1.0 + half);
+    if (lo < 1) lo = 1;
+    if (hi > (long)n) hi = (long)n;
+    double med = q_sorted(s, n, 0.5);
+    double w = (s[hi - 1] - s[lo - 1]) / 2.0;
+    free(s);
+    return med > 0 ? w / med : INFINITY;
+}

@@ -20,6 +20,9 @@ double stats_quantile(const double *x, size_t n, double p);
 sample_stats stats_describe(const double *x, size_t n);
 /* Median absolute deviation from the median, scaled by 1.4826 (a robust stddev). */
 double stats_mad(const double *x, size_t n);
+/* Half-width of the distribution-free 95 % confidence interval of the median (order
+ * statistics at ranks n/2 -+ 0.98 sqrt(n)), relative to the median; INFINITY when n < 2. */
+double stats_median_ci_rel(const double *x, size_t n);
 
 typedef struct mw_result {
     double u1;        /* U of the first sample: #pairs (a, b) with a > b, ties 1/2 */

@@ -215,6 +215,7 @@ static void apply(bench_cfg *c, const char *key, const char *val)
     if (strcmp(key, "budget_ms") == 0) c->budget_ms = atof(val);
     else if (strcmp(key, "min_samples") == 0) c->min_samples = atoi(val);
     else if (strcmp(key, "max_samples") == 0) c->max_samples = atoi(val);
+    else if (strcmp(key, "ci_pct") == 0) c->ci_pct = atof(val);
     else if (strcmp(key, "warmup_min") == 0) c->warmup_min = atoi(val);
     else if (strcmp(key, "warmup_ms") == 0) c->warmup_ms = atof(val);
     else if (strcmp(key, "gemm_check_elems") == 0) c->gemm_check_elems = atoll(val);
@@ -235,6 +236,7 @@ void suite_config(const suite *s, const char *backend, int cpu_device, bench_cfg
     c->budget_ms = 200;
     c->min_samples = 5;
     c->max_samples = 200;
+    c->ci_pct = 1.0;
     c->warmup_min = 2;
     c->warmup_ms = 20;
     c->gemm_check_elems = 4096;

@@ -57,5 +57,12 @@ int main(void)
     CHECK(stats_mann_whitney(big2, 60, big1, 60).p < 1e-6, "shift p");
     CHECK(stats_mann_whitney(big3, 60, big1, 60).p > 0.001, "no shift p %g", stats_mann_whitney(big3, 60, big1, 60).p);
     CHECK(stats_mann_whitney(a, 0, b, 5).p == 1.0, "empty");
+    /* the median's 95 % interval (order statistics n/2 -+ 0.98 sqrt n): 1..100 -> ranks 40 and 61 */
+    double seq[100], flat[9];
+    for (int i = 0; i < 100; ++i) seq[i] = 100 - i;
+    for (int i = 0; i < 9; ++i) flat[i] = 7.5;
+    CHECK(NEAR(stats_median_ci_rel(seq, 100), 10.5 / 50.5, 1e-12), "median interval %g", stats_median_ci_rel(seq, 100));
+    CHECK(stats_median_ci_rel(flat, 9) == 0, "a flat sample is converged");
+    CHECK(isinf(stats_median_ci_rel(flat, 1)), "one sample has no interval");
     return t_report("test_stats");
 }
