@@ -327,6 +327,7 @@ void render_run(req *r, const jval *m) {
         "<th>case</th><th>shape</th><th>backend</th><th>device</th><th>numerics</th>"
         "<th class=\"num\">median</th><th class=\"num\">rate</th><th class=\"num\">%% of ceiling</th>"
         "<th>check</th><th>message</th></tr></thead><tbody>");
+  size_t suspect = 0; /* results above 100 % of their ceiling */
   for (size_t i = 0; res && i < res->len; i++) {
     const jval *x = res->items[i];
     hf(r, "<tr><td>");
@@ -346,6 +347,10 @@ void render_run(req *r, const jval *m) {
     hf(r, "</td><td class=\"num\">");
     double pc = jget_num(x, "pct_of_ceiling", NAN);
     if (isfinite(pc)) hf(r, "%.1f", pc);
+    if (pc > 100.0) {
+      ++suspect;
+      hf(r, "<span class=\"bad\" title=\"above 100 %% of its ceiling: that ceiling is suspect\">!</span>");
+    }
     hf(r, "</td><td class=\"dim\">");
     h(r, jget_str(x, "threshold", ""));
     double sq = jget_num(x, "sqnr_db", NAN);
@@ -355,6 +360,10 @@ void render_run(req *r, const jval *m) {
     hf(r, "</td></tr>");
   }
   hf(r, "</tbody></table>");
+  if (suspect)
+    hf(r, "<p class=\"dim\" id=\"suspect-ceiling\"><span class=\"bad\">!</span> %zu result%s above 100 %% of "
+          "the ceiling: that backend's ceiling is suspect (measured slower than the op itself), so those "
+          "percentages mean nothing until it is fixed.</p>", suspect, suspect == 1 ? " is" : "s are");
   buf href = {0};
   buf_puts(&href, "/runs/");
   buf_url(&href, uuid);
