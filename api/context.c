@@ -126,8 +126,9 @@ static qgmm_status bad_offsets(qgmm_context *ctx)
                               u->op);
     }
     qgmm_set_error(ctx, QGMM_ERR_BAD_OFFSETS,
-                   "one of the %d ops with device offsets enqueued since the last synchronize read "
-                   "%s (device check) and wrote nothing:", n + ctx->offsets_log_dropped, what);
+                   "at least one of the %d ops with device offsets enqueued since the last "
+                   "synchronize read %s (device check) and wrote nothing:",
+                   n + ctx->offsets_log_dropped, what);
     for (int i = 0; i < n; ++i) {
         const qgmm_offsets_use *u = &ctx->offsets_log[i];
         qgmm_error_append(ctx, QGMM_ERR_BAD_OFFSETS, "%s %s (%s%s%s)", i ? ";" : "", u->op, u->arg,
