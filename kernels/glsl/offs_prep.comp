@@ -6,10 +6,9 @@
 // set the flag, so the main kernel writes nothing.
 // One workgroup: each lane walks a run of ceil(G / 256) consecutive groups twice (checks
 // and sums, then the records) and a workgroup scan of the per-lane sums gives each run its
-// padded start and tiles before it, exact in 64-bit integers. A single lane walking every
-// group would need 2 G loop iterations: llvmpipe (lavapipe) stops any invocation after
-// 65535 iterations of all its loops together, which cut the table short from G = 32768
-// on, and one lane is slow on any device at tens of thousands of groups.
+// padded start and tiles before it, exact in 64-bit integers. No lane walks every group:
+// llvmpipe (lavapipe) stops an invocation after 65535 iterations of all its loops together
+// (the API allows 65536 groups), and one lane is slow on any device at that count.
 #include "params.h"
 #include "common.glsl"
 layout(local_size_x = 256) in;
