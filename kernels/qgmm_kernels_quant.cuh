@@ -8,15 +8,22 @@
  *   qgmm_kq_generic     any layout: one warp per scale group (a rectangle of the
  *                       (E,R,C) view), strided loads; the fallback and the oracle shape.
  *   qgmm_kq_rowblock    32/128-element blocks along a contiguous last dim (MX dim0,
- *                       blockwise 1x128): 8 elements per thread, 16-byte loads, the
- *                       block's amax over 4/16 lanes by xor-shuffle, scales straight into
- *                       the plain or blocked layout.
+ *                       blockwise 1x128): V units of 8 elements per lane loaded together,
+ *                       LPB lanes per block (amax by xor-shuffle), the scale once per lane,
+ *                       scales straight into the plain or blocked layout.
+ *   qgmm_kq_rowreg      rowwise along a contiguous last dim (rowwise, 3D per (e,n)): a
+ *                       block per row, the whole row in registers, one barrier per row.
  *   qgmm_kq_rowseg      rowwise scale per (row, group) segment along a contiguous last
- *                       dim (rowwise, 3D per (e,n), jagged per-group rowwise): a warp per
+ *                       dim (jagged per-group rowwise, short or long rows): a warp per
  *                       segment, 16-byte body and scalar head/tail.
+ *   qgmm_kq_colstrip    (sm_90) rowwise scale along R with x read once: a cluster per
+ *                       (expert or group, 128-byte column strip), the strip in shared
+ *                       memory, the column amax exchanged through distributed shared
+ *                       memory; one or two tensors (the dual form) per launch.
  *   qgmm_kq_colamax +
- *   qgmm_kq_colscale    rowwise scale along R (colwise, jagged colwise, 3D transpose rhs):
- *                       partial column amax with atomicMax, then one scale per column.
+ *   qgmm_kq_colscale    rowwise scale along R elsewhere (colwise, jagged colwise, 3D
+ *                       transpose rhs): partial column amax with atomicMax, then one
+ *                       scale per column.
  *   qgmm_kq_transpose   cast along R writing R-contiguous output (the transposes): a
  *                       128x64 tile through shared memory, 16-byte stores; MX dim1 takes
  *                       its amax from the tile, rowwise its multiplier from colscale.
@@ -26,6 +33,12 @@
 #define QGMM_KERNELS_QUANT_CUH
 
 #include "qgmm_kernels_common.cuh"
+
+/* The NVIDIA-only paths (nvcc, not HIP or its host emulation): thread-block clusters with
+ * distributed shared memory and cp.async (sm_90, checked at launch), occupancy queries. */
+#if defined(__CUDACC__) && !defined(__HIP__)
+#define QGMM_K_NVIDIA 1
+#endif
 
 #define QGMM_KQ_ROWWISE 0
 #define QGMM_KQ_MX 1
@@ -191,49 +204,157 @@ QGMM_KERNEL void qgmm_kq_generic(qgmm_kquant a)
     }
 }
 
+/* ------------------------------------------------------------------ units
+ * A unit is 8 consecutive elements of x held as raw bits: one 16-byte load for bf16, two
+ * for f32. The fast kernels issue all their units' loads before the first use and widen
+ * to f32 only when a value is needed, so the registers hold bits, not floats. */
+template <int XF32> struct qgmm_kq_unit { uint4 w[XF32 ? 2 : 1]; };
+
+template <int XF32>
+QGMM_DEV void qgmm_kq_unit_load(qgmm_kq_unit<XF32> &u, const void *p, int64_t i)
+{
+    if (XF32) {
+        const uint4 *s = (const uint4 *)((const float *)p + i);
+        u.w[0] = QGMM_LDG(s);
+        u.w[XF32 ? 1 : 0] = QGMM_LDG(s + 1);
+    } else {
+        u.w[0] = QGMM_LDG((const uint4 *)((const uint16_t *)p + i));
+    }
+}
+
+template <int XF32>
+QGMM_DEV void qgmm_kq_unit_f32(const qgmm_kq_unit<XF32> &u, float v[8])
+{
+    if (XF32) {
+        const uint4 a = u.w[0], b = u.w[XF32 ? 1 : 0];
+        v[0] = qgmm_bits_f32(a.x); v[1] = qgmm_bits_f32(a.y); v[2] = qgmm_bits_f32(a.z); v[3] = qgmm_bits_f32(a.w);
+        v[4] = qgmm_bits_f32(b.x); v[5] = qgmm_bits_f32(b.y); v[6] = qgmm_bits_f32(b.z); v[7] = qgmm_bits_f32(b.w);
+    } else {
+        const uint32_t w[4] = {u.w[0].x, u.w[0].y, u.w[0].z, u.w[0].w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            v[2 * k] = qgmm_bf16_to_f32((uint16_t)(w[k] & 0xFFFFu));
+            v[2 * k + 1] = qgmm_bf16_to_f32((uint16_t)(w[k] >> 16));
+        }
+    }
+}
+
+template <int XF32>
+QGMM_DEV float qgmm_kq_unit_amax(const qgmm_kq_unit<XF32> &u, float amax)
+{
+    float v[8];
+    qgmm_kq_unit_f32<XF32>(u, v);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[k]));
+    return amax;
+}
+
 /* ------------------------------------------------------------------ rowblock
- * 2D blocks: x = TX threads along the row (TX a multiple of 32, so a warp never leaves a
- * row), y = rows. Thread (tx, ty) takes the 8-element chunk c8 = blockIdx.x*TX + tx of
- * rows blockIdx.y*TY + ty, then += gridDim.y*TY: no per-chunk index division, one 16-byte
- * load per thread in flight, high occupancy. TPG consecutive lanes = one scale block of
- * 8*TPG elements (amax by xor-shuffle). Requires: x.s2 == q.s2 == 1, C % (8*TPG) == 0,
- * 16-byte aligned x rows, 8-byte aligned q rows, E*R < 2^31. kind MX (TPG 4) or
- * BLOCKWISE with tile_rows 1 (TPG 16). */
-template <int TPG, int FMT>
+ * Scale blocks along a contiguous last dim (MX dim0: 32 elements, blockwise 1x128): a
+ * lane owns V consecutive units (8V elements, its V loads issued together) and LPB
+ * consecutive lanes form one scale block (LPB * 8V elements: MX 2 x 2 units, 1x128 4 x 4),
+ * so the block amax takes log2(LPB) xor-shuffles and each lane computes the block's scale
+ * once per V units. 2D launch: x = TX lanes along the row (TX a multiple of 32, so a
+ * warp never leaves a row), y = rows, rows += gridDim.y * TY. Requires: x.s2 == q.s2 ==
+ * 1, C % (8 * V * LPB) == 0, 16-byte aligned x rows, 8-byte aligned q rows, E*R < 2^31.
+ * kind MX or BLOCKWISE with tile_rows 1. */
+template <int LPB, int V, int FMT, int XF32>
 QGMM_KERNEL void qgmm_kq_rowblock(qgmm_kquant a)
 {
     const int tx = QGMM_TID % QGMM_NTHREADS_X, ty = QGMM_TID / QGMM_NTHREADS_X;
     const int ty_n = QGMM_NTHREADS / QGMM_NTHREADS_X;
-    const int64_t cpr = a.C / 8;
-    const int64_t c8 = QGMM_BID_X * QGMM_NTHREADS_X + tx;
-    const int valid = c8 < cpr;
+    const int64_t lanes = a.C / (8 * V);
+    const int64_t lc = QGMM_BID_X * QGMM_NTHREADS_X + tx;
+    const int valid = lc < lanes;
     const uint32_t rows = (uint32_t)(a.E * a.R), R = (uint32_t)a.R;
     uint8_t *qb = (uint8_t *)a.q.ptr;
-    const int64_t c = c8 * 8;
+    const int64_t c = lc * 8 * V;
     for (uint32_t row = (uint32_t)QGMM_BID_Y * ty_n + ty; row < rows; row += (uint32_t)QGMM_NBLOCKS_Y * ty_n) {
         const uint32_t e = row / R, r = row - e * R;
-        float v[8];
+        qgmm_kq_unit<XF32> u[V] = {}; /* zero only for the host emulation's compiler */
         float amax = 0.0f;
         if (valid) {
-            qgmm_kload8(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, c), v);
+            const int64_t xi = qgmm_kidx(a.x, e, r, c);
 #pragma unroll
-            for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[k]));
+            for (int k = 0; k < V; ++k) qgmm_kq_unit_load<XF32>(u[k], a.x.ptr, xi + 8 * k);
+#pragma unroll
+            for (int k = 0; k < V; ++k) amax = qgmm_kq_unit_amax<XF32>(u[k], amax);
         }
 #pragma unroll
-        for (int m = 1; m < TPG; m <<= 1) amax = qgmm_amax_combine(amax, QGMM_SHFL_XOR_F32(amax, m));
+        for (int m = 1; m < LPB; m <<= 1) amax = qgmm_amax_combine(amax, QGMM_SHFL_XOR_F32(amax, m));
         if (!valid) continue;
-        uint8_t out[8];
+        float mult;
         if (a.kind == QGMM_KQ_MX) {
             const uint8_t code = qgmm_mx_scale(amax, FMT, a.rceil);
-            qgmm_k_quantize8<FMT>(v, qgmm_e8m0_reciprocal(code), out);
-            if ((c8 % TPG) == 0) ((uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, r, c / (8 * TPG))] = code;
+            mult = qgmm_e8m0_reciprocal(code);
+            if ((lc % LPB) == 0) ((uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, r, c / (8 * V * LPB))] = code;
         } else {
-            const float mult = qgmm_blockwise_scale(amax, FMT);
-            qgmm_k_quantize8<FMT>(v, mult, out);
-            if ((c8 % TPG) == 0)
+            mult = qgmm_blockwise_scale(amax, FMT);
+            if ((lc % LPB) == 0)
                 qgmm_kq_store_scale_f32(a, e * a.s.s0 + r * a.s.s1 + (c / 128) * a.s.s2, qgmm_scale_reciprocal(mult));
         }
-        *(uint2 *)(qb + qgmm_kidx(a.q, e, r, c)) = qgmm_kpack8(out);
+        const int64_t qi = qgmm_kidx(a.q, e, r, c);
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            float v[8];
+            uint8_t out[8];
+            qgmm_kq_unit_f32<XF32>(u[k], v);
+            qgmm_k_quantize8<FMT>(v, mult, out);
+            *(uint2 *)(qb + qi + 8 * k) = qgmm_kpack8(out);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ rowreg
+ * Rowwise along contiguous C with the whole row in registers: one block per row (64, 128
+ * or 256 threads), unit j of the row in thread j % NT, slot j / NT < U; every load of
+ * the row is issued before the first is used, the row amax is a warp shuffle plus one
+ * shared slot per warp (two alternating slot sets: one barrier per row), then the
+ * multiplier, the cast from registers and 8-byte stores. Blocks loop over rows (a grid
+ * of whole residency). Requires x.s2 == q.s2 == 1, C % 8 == 0, 16-byte aligned x rows,
+ * 8-byte aligned q rows, C / 8 <= U * NT. */
+template <int FMT, int XF32, int U>
+QGMM_KERNEL void qgmm_kq_rowreg(qgmm_kquant a)
+{
+    QGMM_SHARED float part[2][QGMM_MAX_WARPS];
+    const int tid = QGMM_TID, nt = QGMM_NTHREADS;
+    const int lane = tid % QGMM_WARP, warp = tid / QGMM_WARP, nw = (nt + QGMM_WARP - 1) / QGMM_WARP;
+    const int64_t units = a.C / 8, rows = a.E * a.R;
+    uint8_t *qb = (uint8_t *)a.q.ptr;
+    int buf = 0;
+    for (int64_t row = QGMM_BID_X; row < rows; row += QGMM_NBLOCKS_X) {
+        const int64_t e = row / a.R, r = row - e * a.R;
+        const int64_t xrow = e * a.x.s0 + r * a.x.s1, qrow = e * a.q.s0 + r * a.q.s1;
+        qgmm_kq_unit<XF32> u[U] = {}; /* zero only for the host emulation's compiler: every use is loaded */
+#pragma unroll
+        for (int k = 0; k < U; ++k) {
+            const int64_t j = tid + (int64_t)k * nt;
+            if (j < units) qgmm_kq_unit_load<XF32>(u[k], a.x.ptr, xrow + 8 * j);
+        }
+        float amax = 0.0f;
+#pragma unroll
+        for (int k = 0; k < U; ++k)
+            if (tid + (int64_t)k * nt < units) amax = qgmm_kq_unit_amax<XF32>(u[k], amax);
+        amax = qgmm_warp_amax(amax);
+        if (lane == 0) part[buf][warp] = amax;
+        QGMM_SYNC();
+        amax = part[buf][0];
+        for (int w = 1; w < nw; ++w) amax = qgmm_amax_combine(amax, part[buf][w]);
+        buf ^= 1;
+        const float mult = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
+#pragma unroll
+        for (int k = 0; k < U; ++k) {
+            const int64_t j = tid + (int64_t)k * nt;
+            if (j < units) {
+                float v[8];
+                uint8_t o[8];
+                qgmm_kq_unit_f32<XF32>(u[k], v);
+                qgmm_k_quantize8<FMT>(v, mult, o);
+                *(uint2 *)(qb + qrow + 8 * j) = qgmm_kpack8(o);
+            }
+        }
+        if (tid == 0)
+            qgmm_kq_store_scale_f32(a, e * a.s.s0 + r * a.s.s1, a.recip ? qgmm_scale_reciprocal(mult) : mult);
     }
 }
 
@@ -362,6 +483,248 @@ QGMM_KERNEL void qgmm_kq_colscale(qgmm_kquant a)
         qgmm_kq_store_scale_f32(a, slot * a.s.s0 + c * a.s.s1, a.recip ? qgmm_scale_reciprocal(mult) : mult);
     }
 }
+
+/* ------------------------------------------------------------------ colstrip (sm_90)
+ * Rowwise scale along R with x read once (colwise, jagged colwise, 3D transpose rhs; one
+ * or two tensors: the dual form): a thread-block cluster of CS blocks per segment (slot =
+ * expert or group, strip = the 128 bytes of one line of x: 64 bf16 or 32 f32 columns).
+ * The segment's rows [r0, r1) are cut into pieces of 128 rows counted from r0 rounded down
+ * to 16; block `rank` of the cluster owns pieces rank, rank + CS, ... and copies them
+ * into its shared memory with cp.async (every copy in flight at once, no registers held);
+ * its column partial amax goes to a shared slot that the other blocks of the cluster read
+ * through distributed shared memory, so every block holds the segment's amax without a
+ * second read of x; then it casts its pieces from shared memory and writes each column's
+ * rows as 16-byte runs (q R-contiguous). A block owning more pieces than its P slots
+ * takes them in rounds: the amax over every round first (the last round stays resident),
+ * then the cast, re-reading the earlier rounds. Block 256 threads; dynamic shared memory
+ * P * 16 KiB. Requires: x.s2 == 1, 16-byte aligned x rows, C % 8 == 0, q.s1 == 1. The
+ * CUDA launcher instantiates it for bf16 x only (f32 measured slower than the passes). */
+#define QGMM_KQ_PIECE 128
+#define QGMM_KQ_PIECE_BYTES (QGMM_KQ_PIECE * 128)
+
+typedef struct qgmm_kq_pair {
+    qgmm_kquant t[2];
+} qgmm_kq_pair;
+
+#if defined(QGMM_K_NVIDIA)
+QGMM_DEV void qgmm_kq_cp16(void *smem, const void *gmem)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+#else
+    *(uint4 *)smem = *(const uint4 *)gmem;
+#endif
+}
+QGMM_DEV void qgmm_kq_cp_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+/* The whole cluster: barrier with release/acquire of shared memory (barrier.cluster). */
+QGMM_DEV void qgmm_kq_cluster_sync()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+/* f32 at the same shared-memory offset as `p` in block `rank` of the cluster. */
+QGMM_DEV float qgmm_kq_dsmem_f32(const float *p, unsigned rank)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    unsigned s = (unsigned)__cvta_generic_to_shared(p), d;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(d) : "r"(s), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(d) : "memory");
+    return v;
+#else
+    (void)rank;
+    return *p;
+#endif
+}
+QGMM_DEV unsigned qgmm_kq_cluster_rank()
+{
+    unsigned r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+    return r;
+}
+QGMM_DEV unsigned qgmm_kq_cluster_size()
+{
+    unsigned n = 1;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
+#endif
+    return n;
+}
+
+/* Copies local pieces [lp0, lp1) of the segment into slots 0.. (rows outside [r0, r1) and
+ * columns past C are not copied: never read below). */
+template <int XF32>
+QGMM_DEV void qgmm_kq_strip_load(const qgmm_kquant &a, uint8_t *sm, int64_t e, int64_t c0, int64_t base,
+                                 int64_t r0, int64_t r1, int lp0, int lp1, unsigned rank, unsigned cs)
+{
+    const int esz = XF32 ? 4 : 2, per16 = 16 / esz;
+    const char *xb = (const char *)a.x.ptr;
+    for (int lp = lp0; lp < lp1; ++lp) {
+        const int64_t prow = base + (int64_t)(rank + (unsigned)lp * cs) * QGMM_KQ_PIECE;
+        uint8_t *slot = sm + (size_t)(lp - lp0) * QGMM_KQ_PIECE_BYTES;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int ch = QGMM_TID + i * 256, rr = ch / 8, k16 = ch % 8;
+            const int64_t r = prow + rr, c = c0 + (int64_t)k16 * per16;
+            if (r >= r0 && r < r1 && c < a.C)
+                qgmm_kq_cp16(slot + rr * 128 + k16 * 16, xb + (size_t)(qgmm_kidx(a.x, e, r, c) * esz));
+        }
+    }
+}
+
+/* Column-pair (bf16) or column (f32) amax of resident pieces; word w = tid % 32, rows
+ * tid / 32 + 8 i. */
+template <int XF32>
+QGMM_DEV void qgmm_kq_strip_amax(const uint8_t *sm, int npieces, int64_t base, int64_t r0, int64_t r1,
+                                 int lp0, unsigned rank, unsigned cs, float m[2])
+{
+    const int w = QGMM_TID % 32, ph = QGMM_TID / 32;
+    for (int lp = 0; lp < npieces; ++lp) {
+        const int64_t prow = base + (int64_t)(rank + (unsigned)(lp0 + lp) * cs) * QGMM_KQ_PIECE;
+        const uint8_t *slot = sm + (size_t)lp * QGMM_KQ_PIECE_BYTES;
+        for (int rr = ph; rr < QGMM_KQ_PIECE; rr += 8) {
+            const int64_t r = prow + rr;
+            if (r < r0 || r >= r1) continue;
+            const uint32_t word = *(const uint32_t *)(slot + rr * 128 + w * 4);
+            if (XF32) {
+                m[0] = qgmm_amax_combine(m[0], qgmm_fabs_f32(qgmm_bits_f32(word)));
+            } else {
+                m[0] = qgmm_amax_combine(m[0], qgmm_fabs_f32(qgmm_bf16_to_f32((uint16_t)(word & 0xFFFFu))));
+                m[1] = qgmm_amax_combine(m[1], qgmm_fabs_f32(qgmm_bf16_to_f32((uint16_t)(word >> 16))));
+            }
+        }
+    }
+}
+
+/* Casts resident pieces: thread (w = tid % 32, chunk = tid / 32) takes 16 rows of its
+ * column(s) per piece; 16-byte stores where the 16 rows are all in [r0, r1) and q allows. */
+template <int FMT, int XF32>
+QGMM_DEV void qgmm_kq_strip_cast(const qgmm_kquant &a, const uint8_t *sm, int npieces, int64_t e, int64_t c0,
+                                 int64_t base, int64_t r0, int64_t r1, int lp0, unsigned rank, unsigned cs,
+                                 const float *mult, int vec_out)
+{
+    enum { NC = XF32 ? 1 : 2 };
+    const int w = QGMM_TID % 32, chk = QGMM_TID / 32;
+    uint8_t *qb = (uint8_t *)a.q.ptr;
+    for (int lp = 0; lp < npieces; ++lp) {
+        const int64_t rs = base + (int64_t)(rank + (unsigned)(lp0 + lp) * cs) * QGMM_KQ_PIECE + chk * 16;
+        if (rs >= r1 || rs + 16 <= r0) continue;
+        const uint8_t *slot = sm + (size_t)lp * QGMM_KQ_PIECE_BYTES + (size_t)(chk * 16) * 128 + w * 4;
+        float v[NC][16];
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+            const uint32_t word = *(const uint32_t *)(slot + k * 128);
+            if (XF32) {
+                v[0][k] = qgmm_bits_f32(word);
+            } else {
+                v[0][k] = qgmm_bf16_to_f32((uint16_t)(word & 0xFFFFu));
+                v[NC - 1][k] = qgmm_bf16_to_f32((uint16_t)(word >> 16));
+            }
+        }
+        const int full = rs >= r0 && rs + 16 <= r1;
+#pragma unroll
+        for (int h = 0; h < NC; ++h) {
+            const int64_t c = c0 + w * NC + h;
+            if (c >= a.C) continue;
+            uint8_t o[16];
+            qgmm_k_quantize8<FMT>(v[h], mult[w * NC + h], o);
+            qgmm_k_quantize8<FMT>(v[h] + 8, mult[w * NC + h], o + 8);
+            const int64_t qi = e * a.q.s0 + c * a.q.s2 + rs;
+            if (full && vec_out) {
+                const uint2 lo = qgmm_kpack8(o), hi = qgmm_kpack8(o + 8);
+                *(uint4 *)(qb + qi) = make_uint4(lo.x, lo.y, hi.x, hi.y);
+            } else {
+                for (int k = 0; k < 16; ++k)
+                    if (rs + k >= r0 && rs + k < r1) qb[qi + k] = o[k];
+            }
+        }
+    }
+}
+
+template <int FMT, int XF32>
+QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 1) qgmm_kq_colstrip(qgmm_kq_pair pr, int P, int vec_out0, int vec_out1)
+{
+    extern __shared__ __align__(16) uint8_t qgmm_kq_strip_sm[];
+    QGMM_SHARED float red[8][64];
+    QGMM_SHARED float part[64];
+    QGMM_SHARED float mult[64];
+    enum { NCOL = XF32 ? 32 : 64 };
+    const qgmm_kquant &a = pr.t[QGMM_BID_Z];
+    const int vec_out = QGMM_BID_Z ? vec_out1 : vec_out0;
+    const unsigned cs = qgmm_kq_cluster_size(), rank = qgmm_kq_cluster_rank();
+    const int64_t strip = QGMM_BID_X / cs, c0 = strip * NCOL;
+    if (c0 >= a.C) return; /* the other tensor of a dual call is wider: the whole cluster leaves */
+    if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.R, 1, a.status,
+                                         QGMM_BID_X == 0 && QGMM_BID_Y == 0 && QGMM_BID_Z == 0))
+        return; /* every block of every cluster decides alike */
+    const int64_t slot = QGMM_BID_Y, e = a.offs ? 0 : slot;
+    int64_t r0 = 0, r1 = a.R;
+    if (a.offs) {
+        r0 = slot == 0 ? 0 : a.offs[(slot - 1) * a.offs_stride];
+        r1 = a.offs[slot * a.offs_stride];
+    }
+    const int64_t base = r0 & ~(int64_t)15;
+    const int64_t npieces = (r1 - base + QGMM_KQ_PIECE - 1) / QGMM_KQ_PIECE;
+    const int nl = npieces > rank ? (int)((npieces - rank + cs - 1) / cs) : 0;
+    const int rounds = (nl + P - 1) / P;
+    uint8_t *sm = qgmm_kq_strip_sm;
+    float m[2] = {0.0f, 0.0f};
+    for (int ri = 0; ri < rounds; ++ri) {
+        const int lp0 = ri * P, lp1 = lp0 + P < nl ? lp0 + P : nl;
+        if (ri) QGMM_SYNC();
+        qgmm_kq_strip_load<XF32>(a, sm, e, c0, base, r0, r1, lp0, lp1, rank, cs);
+        qgmm_kq_cp_wait();
+        QGMM_SYNC();
+        qgmm_kq_strip_amax<XF32>(sm, lp1 - lp0, base, r0, r1, lp0, rank, cs, m);
+    }
+    {
+        const int w = QGMM_TID % 32, ph = QGMM_TID / 32;
+        if (XF32) {
+            red[ph][w] = m[0];
+        } else {
+            red[ph][2 * w] = m[0];
+            red[ph][2 * w + 1] = m[1];
+        }
+    }
+    QGMM_SYNC();
+    if (QGMM_TID < NCOL) {
+        float v = red[0][QGMM_TID];
+        for (int k = 1; k < 8; ++k) v = qgmm_amax_combine(v, red[k][QGMM_TID]);
+        part[QGMM_TID] = v;
+    }
+    qgmm_kq_cluster_sync(); /* every block's partials visible cluster-wide */
+    if (QGMM_TID < NCOL) {
+        float amax = 0.0f;
+        for (unsigned k = 0; k < cs; ++k) amax = qgmm_amax_combine(amax, qgmm_kq_dsmem_f32(&part[QGMM_TID], k));
+        const float mu = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
+        mult[QGMM_TID] = mu;
+        const int64_t c = c0 + QGMM_TID;
+        if (rank == 0 && c < a.C)
+            qgmm_kq_store_scale_f32(a, slot * a.s.s0 + c * a.s.s1, a.recip ? qgmm_scale_reciprocal(mu) : mu);
+    }
+    qgmm_kq_cluster_sync(); /* partials read everywhere (a block may leave), mult visible */
+    for (int k = 0; k < rounds; ++k) {
+        const int ri = k == 0 ? rounds - 1 : k - 1; /* the resident round first */
+        const int lp0 = ri * P, lp1 = lp0 + P < nl ? lp0 + P : nl;
+        if (k) {
+            QGMM_SYNC();
+            qgmm_kq_strip_load<XF32>(a, sm, e, c0, base, r0, r1, lp0, lp1, rank, cs);
+            qgmm_kq_cp_wait();
+            QGMM_SYNC();
+        }
+        qgmm_kq_strip_cast<FMT, XF32>(a, sm, lp1 - lp0, e, c0, base, r0, r1, lp0, rank, cs, mult, vec_out);
+    }
+}
+#endif /* QGMM_K_NVIDIA */
 
 /* ------------------------------------------------------------------ transpose tile
  * Block = 256 threads (exactly: the load and work split assume it), tile 128 rows (R) x 64 columns (C) of expert blockIdx.z.
@@ -582,10 +945,27 @@ static inline int qgmm_kquant_q_vec8(const qgmm_kquant *a)
     return a->q.s2 == 1 && a->C % 8 == 0 && ((uintptr_t)a->q.ptr % 8) == 0 && a->q.s1 % 8 == 0 &&
            a->q.s0 % 8 == 0;
 }
+/* Resident blocks per SM of `kernel` at `threads` threads: the occupancy query on CUDA,
+ * `guess` elsewhere. Persistent grids use it so that no partial last wave remains. */
+template <typename K>
+static inline int qgmm_k_resident(K kernel, int threads, int guess)
+{
+#if defined(QGMM_K_NVIDIA)
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, 0) == cudaSuccess && n > 0) return n;
+#else
+    (void)kernel;
+    (void)threads;
+#endif
+    return guess;
+}
 /* Launches qgmm_kq_transpose (cast along R into R-contiguous q) on the context's stream;
  * shared by the rowwise and MXFP8 casts (defined in backends/cuda/cast_rowwise.cu, whose
  * launches the HIP host emulation rewrites like every launcher file's). */
 qgmm_status qgmm_cuda_launch_kq_transpose(qgmm_context *ctx, const qgmm_kquant &a, const qgmm_tensor *x);
+/* Launches qgmm_kq_rowblock for MX dim0 (kind MX) or blockwise 1x128 with bf16 / f32 x
+ * (defined in backends/cuda/cast_blockwise.cu, shared with cast_mx.cu). */
+qgmm_status qgmm_cuda_launch_kq_rowblock(qgmm_context *ctx, const qgmm_kquant &a);
 #endif
 
 #endif /* QGMM_KERNELS_QUANT_CUH */

@@ -1,8 +1,10 @@
 /*
  * cast_blockwise.cu — FP8 blockwise quantize on CUDA (ops-spec §3): 1x128 with
- * qgmm_kq_rowblock<16> (16 threads x 8 elements per block), 128x128 with
- * qgmm_kq_tile128 (one block per tile, values held in registers, single pass). The
- * torchao / DeepGEMM scale layouts are strides of the scales tensor, written through.
+ * qgmm_kq_rowblock (4 lanes x 4 units of 8 elements per 128-element block, the units of a
+ * lane loaded together), 128x128 with qgmm_kq_tile128 (one block per tile, values held in
+ * registers, single pass). The torchao / DeepGEMM scale layouts are strides of the scales
+ * tensor, written through. The rowblock launch (a grid of resident blocks) lives here for
+ * cast_mx.cu too.
  */
 #include "cuda_internal.h"
 #include "qgmm_kernels_quant.cuh"
@@ -30,12 +32,8 @@ extern "C" qgmm_status qgmm_cuda_quantize_fp8_blockwise(qgmm_context *ctx, const
     if (scales->rank == 2) a.s.s0 = 0; /* rank-2 scales ignore e, as the reference does */
     if (a.E * a.R * a.C == 0) return QGMM_OK;
     const int fast = qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a) && a.E * a.R < ((int64_t)1 << 31);
-    if (fast && a.tile_rows == 1) {
-        unsigned gx, gy, bx, by;
-        qgmm_cuda_row_grid(ctx, a.C / 8, a.E * a.R, 8, &gx, &gy, &bx, &by);
-        const dim3 grid(gx, gy), block(bx, by);
-        QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_rowblock<16, FMT><<<grid, block, 0, c->stream>>>(a)));
-        return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowblock<16>");
+    if (fast && a.tile_rows == 1 && a.x_dtype != QGMM_K_F16) {
+        return qgmm_cuda_launch_kq_rowblock(ctx, a);
     }
     if (fast) {
         const int64_t tiles = a.E * ((a.R + 127) / 128) * (a.C / 128);
@@ -47,4 +45,34 @@ extern "C" qgmm_status qgmm_cuda_quantize_fp8_blockwise(qgmm_context *ctx, const
     const unsigned grid = qgmm_cuda_grid(ctx, (warps + 7) / 8, 256, 16);
     qgmm_kq_generic<<<grid, 256, 0, c->stream>>>(a);
     return qgmm_cuda_launch_check(ctx, "qgmm_kq_generic");
+}
+
+/* Lanes along a row: the fewest blocks of at most 256 lanes that cover the row, each a
+ * multiple of 32 lanes (320 lane-chunks: 2 x 160, not 256 + 64); rows fill the rest of a
+ * 256-thread block, and the grid holds the resident blocks once. */
+template <int LPB, int V, int FMT, int XF>
+static void rowblock_run(qgmm_context *ctx, const qgmm_kquant &a)
+{
+    const qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    const int64_t chunks = a.C / (8 * V), rows = a.E * a.R;
+    const int64_t nbx = (chunks + 255) / 256;
+    const int64_t tx = ((chunks + nbx - 1) / nbx + 31) / 32 * 32, ty = 256 / tx;
+    const int per_sm = qgmm_k_resident(qgmm_kq_rowblock<LPB, V, FMT, XF>, (int)(tx * ty), 8);
+    int64_t gy = (int64_t)c->sm_count * per_sm / nbx, need = (rows + ty - 1) / ty;
+    if (gy > need) gy = need;
+    if (gy > 65535) gy = 65535;
+    if (gy < 1) gy = 1;
+    const dim3 grid((unsigned)nbx, (unsigned)gy), block((unsigned)tx, (unsigned)ty);
+    qgmm_kq_rowblock<LPB, V, FMT, XF><<<grid, block, 0, c->stream>>>(a);
+}
+
+/* MX: 2 lanes x 2 units per 32-element block; 1x128: 4 lanes x 4 units per block. */
+qgmm_status qgmm_cuda_launch_kq_rowblock(qgmm_context *ctx, const qgmm_kquant &a)
+{
+    const int xf = a.x_dtype == QGMM_K_F32, mx = a.kind == QGMM_KQ_MX;
+    if (mx && xf) QGMM_FMT_DISPATCH(a.fmt, (rowblock_run<2, 2, FMT, 1>(ctx, a)));
+    else if (mx) QGMM_FMT_DISPATCH(a.fmt, (rowblock_run<2, 2, FMT, 0>(ctx, a)));
+    else if (xf) QGMM_FMT_DISPATCH(a.fmt, (rowblock_run<4, 4, FMT, 1>(ctx, a)));
+    else QGMM_FMT_DISPATCH(a.fmt, (rowblock_run<4, 4, FMT, 0>(ctx, a)));
+    return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowblock");
 }

@@ -1,7 +1,7 @@
 /*
  * cast_mx.cu — MXFP8 quantize on CUDA (ops-spec §2), FLOOR and RCEIL, plain or blocked
  * scales, rank 2 or 3:
- *   blocks along C (dim0 / 1x32): qgmm_kq_rowblock<4> — 4 threads x 8 elements per
+ *   blocks along C (dim0 / 1x32): qgmm_kq_rowblock — 2 lanes x 2 units of 8 elements per
  *     block, 16-byte loads, 8-byte stores, the E8M0 byte written straight to its plain
  *     or blocked (§4 swizzle) position: one pass, no second kernel;
  *   blocks along R (dim1 / 32x1, usually with the transposed (C, R) output):
@@ -62,12 +62,9 @@ extern "C" qgmm_status qgmm_cuda_quantize_mxfp8(qgmm_context *ctx, const qgmm_mx
     if (a.E * a.R * a.C == 0) return QGMM_OK;
 
     if (a.along_c) {
-        if (qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a) && a.E * a.R < ((int64_t)1 << 31)) {
-            unsigned gx, gy, bx, by;
-            qgmm_cuda_row_grid(ctx, a.C / 8, a.E * a.R, 8, &gx, &gy, &bx, &by);
-            const dim3 grid(gx, gy), block(bx, by);
-            QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_rowblock<4, FMT><<<grid, block, 0, c->stream>>>(a)));
-            return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowblock<4>");
+        if (qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a) && a.E * a.R < ((int64_t)1 << 31) &&
+            a.x_dtype != QGMM_K_F16) {
+            return qgmm_cuda_launch_kq_rowblock(ctx, a);
         }
         const int64_t warps = a.E * O * NB;
         const unsigned grid = qgmm_cuda_grid(ctx, (warps + 7) / 8, 256, 16);

@@ -1,21 +1,157 @@
 /*
  * cast_rowwise.cu — FP8 rowwise quantize on CUDA (ops-spec §1), every variant:
- *   scale along C (rowwise, 3D per (e,n), jagged per-group rowwise): qgmm_kq_rowseg, one
- *     warp per (row, group) segment, 16-byte loads, one pass over HBM (the re-read of
- *     the segment hits L1/L2). (A block-per-row variant holding the row in registers,
- *     measured on the H100, was slower at dim 2048/5120 and only 2 % faster at 7168.)
- *   scale along R (colwise, jagged colwise, 3D transpose rhs): qgmm_kq_colamax (partial
- *     column amax, atomicMax) -> qgmm_kq_colscale (scales + multiplier table) ->
- *     qgmm_kq_transpose (cast with the transpose through shared memory). Offsets stay on
- *     the device: each kernel checks them and finds row groups itself.
+ *   scale along C (rowwise, 3D per (e,n)): qgmm_kq_rowreg, a block per row with the row in
+ *     registers (rows of 512-16384 bf16 / 512-8192 f32 elements); jagged per-group
+ *     rowwise and other rows: qgmm_kq_rowseg, a warp per (row, group) segment.
+ *   scale along R (colwise, jagged colwise, 3D transpose rhs) with q R-contiguous, on
+ *     sm_90: qgmm_kq_colstrip, a thread-block cluster per (expert or group, 128-byte
+ *     column strip), x read once into shared memory and the column amax exchanged through
+ *     distributed shared memory; the dual form runs both tensors in the same launch.
+ *     Otherwise (other GPUs, HIP, other layouts): qgmm_kq_colamax (partial column amax,
+ *     atomicMax) -> qgmm_kq_colscale (scales + multiplier table) -> qgmm_kq_transpose.
+ *     Offsets stay on the device: each kernel checks them and finds row groups itself.
  * Other layouts take qgmm_kq_generic (any strides). Kernels: kernels/qgmm_kernels_quant.cuh.
  */
 #include "cuda_internal.h"
 #include "qgmm_kernels_quant.cuh"
 
-static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
-                                  const qgmm_tensor *x, const qgmm_tensor *offs,
-                                  const qgmm_tensor *q, const qgmm_tensor *scales)
+/* Threads per row (64, 128 or 256) and units per thread (<= 8 bf16, <= 4 f32) for
+ * qgmm_kq_rowreg; 0 when the row does not fit. */
+static int rowreg_plan(int64_t units, int xf32, int *nt, int *u)
+{
+    const int umax = xf32 ? 4 : 8;
+    if (units < 64) return 0; /* short rows: a warp per row (rowseg) uses the lanes better */
+    for (int t = 64; t <= 256; t *= 2) {
+        const int64_t k = (units + t - 1) / t;
+        if (k <= umax) {
+            *nt = t;
+            *u = (int)k;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+template <int FMT, int XF, int U>
+static void rowreg_run(qgmm_context *ctx, const qgmm_kquant &a, int nt)
+{
+    const qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    const unsigned grid = qgmm_cuda_grid(ctx, a.E * a.R, nt, qgmm_k_resident(qgmm_kq_rowreg<FMT, XF, U>, nt, 1024 / nt));
+    qgmm_kq_rowreg<FMT, XF, U><<<grid, nt, 0, c->stream>>>(a);
+}
+
+/* u units per thread; f32 x has u <= 4 (the clamp only avoids instantiating what
+ * rowreg_plan never picks). */
+template <int FMT, int XF>
+static void rowreg_units(qgmm_context *ctx, const qgmm_kquant &a, int nt, int u)
+{
+    switch (u) {
+    case 1: rowreg_run<FMT, XF, 1>(ctx, a, nt); break;
+    case 2: rowreg_run<FMT, XF, 2>(ctx, a, nt); break;
+    case 3: rowreg_run<FMT, XF, 3>(ctx, a, nt); break;
+    case 4: rowreg_run<FMT, XF, 4>(ctx, a, nt); break;
+    case 5: rowreg_run<FMT, XF, XF ? 4 : 5>(ctx, a, nt); break;
+    case 6: rowreg_run<FMT, XF, XF ? 4 : 6>(ctx, a, nt); break;
+    case 7: rowreg_run<FMT, XF, XF ? 4 : 7>(ctx, a, nt); break;
+    default: rowreg_run<FMT, XF, XF ? 4 : 8>(ctx, a, nt); break;
+    }
+}
+
+static qgmm_status rowreg_launch(qgmm_context *ctx, const qgmm_kquant &a, int nt, int u)
+{
+    if (a.x_dtype == QGMM_K_F32) QGMM_FMT_DISPATCH(a.fmt, rowreg_units<FMT, 1>(ctx, a, nt, u));
+    else QGMM_FMT_DISPATCH(a.fmt, rowreg_units<FMT, 0>(ctx, a, nt, u));
+    return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowreg");
+}
+
+#if defined(QGMM_K_NVIDIA)
+/* The colstrip plans that measured faster than the three passes on the H100 (docs/PERF.md,
+ * "CUDA casts"), by the pieces of 128 rows a segment is planned for: up to 4 pieces, one
+ * block holds the whole segment (no cluster); 40 to 144 pieces, a cluster of 8 blocks of
+ * at most 6 piece slots (96 KiB, two blocks per SM; longer segments take rounds, up to
+ * three). Clusters of small blocks (5-39 pieces) and blocks of 8 slots (one per SM)
+ * measured slower than the three passes, and so did every plan for f32 x. */
+#define QGMM_COLSTRIP_PMAX 6
+#define QGMM_COLSTRIP_SOLO 4
+#define QGMM_COLSTRIP_CLUSTER_MIN 40
+
+/* Rows the segments of a colstrip launch are planned for: the whole R, or for jagged
+ * groups 1.5x the mean group (longer groups take rounds). */
+static int64_t colstrip_rows(const qgmm_kquant &a)
+{
+    int64_t r = a.offs ? (a.R * 3 / 2 + a.G - 1) / a.G + 16 : a.R;
+    return r > a.R + 16 ? a.R + 16 : r;
+}
+
+static int64_t colstrip_pieces(const qgmm_kquant &a)
+{
+    return (colstrip_rows(a) + QGMM_KQ_PIECE - 1) / QGMM_KQ_PIECE;
+}
+
+/* x read once by qgmm_kq_colstrip: sm_90, bf16 x with 16-byte rows, q R-contiguous, at
+ * most 65535 slots (grid y), and a segment length with a measured plan (above). */
+static int colstrip_ok(const qgmm_cuda_ctx *c, const qgmm_kquant &a, const qgmm_tensor *x)
+{
+    const int64_t pieces = colstrip_pieces(a);
+    const int planned = pieces <= QGMM_COLSTRIP_SOLO ||
+                        (pieces >= QGMM_COLSTRIP_CLUSTER_MIN && pieces <= 3 * 8 * QGMM_COLSTRIP_PMAX);
+    return c->cc_major >= 9 && a.x_dtype == QGMM_K_BF16 && qgmm_kquant_x_vec(&a, x) && a.q.s1 == 1 && a.C > 0 &&
+           a.R < ((int64_t)1 << 31) && (a.offs ? a.G : a.E) <= 65535 && planned;
+}
+
+/* One launch over n (1 or 2) tensors of the same x dtype, fp8 format and slot count, with
+ * the plan of the longer planned segment. */
+static qgmm_status colstrip_launch(qgmm_context *ctx, const qgmm_kquant *t, int n)
+{
+    qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    qgmm_kq_pair pr;
+    pr.t[0] = t[0];
+    pr.t[1] = n > 1 ? t[1] : t[0];
+    const int ncol = 64; /* bf16 x (colstrip_ok): 64 columns per 128-byte strip */
+    const int64_t slots = t[0].offs ? t[0].G : t[0].E;
+    int64_t strips = 0, pieces = 0;
+    int vec_out[2] = {0, 0};
+    for (int i = 0; i < n; ++i) {
+        const qgmm_kquant &a = t[i];
+        const int64_t s = (a.C + ncol - 1) / ncol, p = colstrip_pieces(a);
+        if (s > strips) strips = s;
+        if (p > pieces) pieces = p;
+        vec_out[i] = ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
+    }
+    vec_out[1] = n > 1 ? vec_out[1] : vec_out[0];
+    const int cs = pieces <= QGMM_COLSTRIP_SOLO ? 1 : 8;
+    int64_t P = (pieces + cs - 1) / cs;
+    if (P > QGMM_COLSTRIP_PMAX) P = QGMM_COLSTRIP_PMAX;
+    if (P < 1) P = 1;
+    const size_t smem = (size_t)P * QGMM_KQ_PIECE_BYTES;
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = dim3((unsigned)(strips * cs), (unsigned)slots, (unsigned)n);
+    cfg.blockDim = dim3(256, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = c->stream;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = (unsigned)cs;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    cudaError_t err = cudaSuccess;
+    QGMM_FMT_DISPATCH(t[0].fmt, {
+        void (*k)(qgmm_kq_pair, int, int, int) = qgmm_kq_colstrip<FMT, 0>;
+        err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err == cudaSuccess) err = cudaLaunchKernelEx(&cfg, k, pr, (int)P, vec_out[0], vec_out[1]);
+    });
+    return qgmm_cuda_check(ctx, err, "qgmm_kq_colstrip");
+}
+#endif
+
+/* The kernel arguments of one rowwise call; QGMM_ERR_UNSUPPORTED for a variant the
+ * kernels do not cover. */
+static qgmm_status rowwise_args(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p, const qgmm_tensor *x,
+                                const qgmm_tensor *offs, const qgmm_tensor *q, const qgmm_tensor *scales,
+                                qgmm_kquant *out)
 {
     qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
     const int rank = x->rank, rd = p->reduce_dim;
@@ -40,12 +176,29 @@ static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_para
     a.s.ptr = qgmm_tensor_data(scales);
     if (scales->rank == 1) { a.s.s0 = other_n * scales->strides[0]; a.s.s1 = scales->strides[0]; }
     else { a.s.s0 = scales->strides[0]; a.s.s1 = scales->strides[1]; }
+    *out = a;
+    return QGMM_OK;
+}
+
+static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
+                                  const qgmm_tensor *x, const qgmm_tensor *offs,
+                                  const qgmm_tensor *q, const qgmm_tensor *scales)
+{
+    qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    qgmm_kquant a;
+    qgmm_status st = rowwise_args(ctx, p, x, offs, q, scales, &a);
+    if (st != QGMM_OK) return st;
+    const int jagged = a.offs != NULL;
     if (a.E * a.R * a.C == 0 && !jagged) return QGMM_OK;
     if (a.G == 0) return QGMM_OK;
 
     if (a.along_c) {
         const int64_t warps = a.E * a.G * a.R;
         const int fast = qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a) && a.E * a.R < ((int64_t)1 << 31);
+        int nt = 0, u = 0;
+        if (fast && !jagged && (a.x_dtype == QGMM_K_BF16 || a.x_dtype == QGMM_K_F32) &&
+            rowreg_plan(a.C / 8, a.x_dtype == QGMM_K_F32, &nt, &u))
+            return rowreg_launch(ctx, a, nt, u);
         if (fast) {
             const unsigned grid = qgmm_cuda_grid(ctx, (warps + 7) / 8, 256, 16);
             QGMM_FMT_DISPATCH(a.fmt, qgmm_kq_rowseg<FMT><<<grid, 256, 0, c->stream>>>(a));
@@ -56,6 +209,9 @@ static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_para
         return qgmm_cuda_launch_check(ctx, "qgmm_kq_generic");
     }
 
+#if defined(QGMM_K_NVIDIA)
+    if (colstrip_ok(c, a, x)) return colstrip_launch(ctx, &a, 1);
+#endif
     /* along R: amax pass, scale pass, cast+transpose pass; scratch = bits + table */
     const int64_t slots = jagged ? a.G : a.E;
     const size_t n = (size_t)(slots * a.C);
@@ -63,7 +219,7 @@ static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_para
     if (!ws) return QGMM_ERR_OUT_OF_MEMORY;
     a.amax_bits = (uint32_t *)ws;
     a.table = (float *)(ws + n * 4);
-    qgmm_status st = qgmm_cuda_check(ctx, cudaMemsetAsync(a.amax_bits, 0, n * 4, c->stream), "memset amax");
+    st = qgmm_cuda_check(ctx, cudaMemsetAsync(a.amax_bits, 0, n * 4, c->stream), "memset amax");
     if (st != QGMM_OK) return st;
     if (a.R > 0 && a.C > 0) {
         dim3 g1((unsigned)((a.C + 255) / 256), (unsigned)((a.R + QGMM_KQ_COL_ROWS - 1) / QGMM_KQ_COL_ROWS),
@@ -107,6 +263,8 @@ extern "C" qgmm_status qgmm_cuda_quantize_fp8_rowwise(qgmm_context *ctx, const q
     return rowwise_launch(ctx, p, x, offs, q, scales);
 }
 
+/* The dual form (two tensors, one offs): one colstrip launch over both when both scale
+ * along R into R-contiguous q with the same x dtype and fp8 format; otherwise two calls. */
 extern "C" qgmm_status qgmm_cuda_quantize_fp8_rowwise_dual(qgmm_context *ctx,
                                                            const qgmm_fp8_rowwise_params *p0,
                                                            const qgmm_tensor *x0, const qgmm_tensor *q0,
@@ -115,7 +273,21 @@ extern "C" qgmm_status qgmm_cuda_quantize_fp8_rowwise_dual(qgmm_context *ctx,
                                                            const qgmm_tensor *x1, const qgmm_tensor *q1,
                                                            const qgmm_tensor *s1, const qgmm_tensor *offs)
 {
-    qgmm_status st = qgmm_cuda_quantize_fp8_rowwise(ctx, p0, x0, offs, q0, s0);
+    qgmm_status st = qgmm_cuda_enter(ctx);
     if (st != QGMM_OK) return st;
-    return qgmm_cuda_quantize_fp8_rowwise(ctx, p1, x1, offs, q1, s1);
+#if defined(QGMM_K_NVIDIA)
+    {
+        const qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+        qgmm_kquant t[2];
+        if (rowwise_args(ctx, p0, x0, offs, q0, s0, &t[0]) == QGMM_OK &&
+            rowwise_args(ctx, p1, x1, offs, q1, s1, &t[1]) == QGMM_OK && !t[0].along_c && !t[1].along_c &&
+            t[0].x_dtype == t[1].x_dtype && t[0].fmt == t[1].fmt && t[0].E == t[1].E && t[0].G == t[1].G &&
+            t[0].R == t[1].R &&
+            t[0].G > 0 && colstrip_ok(c, t[0], x0) && colstrip_ok(c, t[1], x1))
+            return colstrip_launch(ctx, t, 2);
+    }
+#endif
+    st = rowwise_launch(ctx, p0, x0, offs, q0, s0);
+    if (st != QGMM_OK) return st;
+    return rowwise_launch(ctx, p1, x1, offs, q1, s1);
 }

@@ -22,7 +22,8 @@
 static qgmm_context *g_ctx;
 static int g_reps = 50;
 static double g_copy_gbps;
-static const char *g_filter;
+static const char *g_filter[16];
+static int g_nfilter;
 
 #define OK(call)                                                                                  \
     do {                                                                                          \
@@ -109,7 +110,11 @@ static void bench(const char *op, const char *shape, double bytes, run_fn fn, vo
 {
     char key[256];
     snprintf(key, sizeof key, "%s %s", op, shape);
-    if (g_filter && !strstr(key, g_filter)) return;
+    if (g_nfilter) {
+        int hit = 0;
+        for (int i = 0; i < g_nfilter; ++i) hit |= strstr(key, g_filter[i]) != NULL;
+        if (!hit) return;
+    }
     qgmm_event *e0, *e1;
     OK(qgmm_event_create(g_ctx, &e0));
     OK(qgmm_event_create(g_ctx, &e1));
@@ -159,6 +164,7 @@ typedef struct c2 {
     qgmm_fp8_rowwise_params rw;
     qgmm_fp8_blockwise_params bw;
     qgmm_tensor offs;
+    qgmm_tensor q1, s1; /* the second q and scales of the dual form */
 } c2;
 
 static qgmm_status r_mx(void *ud, int rot)
@@ -191,21 +197,45 @@ static qgmm_status r_deq(void *ud, int rot)
     return qgmm_dequantize(g_ctx, &f, &c->q, &c->s, NULL, &c->deq);
 }
 
-static void cases_2d(int64_t M, int64_t K)
+static qgmm_status r_dual(void *ud, int rot)
+{
+    c2 *c = (c2 *)ud;
+    (void)rot;
+    return qgmm_quantize_fp8_rowwise_dual(g_ctx, &c->rw, &c->x, &c->qcol, &c->s, &c->rw, &c->x, &c->q1, &c->s1,
+                                          &c->offs);
+}
+
+/* jagged colwise over token groups (x = (tokens, dim), q column-major) with G groups */
+static void case_jagged_colwise(c2 *c, const char *shape, int64_t G, double in, double qbytes)
+{
+    char op[64];
+    qgmm_buffer *ob = offs_buf(c->M, G, 16, 11);
+    c->offs = T(ob, QGMM_I32, 1, G, 0, 0);
+    c->rw = (qgmm_fp8_rowwise_params){0, 0, QGMM_SCALE_RECIPROCAL};
+    c->s = T(c->sbuf, QGMM_F32, 2, G, c->K, 0);
+    snprintf(op, sizeof op, "fp8_jagged_colwise_g%lld", (long long)G);
+    bench(op, shape, in + qbytes + 4.0 * G * c->K, r_rw, c, 1);
+    memset(&c->offs, 0, sizeof c->offs);
+    qgmm_buffer_free(ob);
+}
+
+static void cases_2d(int64_t M, int64_t K, int f32)
 {
     char shape[64];
-    snprintf(shape, sizeof shape, "%lldx%lld", (long long)M, (long long)K);
+    snprintf(shape, sizeof shape, "%lldx%lld%s", (long long)M, (long long)K, f32 ? ".f32" : "");
+    const qgmm_dtype xt = f32 ? QGMM_F32 : QGMM_BF16;
+    const int64_t esz = f32 ? 4 : 2;
     c2 c;
     memset(&c, 0, sizeof c);
     c.M = M;
     c.K = K;
-    qgmm_buffer *xb = rand_buf((size_t)(M * K * 2), 1);
+    qgmm_buffer *xb = rand_buf((size_t)(M * K * esz), 1);
     qgmm_buffer *qb = out_buf((size_t)(M * K));
     c.sbuf = out_buf((size_t)(M + 128 * 64) * (size_t)(K / 32 + 4) * 4 + (size_t)M * 4 * 64);
-    c.x = T(xb, QGMM_BF16, 2, M, K, 0);
+    c.x = T(xb, xt, 2, M, K, 0);
     c.q = T(qb, QGMM_F8E4M3FN, 2, M, K, 0);
     c.qcol = qgmm_tensor_make_colmajor(qb, 0, QGMM_F8E4M3FN, M, K);
-    const double in = 2.0 * M * K, qbytes = (double)M * K;
+    const double in = (double)esz * M * K, qbytes = (double)M * K;
 
     /* MXFP8 dim0 FLOOR plain, RCEIL blocked; dim1 FLOOR (transposed output) */
     c.mx = (qgmm_mxfp8_params){1, QGMM_MX_FLOOR, QGMM_SCALES_PLAIN};
@@ -214,7 +244,7 @@ static void cases_2d(int64_t M, int64_t K)
     c.mx = (qgmm_mxfp8_params){1, QGMM_MX_RCEIL, QGMM_SCALES_BLOCKED};
     c.s = T(c.sbuf, QGMM_E8M0, 1, (int64_t)qgmm_blocked_scales_bytes(M, K / 32), 0, 0);
     bench("mxfp8_dim0_rceil_blocked", shape, in + qbytes + qbytes / 32, r_mx, &c, 1);
-    {
+    if (!f32) {
         qgmm_buffer *db = out_buf((size_t)(M * K * 2));
         c.deq = T(db, QGMM_BF16, 2, M, K, 0);
         bench("dequant_mxfp8_dim0", shape, qbytes + qbytes / 32 + in, r_deq, &c, 1);
@@ -235,24 +265,39 @@ static void cases_2d(int64_t M, int64_t K)
     c.s = T(c.sbuf, QGMM_F32, 1, K, 0, 0);
     bench("fp8_colwise_t", shape, in + qbytes + 4.0 * K, r_rw, &c, 1);
 
-    /* jagged per-group: colwise over token groups (x = (tokens, dim)), 16 groups */
+    /* jagged per-group colwise over token groups, 16 and 64 groups; the dual form (two
+     * tensors, one offs: here x twice into two q / scales) with 16 groups */
+    case_jagged_colwise(&c, shape, 16, in, qbytes);
+    case_jagged_colwise(&c, shape, 64, in, qbytes);
     {
         const int64_t G = 16;
         qgmm_buffer *ob = offs_buf(M, G, 16, 11);
+        qgmm_buffer *q2 = out_buf((size_t)(M * K));
+        qgmm_buffer *s2 = out_buf((size_t)(G * K * 4));
         c.offs = T(ob, QGMM_I32, 1, G, 0, 0);
         c.rw = (qgmm_fp8_rowwise_params){0, 0, QGMM_SCALE_RECIPROCAL};
         c.s = T(c.sbuf, QGMM_F32, 2, G, K, 0);
-        bench("fp8_jagged_colwise_g16", shape, in + qbytes + 4.0 * G * K, r_rw, &c, 1);
+        c.q1 = qgmm_tensor_make_colmajor(q2, 0, QGMM_F8E4M3FN, M, K);
+        c.s1 = T(s2, QGMM_F32, 2, G, K, 0);
+        bench("fp8_jagged_colwise_dual_g16", shape, 2.0 * (in + qbytes + 4.0 * G * K), r_dual, &c, 1);
+        memset(&c.offs, 0, sizeof c.offs);
+        qgmm_buffer_free(ob);
+        qgmm_buffer_free(q2);
+        qgmm_buffer_free(s2);
+    }
+    {
         /* jagged rowwise: x viewed (dim, tokens) = (K, M) row-major with groups over M */
+        const int64_t G = 16;
+        qgmm_buffer *ob = offs_buf(M, G, 16, 11);
         c2 d = c;
-        d.x = T(xb, QGMM_BF16, 2, K, M, 0);
+        d.offs = T(ob, QGMM_I32, 1, G, 0, 0);
+        d.x = T(xb, xt, 2, K, M, 0);
         d.q = T(qb, QGMM_F8E4M3FN, 2, K, M, 0);
         d.rw = (qgmm_fp8_rowwise_params){1, 0, QGMM_SCALE_RECIPROCAL};
         d.s = T(c.sbuf, QGMM_F32, 2, G, K, 0);
         char sh2[64];
-        snprintf(sh2, sizeof sh2, "%lldx%lld", (long long)K, (long long)M);
+        snprintf(sh2, sizeof sh2, "%lldx%lld%s", (long long)K, (long long)M, f32 ? ".f32" : "");
         bench("fp8_jagged_rowwise_g16", sh2, in + qbytes + 4.0 * G * K, r_rw, &d, 1);
-        memset(&c.offs, 0, sizeof c.offs);
         qgmm_buffer_free(ob);
     }
 
@@ -425,22 +470,31 @@ static void cases_pad(int64_t T_, int64_t D, int64_t G)
 
 int main(int argc, char **argv)
 {
-    int quick = 0;
+    int quick = 0, focus = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: qgmm-cuda-casts-bench [--reps N] [--quick] [--filter SUBSTR]\n"
+            printf("usage: qgmm-cuda-casts-bench [--reps N] [--quick|--focus] [--filter SUBSTR]...\n"
                    "Times every CUDA cast/layout/padding op at the ops-spec section 8 shapes with\n"
                    "device events (median of N runs after 5 warm-ups, default 50) and prints CSV:\n"
                    "op,shape,us,GB/s,%% of the measured device-to-device copy bandwidth,bytes,status.\n"
-                   "--quick: one shape per family (smoke). Exit 77 without a CUDA device.\n");
+                   "--filter: only the cases whose \"op shape\" contains one of the SUBSTRs.\n"
+                   "--quick: one shape per family (smoke). --focus: the casts only, at (65536, 5120) and\n"
+                   "(16384, 7168) bf16, (32768, 5120) f32, 3D (16, 8192, 5120) / (16, 5120, 8192) bf16.\n"
+                   "Exit 77 without a CUDA device.\n");
             return 0;
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
             g_reps = atoi(argv[++i]);
             if (g_reps < 1) g_reps = 1;
         } else if (!strcmp(argv[i], "--quick")) {
             quick = 1;
+        } else if (!strcmp(argv[i], "--focus")) {
+            focus = 1;
         } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
-            g_filter = argv[++i];
+            if (g_nfilter == 16) {
+                fprintf(stderr, "at most 16 --filter arguments\n");
+                return 2;
+            }
+            g_filter[g_nfilter++] = argv[++i];
         } else {
             fprintf(stderr, "unknown argument %s (see --help)\n", argv[i]);
             return 2;
@@ -456,11 +510,11 @@ int main(int argc, char **argv)
         const size_t bytes = (size_t)2 << 30;
         b[0] = rand_buf(bytes, 0);
         b[1] = out_buf(bytes);
-        const char *f = g_filter;
-        g_filter = NULL;
+        const int nf = g_nfilter;
+        g_nfilter = 0;
         g_copy_gbps = 1.0;
         bench("copy_d2d", "2GiB", 2.0 * (double)bytes, run_copy, b, 1);
-        g_filter = f;
+        g_nfilter = nf;
         /* re-measure to get the number itself */
         qgmm_event *e0, *e1;
         OK(qgmm_event_create(g_ctx, &e0));
@@ -482,11 +536,22 @@ int main(int argc, char **argv)
     }
     printf("op,shape,us,gbps,pct_copy,bytes,status\n");
     const int64_t toks[3] = {16384, 65536, 131072}, dims[3] = {2048, 5120, 7168};
+    if (focus) {
+        cases_2d(65536, 5120, 0);
+        cases_2d(16384, 7168, 0);
+        cases_2d(32768, 5120, 1);
+        cases_3d(16, 8192, 5120);
+        cases_3d(16, 5120, 8192);
+        qgmm_context_destroy(g_ctx);
+        free(g_tile);
+        return 0;
+    }
     for (int t = 0; t < 3; ++t)
         for (int d = 0; d < 3; ++d) {
             if (quick && !(t == 0 && d == 2)) continue;
-            cases_2d(toks[t], dims[d]);
+            cases_2d(toks[t], dims[d], 0);
         }
+    if (!quick) cases_2d(32768, 5120, 1);
     const int64_t Es[3] = {1, 16, 128};
     for (int e = 0; e < 3; ++e) {
         if (quick && e != 1) continue;

@@ -136,6 +136,7 @@ OPS = {
     "fp8_rowwise": rowwise,
     "fp8_colwise_t": colwise_t,
     "fp8_jagged_colwise_g16": jagged_colwise,
+    "fp8_jagged_colwise_g64": jagged_colwise,
     "fp8_jagged_rowwise_g16": jagged_rowwise,
     "fp8_blockwise_1x128": blockwise_1x128,
     "dequant_mxfp8_dim0": dequant_mx_dim0,
@@ -171,10 +172,13 @@ def time_us(fn, reps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--qgmm-csv", help="CSV written by qgmm-cuda-casts-bench")
+    ap.add_argument("--base-csv", help="the same bench on an earlier build: adds its us and GB/s columns")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--wait-file")
     ap.add_argument("--out", help="write the joined table (markdown) here too")
     ap.add_argument("--quick", action="store_true", help="one shape per family")
+    ap.add_argument("--focus", action="store_true",
+                    help="the shapes of qgmm-cuda-casts-bench --focus (casts only, no jagged rowwise)")
     args = ap.parse_args()
 
     dev = "cuda"
@@ -217,76 +221,94 @@ def main():
     torch_copy = 2 * a.numel() / (copy_us * 1e-6) / 1e9
     del a, b
 
-    qg = {}
-    qgmm_copy = None
-    if args.qgmm_csv and os.path.exists(args.qgmm_csv):
-        for row in csv.reader(open(args.qgmm_csv)):
-            if len(row) == 2 and row[0] == "copy_gbps":
-                qgmm_copy = float(row[1])
-            elif len(row) >= 6 and row[0] not in ("op",) and row[2] not in ("NA", "us"):
-                qg[(row[0], row[1])] = (float(row[2]), float(row[3]), float(row[4]))
+    def read_csv(path):
+        rows, copy_gbps = {}, None
+        if path and os.path.exists(path):
+            for row in csv.reader(open(path)):
+                if len(row) == 2 and row[0] == "copy_gbps":
+                    copy_gbps = float(row[1])
+                elif len(row) >= 6 and row[0] not in ("op",) and row[2] not in ("NA", "us"):
+                    rows[(row[0], row[1])] = (float(row[2]), float(row[3]), float(row[4]))
+        return rows, copy_gbps
+
+    qg, qgmm_copy = read_csv(args.qgmm_csv)
+    base, base_copy = read_csv(args.base_csv)
 
     peer = {}
     toks = [16384, 65536, 131072] if not args.quick else [16384]
     dims = [2048, 5120, 7168] if not args.quick else [7168]
-    for m in toks:
-        for k in dims:
-            x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
-            shape = f"{m}x{k}"
-            o = offsets(m, 16, 16, 11, dev)
-            for name in ("mxfp8_dim0_floor", "mxfp8_dim1_floor", "fp8_rowwise", "fp8_colwise_t",
-                         "fp8_blockwise_1x128", "fp8_jagged_colwise_g16"):
-                f = comp[name]
-                if f is None:
-                    continue
-                peer[(name, shape)] = time_us((lambda f=f: f(x, o)) if "jagged" in name else (lambda f=f: f(x)), args.reps)
-            if comp["dequant_mxfp8_dim0"] is not None:
-                q, c = mx_dim0(x)
-                peer[("dequant_mxfp8_dim0", shape)] = time_us(lambda: comp["dequant_mxfp8_dim0"](q, c), args.reps)
-                del q, c
-            if comp["fp8_jagged_rowwise_g16"] is not None:
-                xt = x.view(k, m)
-                peer[("fp8_jagged_rowwise_g16", f"{k}x{m}")] = time_us(lambda: comp["fp8_jagged_rowwise_g16"](xt, o), args.reps)
-            del x
-            torch.cuda.empty_cache()
-    for e in ([1, 16, 128] if not args.quick else [16]):
-        for n, k in ((8192, 5120), (5120, 8192)):
-            w = torch.randn(e, n, k, device=dev, dtype=torch.bfloat16)
-            shape = f"{e}x{n}x{k}"
-            for name in ("fp8_3d_transpose_rhs", "mxfp8_3d_dim0_blocked", "fp8_blockwise_128x128"):
-                if comp[name] is not None:
-                    peer[(name, shape)] = time_us(lambda f=comp[name]: f(w), args.reps)
-            del w
-            torch.cuda.empty_cache()
-    for e in ([1, 2, 4, 8, 16] if not args.quick else [16]):
-        for r, c in ((8192, 160), (5120, 256)):
-            s = torch.randint(0, 255, (e, r, c), device=dev, dtype=torch.uint8)
-            if comp["swizzle_3d"] is not None:
-                peer[("swizzle_3d", f"{e}x{r}x{c}")] = time_us(lambda: comp["swizzle_3d"](s), args.reps)
-    for d in ([1536, 2048, 5120, 7168] if not args.quick else [7168]):
-        for g in ([1, 4, 8, 16] if not args.quick else [16]):
-            x = torch.randn(16384, d, device=dev, dtype=torch.bfloat16)
-            o = offsets(16384, g, 1, 3, dev)
-            bound = (16384 + g * 32 + 31) // 32 * 32
-            if comp["pad_a32"] is not None:
-                peer[("pad_a32", f"16384x{d}.g{g}")] = time_us(lambda: comp["pad_a32"](x, o, bound), args.reps)
+    shapes2d = [(m, k) for m in toks for k in dims]
+    shapes3d = [(e, n, k) for e in ([1, 16, 128] if not args.quick else [16]) for n, k in ((8192, 5120), (5120, 8192))]
+    if args.focus:
+        shapes2d = [(65536, 5120), (16384, 7168)]
+        shapes3d = [(16, 8192, 5120), (16, 5120, 8192)]
+    for m, k in shapes2d:
+        x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+        shape = f"{m}x{k}"
+        o = offsets(m, 16, 16, 11, dev)
+        o64 = offsets(m, 64, 16, 11, dev)
+        for name in ("mxfp8_dim0_floor", "mxfp8_dim1_floor", "fp8_rowwise", "fp8_colwise_t",
+                     "fp8_blockwise_1x128", "fp8_jagged_colwise_g16", "fp8_jagged_colwise_g64"):
+            f = comp[name]
+            if f is None:
+                continue
+            oo = o64 if name.endswith("g64") else o
+            peer[(name, shape)] = time_us((lambda f=f, oo=oo: f(x, oo)) if "jagged" in name else (lambda f=f: f(x)),
+                                          args.reps)
+        if comp["dequant_mxfp8_dim0"] is not None:
+            q, c = mx_dim0(x)
+            peer[("dequant_mxfp8_dim0", shape)] = time_us(lambda: comp["dequant_mxfp8_dim0"](q, c), args.reps)
+            del q, c
+        if comp["fp8_jagged_rowwise_g16"] is not None and not args.focus:
+            xt = x.view(k, m)
+            peer[("fp8_jagged_rowwise_g16", f"{k}x{m}")] = time_us(lambda: comp["fp8_jagged_rowwise_g16"](xt, o), args.reps)
+        del x
+        torch.cuda.empty_cache()
+    for e, n, k in shapes3d:
+        w = torch.randn(e, n, k, device=dev, dtype=torch.bfloat16)
+        shape = f"{e}x{n}x{k}"
+        for name in ("fp8_3d_transpose_rhs", "mxfp8_3d_dim0_blocked", "fp8_blockwise_128x128"):
+            if comp[name] is not None:
+                peer[(name, shape)] = time_us(lambda f=comp[name]: f(w), args.reps)
+        del w
+        torch.cuda.empty_cache()
+    if args.focus:
+        shapes_sw, pads = [], []
+    else:
+        shapes_sw = [(e, r, c) for e in ([1, 2, 4, 8, 16] if not args.quick else [16]) for r, c in ((8192, 160), (5120, 256))]
+        pads = [(d, g) for d in ([1536, 2048, 5120, 7168] if not args.quick else [7168])
+                for g in ([1, 4, 8, 16] if not args.quick else [16])]
+    for e, r, c in shapes_sw:
+        s = torch.randint(0, 255, (e, r, c), device=dev, dtype=torch.uint8)
+        if comp["swizzle_3d"] is not None:
+            peer[("swizzle_3d", f"{e}x{r}x{c}")] = time_us(lambda: comp["swizzle_3d"](s), args.reps)
+    for d, g in pads:
+        x = torch.randn(16384, d, device=dev, dtype=torch.bfloat16)
+        o = offsets(16384, g, 1, 3, dev)
+        bound = (16384 + g * 32 + 31) // 32 * 32
+        if comp["pad_a32"] is not None:
+            peer[("pad_a32", f"16384x{d}.g{g}")] = time_us(lambda: comp["pad_a32"](x, o, bound), args.reps)
 
     copy = qgmm_copy or torch_copy
-    lines = [f"device: {torch.cuda.get_device_name()}; copy bandwidth (read+write): qgmm {qgmm_copy or float('nan'):.0f} GB/s, "
-             f"torch {torch_copy:.0f} GB/s; peers: torch.compile(dynamic=True) of plain PyTorch (torchao not installed)",
-             "",
-             "| op | shape | qgmm us | peer us | speedup | qgmm GB/s | % of copy |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    lines = [f"device: {torch.cuda.get_device_name()}; copy bandwidth (read+write): qgmm {qgmm_copy or float('nan'):.0f} GB/s"
+             + (f" (base run {base_copy:.0f})" if base_copy else "")
+             + f", torch {torch_copy:.0f} GB/s; peers: torch.compile(dynamic=True) of plain PyTorch (torchao not installed)",
+             ""]
+    bcols = " base us | base GB/s | base % |" if base else ""
+    lines += ["| op | shape |" + bcols + " qgmm us | peer us | speedup | qgmm GB/s | % of copy |",
+              "|---|---|" + ("---:|" * 3 if base else "") + "---:|---:|---:|---:|---:|"]
     keys = list(qg.keys()) + [k for k in peer if k not in qg]
     for key in keys:
         q = qg.get(key)
         p = peer.get(key)
+        b = base.get(key)
         qs = f"{q[0]:.1f}" if q else "-"
         ps = f"{p:.1f}" if p else "-"
         sp = f"{p / q[0]:.2f}x" if (p and q) else "-"
         gb = f"{q[1]:.0f}" if q else "-"
         pc = f"{q[2]:.0f}%" if q else "-"
-        lines.append(f"| {key[0]} | {key[1]} | {qs} | {ps} | {sp} | {gb} | {pc} |")
+        bs = (f" {b[0]:.1f} | {b[1]:.0f} | {b[2]:.0f}% |" if b else " - | - | - |") if base else ""
+        lines.append(f"| {key[0]} | {key[1]} |{bs} {qs} | {ps} | {sp} | {gb} | {pc} |")
     text = "\n".join(lines)
     print(text)
     if args.out:
