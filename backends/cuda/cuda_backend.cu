@@ -121,6 +121,7 @@ static qgmm_status cu_context_create(qgmm_context *ctx, int device, void *native
         c->smem_per_sm = prop.sharedMemPerMultiprocessor;
         c->max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
         snprintf(c->device_name, sizeof c->device_name, "%s", prop.name);
+        c->gemm_path = qgmm_cuda_gemm_path_env();
     }
     if (st == QGMM_OK) {
         if (native_stream) {

@@ -40,6 +40,7 @@ typedef struct qgmm_cuda_ctx {
     size_t smem_per_sm;
     int max_threads_per_sm;
     char device_name[256];
+    int gemm_path;               /* grouped-GEMM kernel path, qgmm_cuda_gemm_path_env() */
 
     /* stream-ordered scratch (cudaMallocAsync), grown on demand, freed at destroy */
     void *scratch;
@@ -131,6 +132,9 @@ qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_pa
                                    const qgmm_tensor *a, const qgmm_tensor *b,
                                    const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
                                    const qgmm_tensor *offs, const qgmm_tensor *out);
+/* QGMM_CUDA_GEMM_PATH (portable | hopper | auto, unset = auto) as a qg_path, -1 when it is
+ * none of these; read once at context creation into qgmm_cuda_ctx.gemm_path (gemm_entry.cu). */
+int qgmm_cuda_gemm_path_env(void);
 
 #ifdef __cplusplus
 }

@@ -5,16 +5,11 @@
  */
 #include "gemm_problem.cuh"
 
-/* 1 once the Hopper kernel has passed bench/cuda_gemm/gemm_check --path hopper and
- * compute-sanitizer on an H100; until then AUTO takes the portable kernel and the Hopper
- * one runs only when asked for by name. */
-#define QG_HOPPER_IN_AUTO 1
-
 int qgmm_cuda_gemm_run(const qg_problem *p, int path, cudaStream_t stream, const char **why,
                        const char **path_used)
 {
     *why = "";
-    if (path == QG_PATH_HOPPER || (path == QG_PATH_AUTO && QG_HOPPER_IN_AUTO)) {
+    if (path != QG_PATH_PORTABLE) {
         const int rc = qgmm_cuda_gemm_hopper(p, stream, why);
         if (rc == 0) { *path_used = "hopper"; return 0; }
         if (rc != 1 || path == QG_PATH_HOPPER) { *path_used = "hopper"; return rc; }

@@ -2,10 +2,11 @@
  * gemm_entry.cu — qgmm_cuda_grouped_gemm, the vtable slot: turns the validated API tensors
  * into a qg_problem (raw pointers + element strides) and picks a kernel path.
  *
- * Path choice: QGMM_CUDA_GEMM_PATH=portable|hopper|auto (default auto). auto takes the
- * Hopper wgmma/TMA kernel where it applies (sm_90, M-grouped BF16 / FP8 rowwise with
- * TMA-compatible operands) and the portable mma.sync kernel otherwise; "hopper" fails
- * with UNSUPPORTED where the Hopper kernel does not apply, so a test can tell which ran.
+ * Path choice: QGMM_CUDA_GEMM_PATH=portable|hopper|auto (default auto), read once when the
+ * context is created. auto takes the Hopper wgmma/TMA kernels where they apply (sm_90,
+ * TMA-compatible operands, the recipes gemm_hopper.cu lists) and the portable mma.sync
+ * kernel otherwise; "hopper" fails with UNSUPPORTED where the Hopper kernels do not apply,
+ * so a test can tell which ran.
  */
 #include "cuda_internal.h"
 #include "gemm_problem.cuh"
@@ -25,7 +26,9 @@ int qg_elem_of(qgmm_dtype d)
     }
 }
 
-int qg_path_from_env()
+} // namespace
+
+extern "C" int qgmm_cuda_gemm_path_env(void)
 {
     const char *e = getenv("QGMM_CUDA_GEMM_PATH");
     if (!e || !*e || !strcmp(e, "auto")) return QG_PATH_AUTO;
@@ -33,8 +36,6 @@ int qg_path_from_env()
     if (!strcmp(e, "hopper")) return QG_PATH_HOPPER;
     return -1;
 }
-
-} // namespace
 
 extern "C" void qgmm_cuda_gemm_relayout_bf16(qgmm_context *ctx, qg_problem *p); /* gemm_relayout.cu */
 
@@ -44,11 +45,11 @@ extern "C" qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_grou
                                               const qgmm_tensor *offs, const qgmm_tensor *out)
 {
     qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
-    const int path = qg_path_from_env();
+    const int path = c->gemm_path;
     if (path < 0)
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
-                              "QGMM_CUDA_GEMM_PATH is \"%s\"; expected portable, hopper or auto",
-                              getenv("QGMM_CUDA_GEMM_PATH"));
+                              "grouped_gemm on cuda: QGMM_CUDA_GEMM_PATH (read when the context was created) "
+                              "is none of portable, hopper, auto");
     const int ea = qg_elem_of(a->dtype), eb = qg_elem_of(b->dtype);
     if (ea < 0 || eb < 0)
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED,

@@ -1,18 +1,21 @@
 /*
- * gemm_hopper.cu — the Hopper (sm_90a) grouped GEMM for the hot cases: M-grouped BF16 and
- * FP8 rowwise (e4m3 / e5m2), K-contiguous operands with 16-byte aligned rows.
+ * gemm_hopper.cu — the Hopper (sm_90a) grouped GEMM for the hot cases: BF16 and FP8 rowwise
+ * (e4m3 / e5m2), M- and K-grouped, and M-grouped FP8 blockwise, contraction-contiguous
+ * operands with 16-byte aligned rows.
  *
  * Persistent grid of 384-thread CTAs: warpgroup 0 is the producer (one thread issues TMA
  * `cp.async.bulk.tensor` loads of 128-byte-wide A (128 rows) and B (256 rows) slices into a
- * 4-stage shared-memory ring, completing on "full" mbarriers), warpgroups 1 and 2 are the
+ * shared-memory ring, completing on "full" mbarriers), warpgroups 1 and 2 are the
  * consumers (each a 64x256 half of the 128x256 tile with wgmma m64n256, releasing stages
  * on "empty" mbarriers). setmaxnreg moves registers from the producer to the consumers.
  * Tiles come from the same device scheduler as the portable kernel (gemm_sched.cuh), so
  * uneven and empty groups and bad offsets behave identically. A tile's A rows past its
  * group's end belong to the next group (or are zero past M, TMA OOB fill): they only
  * feed output rows that the epilogue masks, so they never reach memory. K tails are zero
- * (OOB fill) in both operands. The epilogue applies the rowwise scales and stores bf16/f32
- * straight from the accumulators.
+ * (OOB fill) in both operands. The epilogue applies the rowwise scales and either writes
+ * the tile through a 128B-swizzled shared-memory staging area that a TMA bulk store copies
+ * out while the warpgroup already runs its next tile's main loop, or (outputs TMA cannot
+ * store, half tiles that cross a group's end) stores straight from the accumulators.
  */
 #include "gemm_scales.cuh"
 #include "gemm_wgmma.cuh"
@@ -22,22 +25,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* K-grouped on the Hopper kernel by default (1); QGMM_CUDA_GEMM_HOPPER_KGROUPED=0 sends it to
- * the portable kernel. Its first version (tail zeroing only, box starts at the group's first
- * token) hit "illegal instruction" on the H100 for groups starting at arbitrary tokens (a TMA
- * box whose innermost start was not 16-byte aligned); this version (16-byte aligned box
- * starts, head and tail zeroing, converged warps) passed the K-grouped, wgrad and composite
- * backward conformance cases on the H100 (2026-11-22, 31/31) before it became the default. */
-#ifndef QG_HOPPER_KGROUPED_DEFAULT
-#define QG_HOPPER_KGROUPED_DEFAULT 1
-#endif
-
 namespace {
 
-constexpr int HBM = 128, HBN = 256, HBKB = 128, HSTAGES = 4, HTHR = 384;
+constexpr int HBM = 128, HBN = 256, HBKB = 128, HTHR = 384;
 constexpr int HA_BYTES = HBM * HBKB, HB_BYTES = HBN * HBKB;
-constexpr size_t H_SMEM_FIXED = 1024 /* alignment slack */ + (size_t)HSTAGES * (HA_BYTES + HB_BYTES) +
-                                (size_t)2 * HSTAGES * 8;
+/* FP8 rowwise scales of a consumer warpgroup's tile half: 64 row + 256 column floats. */
+constexpr int QG_SCALE_FLOATS = 64 + 256;
+/* Shared memory of a kernel with STAGES ring slots of (A, B) bytes and SB staging bytes per
+ * consumer warpgroup, before the schedule: alignment slack, ring, staging, scales, barriers. */
+constexpr size_t qg_smem_fixed(int stages, int a_bytes, int b_bytes, int sb)
+{
+    return 1024 + (size_t)stages * (a_bytes + b_bytes) + (size_t)2 * sb + (size_t)2 * QG_SCALE_FLOATS * 4 +
+           (size_t)2 * stages * 8;
+}
 
 #ifdef QG_HAS_WGMMA
 __device__ __forceinline__ uint32_t h_smem(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
@@ -80,6 +80,41 @@ __device__ __forceinline__ void tma_3d(uint32_t dst, const CUtensorMap *map, int
                  "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(h_smem(bar))
                  : "memory");
 }
+/* The same 2D load delivered to the same shared-memory offset (and completing on the same
+ * barrier offset) in every CTA of the cluster named in `mask`. */
+__device__ __forceinline__ void tma_2d_mc(uint32_t dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar,
+                                          uint16_t mask)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(h_smem(bar)), "h"(mask)
+                 : "memory");
+}
+__device__ __forceinline__ void tma_3d_mc(uint32_t dst, const CUtensorMap *map, int c0, int c1, int c2,
+                                          uint64_t *bar, uint16_t mask)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(h_smem(bar)), "h"(mask)
+                 : "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+/* Arrives on the barrier at the same offset in CTA `rank` of the cluster. */
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
+{
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(h_smem(bar)), "r"(rank));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
 /* K-major operand in 128-byte-swizzled smem: rows of 128 bytes, 8-row atoms 1024 apart. */
 __device__ __forceinline__ uint64_t wg_desc(uint32_t addr)
 {
@@ -92,43 +127,247 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr)
 #endif
 
 #ifdef QG_HAS_WGMMA
-/* The dynamic shared memory of both kernels: STAGES A and B slots (1024-aligned for the
- * 128-byte swizzle), their full/empty barriers, then the tile schedule. Builds the
- * schedule and initialises the barriers; false when this block has no tile. */
-template <int STAGES, int A_BYTES, int B_BYTES, int BM, int BN>
+/* The dynamic shared memory of every kernel here: STAGES A and B slots (1024-aligned for
+ * the 128-byte swizzle), two epilogue staging areas of SB bytes and two rowwise-scale
+ * areas (one each per consumer warpgroup), the full/empty barriers, then the tile
+ * schedule. Builds the schedule and initialises the barriers; false when offs is bad
+ * (nothing may be written then). */
+template <int STAGES, int A_BYTES, int B_BYTES, int SB, int BM, int BN, int CL = 1>
 __device__ __forceinline__ bool qg_pipe_init(uint8_t *smem_raw, const qg_problem &p, uint8_t *&sA, uint8_t *&sB,
-                                             uint64_t *&full, uint64_t *&empty, qg_sched &s)
+                                             uint8_t *&sO, float *&sS, uint64_t *&full, uint64_t *&empty,
+                                             qg_sched &s)
 {
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     sA = smem;
     sB = smem + STAGES * A_BYTES;
-    full = (uint64_t *)(sB + STAGES * B_BYTES);
+    sO = sB + STAGES * B_BYTES;
+    sS = (float *)(sO + 2 * SB);
+    full = (uint64_t *)(sS + 2 * QG_SCALE_FLOATS);
     empty = full + STAGES;
     int *sched_mem = (int *)(empty + STAGES);
     if (!qg_sched_build<BM, BN>(p, sched_mem, s)) return false;
     if (threadIdx.x == 0) {
         for (int i = 0; i < STAGES; ++i) {
             mbar_init(&full[i], 1);
-            mbar_init(&empty[i], 256);
+            /* CL == 1: every consumer thread arrives; clusters: one arrival per consumer
+             * warp of every CTA of the cluster (its multicast loads fill all of them) */
+            mbar_init(&empty[i], CL == 1 ? 256 : CL * 8);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
+    if constexpr (CL > 1) cluster_sync(); /* the peers' barriers exist before any multicast */
     return true;
+}
+
+/* Pins the accumulators at this point of the program: reads of them (epilogue, promotion)
+ * must not be moved above the wgmma wait that completes them, or ptxas serialises every
+ * wgmma of the kernel. */
+template <int N>
+__device__ __forceinline__ void qg_fence_acc(float (&a)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(a[i])::"memory");
+}
+
+/* A consumer is done with a ring stage: one arrival per thread on its own CTA's empty
+ * barrier, or with clusters one per warp on the barrier of every CTA whose producer
+ * filled part of it. */
+template <int CL>
+__device__ __forceinline__ void qg_release(uint64_t *bar, int lane)
+{
+    if constexpr (CL == 1) {
+        mbar_arrive(bar);
+    } else {
+        __syncwarp();
+        if (lane == 0)
+            for (uint32_t q = 0; q < (uint32_t)CL; ++q) mbar_arrive_cluster(bar, q);
+    }
+}
+
+__device__ __forceinline__ void qg_wg_bar(int id)
+{
+    asm volatile("barrier.sync %0, 128;\n" ::"r"(id) : "memory");
+}
+
+/* TMA store of one 128-byte-wide box of the output (3D map: column, row, group). */
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap *map, uint32_t src, int c0, int c1, int c2)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+                     (uint64_t)map),
+                 "r"(src), "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+}
+
+/* What the epilogue of one consumer warpgroup needs besides its accumulators. */
+struct qg_epi {
+    int g;
+    int64_t r0;     /* first row of this warpgroup's 64-row half */
+    int64_t r_end;  /* rows at or past this are not written (group end, or rows) */
+    int64_t c0;
+    bool zero;      /* an empty K-grouped group: the output is exact zeros */
+};
+
+/* FP8 rowwise: the scales of a tile half (ss[0..63] its rows, ss[64..319] its columns,
+ * zero past the extents) are copied into shared memory by cp.async when the tile starts,
+ * so the epilogue does not wait on global loads. The barrier first keeps the previous
+ * tile's epilogue readers from seeing them change. */
+__device__ __forceinline__ void qg_stage_row_scales(const qg_problem &p, const qg_epi &e, float *ss, int lt,
+                                                    int bar_id)
+{
+    qg_wg_bar(bar_id);
+    for (int i = lt; i < QG_SCALE_FLOATS; i += 128) {
+        const float *src;
+        bool ok;
+        if (i < 64) {
+            ok = !e.zero && e.r0 + i < e.r_end;
+            src = (const float *)p.sa.ptr + (ok ? (int64_t)e.g * p.sa.s_grp + (e.r0 + i) * p.sa.s_row : 0);
+        } else {
+            ok = !e.zero && e.c0 + (i - 64) < p.cols;
+            src = (const float *)p.sb.ptr + (ok ? (int64_t)e.g * p.sb.s_grp + (e.c0 + i - 64) * p.sb.s_row : 0);
+        }
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(h_smem(ss + i)), "l"(src),
+                     "r"(ok ? 4 : 0)
+                     : "memory");
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* Before the epilogue reads them: this thread's copies landed, then everyone's. */
+__device__ __forceinline__ void qg_wait_row_scales(int bar_id)
+{
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    qg_wg_bar(bar_id);
+}
+
+/* Rowwise-scaled value of accumulator pair (v0, v1) at row scale va, tile columns cl, cl+1
+ * (ssb: the staged column scales). */
+template <int SC>
+__device__ __forceinline__ void qg_epi_scale(const qg_problem &p, const qg_epi &e, float va, const float *ssb,
+                                             int cl, float &v0, float &v1)
+{
+    if (e.zero) {
+        v0 = 0.f; v1 = 0.f;
+    } else if constexpr (SC == QG_SC_ROW) {
+        if (e.c0 + cl < p.cols) v0 = v0 * va * ssb[cl];
+        if (e.c0 + cl + 1 < p.cols) v1 = v1 * va * ssb[cl + 1];
+    }
+}
+
+/* acc[j*4 + h*2 + x] of a 64 x (NJ*8) warpgroup tile (wgmma m64nN layout) is row
+ * warp*16 + lane/4 + 8h, column j*8 + (lane%4)*2 + x. Stored straight from registers,
+ * masked to r_end and the columns. */
+template <int SC, int NJ>
+__device__ __forceinline__ void qg_epi_regs(const qg_problem &p, const qg_epi &e, const float (&acc)[NJ * 4],
+                                            const float *ss, int pair_ok, int warp, int lane)
+{
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int rh = warp * 16 + lane / 4 + h * 8;
+        const int64_t r = e.r0 + rh;
+        if (r >= e.r_end) continue;
+        float va = 1.f;
+        if constexpr (SC == QG_SC_ROW) va = ss[rh];
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+            const int cl = j * 8 + (lane % 4) * 2;
+            const int64_t c = e.c0 + cl;
+            if (c >= p.cols) continue;
+            float v0 = acc[j * 4 + h * 2], v1 = acc[j * 4 + h * 2 + 1];
+            qg_epi_scale<SC>(p, e, va, ss + 64, cl, v0, v1);
+            qg_store2(p, pair_ok, e.g, r, c, v0, v1);
+        }
+    }
+}
+
+/* The same tile through shared memory: in passes of SB bytes (64 rows x 128-byte boxes,
+ * 128B-swizzled so the fragment writes are bank-conflict free), each copied out by one
+ * thread's TMA bulk store that runs on while the warpgroup goes on. The store clips at
+ * the output's extents; the caller takes this path only when no row of the half lies
+ * between r_end and the output's last row. Thread lt == 0 of the warpgroup owns the bulk
+ * group: it waits for the previous pass's reads before the staging area is rewritten. */
+template <int SC, int NJ, int SB>
+__device__ __forceinline__ void qg_epi_tma(const qg_problem &p, const qg_epi &e, float (&acc)[NJ * 4],
+                                           const float *ss, const CUtensorMap *tmO, uint8_t *stage, int bar_id,
+                                           int lt, int warp, int lane)
+{
+    const int osz = SC != QG_SC_ROW && p.out_f32 ? 4 : 2; /* FP8 rowwise here: bf16 out only */
+    const int cpp = SB / (64 * osz); /* columns per pass */
+    const int npass = (NJ * 8 + cpp - 1) / cpp;
+    if constexpr (SC == QG_SC_ROW) {
+        /* scaled in place, the same products as qg_epi_scale (scales past the extents are 0:
+         * those values are clipped by the store) */
+        if (!e.zero) {
+            float va[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) va[h] = ss[warp * 16 + lane / 4 + h * 8];
+#pragma unroll
+            for (int j = 0; j < NJ; ++j) {
+                const int cl = j * 8 + (lane % 4) * 2;
+                const float s0 = ss[64 + cl], s1 = ss[64 + cl + 1];
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    acc[j * 4 + h * 2] = acc[j * 4 + h * 2] * va[h] * s0;
+                    acc[j * 4 + h * 2 + 1] = acc[j * 4 + h * 2 + 1] * va[h] * s1;
+                }
+            }
+        }
+    }
+    for (int ps = 0; ps < npass; ++ps) {
+        const int pc0 = ps * cpp;
+        if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+        qg_wg_bar(bar_id);
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+            if (j * 8 < pc0 || j * 8 >= pc0 + cpp) continue;
+            const int cl = j * 8 + (lane % 4) * 2;
+            const int byte = (cl - pc0) * osz, box = byte >> 7, inb = byte & 127;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = warp * 16 + lane / 4 + h * 8;
+                const float v0 = e.zero ? 0.f : acc[j * 4 + h * 2], v1 = e.zero ? 0.f : acc[j * 4 + h * 2 + 1];
+                uint8_t *dst = stage + box * 8192 + row * 128 + ((((inb >> 4) ^ (row & 7)) << 4) | (inb & 15));
+                if (osz == 4) *(float2 *)dst = make_float2(v0, v1);
+                else *(uint32_t *)dst = (uint32_t)qgmm_f32_to_bf16(v0) | ((uint32_t)qgmm_f32_to_bf16(v1) << 16);
+            }
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        qg_wg_bar(bar_id);
+        if (lt == 0) {
+            const int bw = 128 / osz; /* columns per box */
+            for (int b = 0; b * bw < cpp; ++b) {
+                const int64_t cb = e.c0 + pc0 + b * bw;
+                if (cb < p.cols && e.r0 < e.r_end)
+                    tma_store_3d(tmO, h_smem(stage + b * 8192), (int)cb, (int)e.r0,
+                                 p.kind == QG_K_GROUPED ? e.g : 0);
+            }
+            asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+        }
+    }
 }
 #endif
 
-template <int E, int SC>
+/* The fast kernel: STAGES ring slots, SB staging bytes per consumer warpgroup (0: every
+ * tile stored from registers), CL CTAs per cluster. With CL == 2 the two CTAs of a
+ * cluster take the two 128-row halves of a 256 x 256 tile pair of the same group: each
+ * loads its own A rows and half of the shared B tile, multicast into both CTAs, so every
+ * CTA reads a third less from L2. A half past the group's end (odd row-tile count)
+ * computes rows that the epilogue masks. */
+template <int E, int SC, int STAGES, int SB, int CL>
 __global__ void __launch_bounds__(HTHR, 1)
 qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-                 const qg_problem p, int pair_ok)
+                 const __grid_constant__ CUtensorMap tmO, const qg_problem p, int pair_ok, int tma_out)
 {
 #ifdef QG_HAS_WGMMA
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *sA, *sB;
+    uint8_t *sA, *sB, *sO;
+    float *sS;
     uint64_t *full, *empty;
     qg_sched s;
-    if (!qg_pipe_init<HSTAGES, HA_BYTES, HB_BYTES, HBM, HBN>(smem_raw, p, sA, sB, full, empty, s)) return;
+    if (!qg_pipe_init<STAGES, HA_BYTES, HB_BYTES, SB, HBM * CL, HBN, CL>(smem_raw, p, sA, sB, sO, sS, full, empty, s))
+        return;
+    const uint32_t rank = CL > 1 ? cluster_rank() : 0;
+    const int t_first = blockIdx.x / CL, t_step = gridDim.x / CL;
 
     constexpr int ESZ = E == QG_ELEM_BF16 ? 2 : 1;
     constexpr int BKE = HBKB / ESZ; /* elements per slice */
@@ -141,9 +380,10 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (threadIdx.x == 0) {
             int it = 0;
-            for (int t = blockIdx.x; t < s.total; t += gridDim.x) {
+            for (int t = t_first; t < s.total; t += t_step) {
                 int g; int64_t r0, c0;
-                qg_sched_tile<HBM, HBN>(p, s, t, g, r0, c0);
+                qg_sched_tile<HBM * CL, HBN>(p, s, t, g, r0, c0);
+                r0 += rank * HBM;
                 int kbase = 0, nkt = nk;
                 if (kgrp) { /* slices start at the group's first token rounded down to 16 bytes */
                     const int kb0 = s.bounds[g], klen = s.bounds[g + 1] - kb0;
@@ -151,12 +391,24 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
                     nkt = klen > 0 ? (klen + (kb0 - kbase) + BKE - 1) / BKE : 0;
                 }
                 for (int kt = 0; kt < nkt; ++kt, ++it) {
-                    const int st = it % HSTAGES;
-                    mbar_wait(&empty[st], ((it / HSTAGES) & 1) ^ 1);
+                    const int st = it % STAGES;
+                    mbar_wait(&empty[st], ((it / STAGES) & 1) ^ 1);
                     mbar_expect_tx(&full[st], HA_BYTES + HB_BYTES);
-                    tma_2d(h_smem(sA + st * HA_BYTES), &tmA, kbase + kt * BKE, (int)r0, &full[st]);
-                    if (kgrp) tma_2d(h_smem(sB + st * HB_BYTES), &tmB, kbase + kt * BKE, (int)c0, &full[st]);
-                    else tma_3d(h_smem(sB + st * HB_BYTES), &tmB, kt * BKE, (int)c0, g, &full[st]);
+                    /* a cluster's half past the last row loads its partner's rows instead
+                     * (its output is masked; no box lies wholly outside the tensor) */
+                    const int ra = CL > 1 && r0 >= p.rows ? (int)r0 - HBM : (int)r0;
+                    tma_2d(h_smem(sA + st * HA_BYTES), &tmA, kbase + kt * BKE, ra, &full[st]);
+                    if constexpr (CL == 1) {
+                        if (kgrp) tma_2d(h_smem(sB + st * HB_BYTES), &tmB, kbase + kt * BKE, (int)c0, &full[st]);
+                        else tma_3d(h_smem(sB + st * HB_BYTES), &tmB, kt * BKE, (int)c0, g, &full[st]);
+                    } else { /* this CTA's share of the B rows, into every CTA of the cluster */
+                        constexpr int BR = HBN / CL;
+                        const uint32_t dst = h_smem(sB + st * HB_BYTES + rank * BR * HBKB);
+                        const int cb = (int)c0 + (c0 + (int)rank * BR < p.cols ? (int)rank * BR : 0);
+                        const uint16_t mask = (uint16_t)((1u << CL) - 1);
+                        if (kgrp) tma_2d_mc(dst, &tmB, kbase + kt * BKE, cb, &full[st], mask);
+                        else tma_3d_mc(dst, &tmB, kt * BKE, cb, g, &full[st], mask);
+                    }
                 }
             }
         }
@@ -165,9 +417,10 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
         const int cw = wg - 1;                  /* consumer half: rows cw*64 .. +63 */
         const int lt = threadIdx.x % 128, warp = lt / 32, lane = lt % 32;
         int it = 0;
-        for (int t = blockIdx.x; t < s.total; t += gridDim.x) {
+        for (int t = t_first; t < s.total; t += t_step) {
             int g; int64_t r0, c0;
-            qg_sched_tile<HBM, HBN>(p, s, t, g, r0, c0);
+            qg_sched_tile<HBM * CL, HBN>(p, s, t, g, r0, c0);
+            r0 += rank * HBM;
             int64_t r_end = s.bounds[g + 1];
             int nkt = nk, klen = 0, head = 0;
             if (kgrp) {
@@ -176,12 +429,15 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
                 head = s.bounds[g] & (KALIGN - 1); /* tokens of the previous group in slice 0 */
                 nkt = klen > 0 ? (klen + head + BKE - 1) / BKE : 0;
             }
+            const qg_epi e = {g, r0 + cw * 64, r_end, c0, kgrp && klen == 0};
+            float *ss = sS + cw * QG_SCALE_FLOATS;
+            if constexpr (SC == QG_SC_ROW) qg_stage_row_scales(p, e, ss, lt, 2 + cw);
             float acc[128];
 #pragma unroll
             for (int i = 0; i < 128; ++i) acc[i] = 0.f;
             for (int kt = 0; kt < nkt; ++kt, ++it) {
-                const int st = it % HSTAGES;
-                mbar_wait(&full[st], (it / HSTAGES) & 1);
+                const int st = it % STAGES;
+                mbar_wait(&full[st], (it / STAGES) & 1);
                 const int lo_b = kt == 0 ? head * ESZ : 0;              /* valid bytes of each */
                 const int hi_b = min(BKE, klen + head - kt * BKE) * ESZ; /* 128-byte row: [lo_b, hi_b) */
                 if (kgrp && (lo_b > 0 || hi_b < HBKB)) {
@@ -189,28 +445,32 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
                      * group's first token in the first slice, after its last in the last);
                      * zero them in both tiles (128B-swizzled: 16-byte chunk c of row r sits at
                      * chunk c ^ (r % 8)). This warpgroup clears its 64 A rows and half of the
-                     * 256 B rows, then both consumers meet before any wgmma. Masked 16-byte
-                     * read-modify-writes, no data-dependent branch: the warps stay converged
-                     * for the aligned barrier and wgmma that follow. */
+                     * 256 B rows, then both consumers meet before any wgmma. Chunks wholly
+                     * inside [lo_b, hi_b) stay as they are, chunks wholly outside are
+                     * zeroed, the one or two straddling chunks per row are masked per byte;
+                     * the warps reconverge before the barrier and wgmma that follow. */
                     uint8_t *a_st = sA + st * HA_BYTES + cw * 64 * 128;
                     uint8_t *b_st = sB + st * HB_BYTES + cw * 128 * 128;
                     for (int i = lt; i < (64 + 128) * 8; i += 128) {
                         const int row = i >> 3, ch = i & 7, lo = ch * 16;
+                        if (lo >= lo_b && lo + 16 <= hi_b) continue;
                         const int rr = row < 64 ? row : row - 64;
                         uint4 *chunk = (uint4 *)((row < 64 ? a_st : b_st) + rr * 128 + ((ch ^ (rr & 7)) << 4));
-                        uint4 v = *chunk;
-                        uint32_t w[4] = {v.x, v.y, v.z, v.w};
+                        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+                        if (lo + 16 > lo_b && lo < hi_b) {
+                            v = *chunk;
+                            uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-                        for (int q = 0; q < 4; ++q) {
-                            uint32_t m = 0;
-#pragma unroll
-                            for (int b = 0; b < 4; ++b) {
-                                const int pos = lo + 4 * q + b;
-                                m |= (pos >= lo_b && pos < hi_b) ? (0xFFu << (8 * b)) : 0u;
+                            for (int q = 0; q < 4; ++q) { /* keep bytes [kl, kh) of word q */
+                                const int kl = min(max(lo_b - lo - 4 * q, 0), 4);
+                                const int kh = min(max(hi_b - lo - 4 * q, 0), 4);
+                                const uint32_t mh = kh >= 4 ? 0xFFFFFFFFu : (1u << (8 * kh)) - 1u;
+                                const uint32_t ml = kl >= 4 ? 0xFFFFFFFFu : (1u << (8 * kl)) - 1u;
+                                w[q] &= mh & ~ml;
                             }
-                            w[q] &= m;
+                            v = make_uint4(w[0], w[1], w[2], w[3]);
                         }
-                        *chunk = make_uint4(w[0], w[1], w[2], w[3]);
+                        *chunk = v;
                     }
                     __syncwarp();
                     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -231,33 +491,25 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
                 /* keep this slice's MMAs in flight; the previous slice's are done now,
                  * so its stage goes back to the producer */
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                if (kt > 0) mbar_arrive(&empty[(it + HSTAGES - 1) % HSTAGES]);
+                if (kt > 0) qg_release<CL>(&empty[(it + STAGES - 1) % STAGES], lane);
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            if (nkt > 0) mbar_arrive(&empty[(it + HSTAGES - 1) % HSTAGES]);
-            const bool empty_group = kgrp && klen == 0; /* its output is exact zeros */
-            /* epilogue: acc[j*4 + h*2 + e] is row lane/4 + 8h, col j*8 + (lane%4)*2 + e */
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int64_t r = r0 + cw * 64 + warp * 16 + lane / 4 + h * 8;
-                if (r >= r_end) continue;
-                float va = 1.f;
-                if constexpr (SC == QG_SC_ROW) { if (!empty_group) va = qg_row_scale(p.sa, g, r); }
-#pragma unroll
-                for (int j = 0; j < 32; ++j) {
-                    const int64_t c = c0 + j * 8 + (lane % 4) * 2;
-                    if (c >= p.cols) continue;
-                    float v0 = acc[j * 4 + h * 2], v1 = acc[j * 4 + h * 2 + 1];
-                    if (empty_group) {
-                        v0 = 0.f; v1 = 0.f;
-                    } else if constexpr (SC == QG_SC_ROW) {
-                        v0 = v0 * va * qg_row_scale(p.sb, g, c);
-                        if (c + 1 < p.cols) v1 = v1 * va * qg_row_scale(p.sb, g, c + 1);
-                    }
-                    qg_store2(p, pair_ok, g, r, c, v0, v1);
-                }
+            qg_fence_acc(acc);
+            if (nkt > 0) qg_release<CL>(&empty[(it + STAGES - 1) % STAGES], lane);
+            if constexpr (SC == QG_SC_ROW) qg_wait_row_scales(2 + cw);
+            bool staged = false;
+            if constexpr (SB > 0) { /* the whole half lies inside the rows it may write */
+                staged = tma_out && (e.r0 + 64 <= r_end || r_end >= p.rows);
+                if (staged) qg_epi_tma<SC, 32, SB>(p, e, acc, ss, &tmO, sO + cw * SB, 2 + cw, lt, warp, lane);
             }
+            if (!staged) qg_epi_regs<SC, 32>(p, e, acc, ss, pair_ok, warp, lane);
         }
+        if (SB > 0 && lt == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+    }
+    /* no CTA leaves while a peer may still multicast into it or arrive on its barriers */
+    if constexpr (CL > 1) {
+        __syncwarp();
+        cluster_sync();
     }
 #else
     __trap();
@@ -271,22 +523,25 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
  * sa[m, kb] * sb[g, n/128, kb] (DeepGEMM's promotion). Its SC_ROW form (promotion by 1,
  * scales in the epilogue) was measured at 1.3e-4 rel. error, short of the f32-output bound,
  * so it is not instantiated: see qgmm_cuda_gemm_hopper. */
-constexpr int PBM = 128, PBN = 128, PSTAGES = 6;
+constexpr int PBM = 128, PBN = 128;
 constexpr int PA_BYTES = PBM * HBKB, PB_BYTES = PBN * HBKB;
-constexpr size_t P_SMEM_FIXED = 1024 + (size_t)PSTAGES * (PA_BYTES + PB_BYTES) + (size_t)2 * PSTAGES * 8;
 
-template <int E, int SC>
+template <int E, int SC, int STAGES, int SB, int CL>
 __global__ void __launch_bounds__(HTHR, 1)
 qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-                       const qg_problem p, int pair_ok)
+                       const __grid_constant__ CUtensorMap tmO, const qg_problem p, int pair_ok, int tma_out)
 {
     static_assert(SC == QG_SC_BLOCK128, "the promoted kernel is built for 128-deep block scales only");
 #ifdef QG_HAS_WGMMA
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *sA, *sB;
+    uint8_t *sA, *sB, *sO;
+    float *sS;
     uint64_t *full, *empty;
     qg_sched s;
-    if (!qg_pipe_init<PSTAGES, PA_BYTES, PB_BYTES, PBM, PBN>(smem_raw, p, sA, sB, full, empty, s)) return;
+    if (!qg_pipe_init<STAGES, PA_BYTES, PB_BYTES, SB, PBM * CL, PBN, CL>(smem_raw, p, sA, sB, sO, sS, full, empty, s))
+        return;
+    const uint32_t rank = CL > 1 ? cluster_rank() : 0;
+    const int t_first = blockIdx.x / CL, t_step = gridDim.x / CL;
 
     constexpr int BKE = HBKB; /* fp8: 128 elements per slice = one blockwise scale block */
     const int nk = (int)((p.kdim + BKE - 1) / BKE);
@@ -296,15 +551,24 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (threadIdx.x == 0) {
             int it = 0;
-            for (int t = blockIdx.x; t < s.total; t += gridDim.x) {
+            for (int t = t_first; t < s.total; t += t_step) {
                 int g; int64_t r0, c0;
-                qg_sched_tile<PBM, PBN>(p, s, t, g, r0, c0);
+                qg_sched_tile<PBM * CL, PBN>(p, s, t, g, r0, c0);
+                r0 += rank * PBM;
+                const int ra = CL > 1 && r0 >= p.rows ? (int)r0 - PBM : (int)r0; /* see the fast kernel */
                 for (int kt = 0; kt < nk; ++kt, ++it) {
-                    const int st = it % PSTAGES;
-                    mbar_wait(&empty[st], ((it / PSTAGES) & 1) ^ 1);
+                    const int st = it % STAGES;
+                    mbar_wait(&empty[st], ((it / STAGES) & 1) ^ 1);
                     mbar_expect_tx(&full[st], PA_BYTES + PB_BYTES);
-                    tma_2d(h_smem(sA + st * PA_BYTES), &tmA, kt * BKE, (int)r0, &full[st]);
-                    tma_3d(h_smem(sB + st * PB_BYTES), &tmB, kt * BKE, (int)c0, g, &full[st]);
+                    tma_2d(h_smem(sA + st * PA_BYTES), &tmA, kt * BKE, ra, &full[st]);
+                    if constexpr (CL == 1) {
+                        tma_3d(h_smem(sB + st * PB_BYTES), &tmB, kt * BKE, (int)c0, g, &full[st]);
+                    } else {
+                        constexpr int BR = PBN / CL;
+                        const int cb = (int)c0 + (c0 + (int)rank * BR < p.cols ? (int)rank * BR : 0);
+                        tma_3d_mc(h_smem(sB + st * PB_BYTES + rank * BR * HBKB), &tmB, kt * BKE, cb, g, &full[st],
+                                  (uint16_t)((1u << CL) - 1));
+                    }
                 }
             }
         }
@@ -316,22 +580,28 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
 #pragma unroll
         for (int i = 0; i < 64; ++i) part[i] = 0.f;
         int it = 0;
-        for (int t = blockIdx.x; t < s.total; t += gridDim.x) {
+        for (int t = t_first; t < s.total; t += t_step) {
             int g; int64_t r0, c0;
-            qg_sched_tile<PBM, PBN>(p, s, t, g, r0, c0);
+            qg_sched_tile<PBM * CL, PBN>(p, s, t, g, r0, c0);
+            r0 += rank * PBM;
             const int64_t r_end = s.bounds[g + 1];
             const int64_t rr0 = r0 + cw * 64 + warp * 16 + lane / 4, rr1 = rr0 + 8;
             float acc[64];
 #pragma unroll
             for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+            /* the scales of slice kt + 1 are loaded while slice kt runs */
+            float sb = qg_block_scale(p.sb, g, c0, 0);
+            float a0 = rr0 < r_end ? qg_block_scale(p.sa, 0, rr0, 0) : 0.f;
+            float a1 = rr1 < r_end ? qg_block_scale(p.sa, 0, rr1, 0) : 0.f;
             for (int kt = 0; kt < nk; ++kt, ++it) {
-                const int st = it % PSTAGES;
-                /* issued before the wait so the loads overlap it */
-                const float sb = qg_block_scale(p.sb, g, c0, kt);
-                const float a0 = rr0 < r_end ? qg_block_scale(p.sa, 0, rr0, kt) : 0.f;
-                const float a1 = rr1 < r_end ? qg_block_scale(p.sa, 0, rr1, kt) : 0.f;
+                const int st = it % STAGES;
                 const float m0 = a0 * sb, m1 = a1 * sb;
-                mbar_wait(&full[st], (it / PSTAGES) & 1);
+                if (kt + 1 < nk) {
+                    sb = qg_block_scale(p.sb, g, c0, kt + 1);
+                    a0 = rr0 < r_end ? qg_block_scale(p.sa, 0, rr0, kt + 1) : 0.f;
+                    a1 = rr1 < r_end ? qg_block_scale(p.sa, 0, rr1, kt + 1) : 0.f;
+                }
+                mbar_wait(&full[st], (it / STAGES) & 1);
                 const uint64_t da = wg_desc(h_smem(sA + st * PA_BYTES + cw * 64 * 128));
                 const uint64_t db = wg_desc(h_smem(sB + st * PB_BYTES));
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -342,7 +612,8 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-                mbar_arrive(&empty[st]);
+                qg_fence_acc(part);
+                qg_release<CL>(&empty[st], lane);
 #pragma unroll
                 for (int j = 0; j < 16; ++j) {
                     acc[j * 4 + 0] += m0 * part[j * 4 + 0];
@@ -351,18 +622,20 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                     acc[j * 4 + 3] += m1 * part[j * 4 + 3];
                 }
             }
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int64_t r = h ? rr1 : rr0;
-                if (r >= r_end) continue;
-#pragma unroll
-                for (int j = 0; j < 16; ++j) {
-                    const int64_t c = c0 + j * 8 + (lane % 4) * 2;
-                    if (c >= p.cols) continue;
-                    qg_store2(p, pair_ok, g, r, c, acc[j * 4 + h * 2], acc[j * 4 + h * 2 + 1]);
-                }
+            const qg_epi e = {g, r0 + cw * 64, r_end, c0, false};
+            bool staged = false;
+            if constexpr (SB > 0) { /* the whole half lies inside the rows it may write */
+                staged = tma_out && (e.r0 + 64 <= r_end || r_end >= p.rows);
+                if (staged)
+                    qg_epi_tma<QG_SC_NONE, 16, SB>(p, e, acc, nullptr, &tmO, sO + cw * SB, 2 + cw, lt, warp, lane);
             }
+            if (!staged) qg_epi_regs<QG_SC_NONE, 16>(p, e, acc, nullptr, pair_ok, warp, lane);
         }
+        if (SB > 0 && lt == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+    }
+    if constexpr (CL > 1) {
+        __syncwarp();
+        cluster_sync();
     }
 #else
     __trap();
@@ -435,40 +708,154 @@ int qg_make_maps(const qg_problem *p, int brows_a, int brows_b, CUtensorMap *ta,
     return 0;
 }
 
-template <typename K>
-int qg_launch_tma_kernel(K kern, const qg_problem *p, cudaStream_t stream, int bm, int bn, size_t smem_fixed,
-                         const char **why)
+/* Tensor map of the output for the epilogue's TMA stores: (column, row, group) with
+ * 128-byte x 64-row boxes, 128B swizzle. Returns 0 when the output cannot take TMA
+ * stores (not row-contiguous, rows or groups not 16-byte aligned): the kernel then
+ * stores from registers. */
+int qg_make_out_map(const qg_problem *p, CUtensorMap *to)
 {
-    CUtensorMap ta, tb;
-    const int rc = qg_make_maps(p, bm, bn, &ta, &tb, why);
+    const int osz = p->out_f32 ? 4 : 2;
+    const bool kg = p->kind == QG_K_GROUPED;
+    if (p->so_c != 1 || ((uintptr_t)p->out % 16) != 0 || (p->so_r * osz) % 16 != 0 || p->so_r < p->cols ||
+        (kg && ((p->so_g * osz) % 16 != 0 || p->so_g < p->so_r * p->rows)) || p->rows <= 0 || p->cols <= 0)
+        return 0;
+    PFN_cuTensorMapEncodeTiled_v12000 enc = qg_encode_fn();
+    if (!enc) return 0;
+    memset(to, 0, sizeof *to);
+    const cuuint64_t dims[3] = {(cuuint64_t)p->cols, (cuuint64_t)p->rows, (cuuint64_t)(kg ? p->groups : 1)};
+    const cuuint64_t strides[2] = {(cuuint64_t)(p->so_r * osz),
+                                   (cuuint64_t)((kg ? p->so_g : p->so_r * p->rows) * osz)};
+    const cuuint32_t box[3] = {(cuuint32_t)(128 / osz), 64, 1};
+    const cuuint32_t es[3] = {1, 1, 1};
+    return enc(to, p->out_f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, p->out, dims,
+               strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+template <typename K>
+int qg_launch_tma_kernel(K kern, const qg_problem *p, cudaStream_t stream, int bm, int bn, int cl, size_t smem,
+                         int sms, const char **why)
+{
+    CUtensorMap ta, tb, to;
+    const int rc = qg_make_maps(p, bm, bn / cl, &ta, &tb, why);
     if (rc) return rc;
-    const size_t smem = smem_fixed + (size_t)qg_sched_smem_ints(p->groups) * 4;
-    int dev = 0, sms = 0, maxsm = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    if ((size_t)maxsm < smem) { *why = "Hopper grouped GEMM: too many groups for shared memory"; return 1; }
+    const int tma_out = qg_make_out_map(p, &to);
+    if (!tma_out) memset(&to, 0, sizeof to);
     if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess) {
         *why = "Hopper grouped GEMM: cudaFuncSetAttribute failed";
         return 2;
     }
-    const int64_t tr = (p->rows + bm - 1) / bm, tcn = (p->cols + bn - 1) / bn;
-    int64_t grid = sms > 0 ? sms : 1;
+    /* one CTA (cluster) per SM (cluster slot), no more than there are tiles (tile pairs) */
+    const int64_t tr = (p->rows + bm * cl - 1) / (bm * cl), tcn = (p->cols + bn - 1) / bn;
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)cl;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.blockDim = dim3(HTHR, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = cl > 1 ? 1 : 0; /* a plain launch without clusters */
+    int64_t units = sms > 0 ? sms : 1;
+    if (cl > 1) {
+        int clusters = 0;
+        cfg.gridDim = dim3((unsigned)(units - units % cl), 1, 1);
+        if (cudaOccupancyMaxActiveClusters(&clusters, kern, &cfg) != cudaSuccess || clusters < 1) {
+            *why = "Hopper grouped GEMM: no cluster of this size fits";
+            return 1;
+        }
+        units = clusters;
+    }
     const int64_t bound = p->kind == QG_M_GROUPED ? (tr + p->groups) * tcn : (int64_t)p->groups * tr * tcn;
-    if (bound < grid) grid = bound;
-    if (grid < 1) grid = 1;
+    if (bound < units) units = bound;
+    if (units < 1) units = 1;
+    cfg.gridDim = dim3((unsigned)(units * cl), 1, 1);
     const int osz = p->out_f32 ? 4 : 2;
     const int pair_ok = p->so_c == 1 && (p->so_r % 2) == 0 && ((uintptr_t)p->out % (2 * osz)) == 0;
-    kern<<<(unsigned)grid, HTHR, smem, stream>>>(ta, tb, *p, pair_ok);
-    if (cudaGetLastError() != cudaSuccess) { *why = "Hopper grouped GEMM: kernel launch failed"; return 2; }
+    if (cudaLaunchKernelEx(&cfg, kern, ta, tb, to, *p, pair_ok, tma_out) != cudaSuccess ||
+        cudaGetLastError() != cudaSuccess) {
+        *why = "Hopper grouped GEMM: kernel launch failed";
+        return 2;
+    }
     return 0;
+}
+
+/* One Hopper kernel configuration: which kernel, ring depth, staging bytes per consumer,
+ * CTAs per cluster. */
+struct qg_hconf {
+    bool promo;  /* the 128x128 promoted kernel (FP8 blockwise), else the 128x256 fast one */
+    int stages;
+    int sb;      /* 0: epilogue from registers */
+    int cl;      /* 2: B tiles multicast to a pair of CTAs */
+};
+
+/* The configurations each kernel is built in; index 0 is the default. Entry 1 (register
+ * epilogue, deepest ring, no cluster) is the fallback where the default's staging does not
+ * fit beside the schedule of many groups or its cluster cannot be placed. The benchmark
+ * may name any entry through qg_problem.variant (1-based); the ops take the default. */
+constexpr qg_hconf QG_FAST_CONFS[] = {{false, 3, 32768, 1}, {false, 4, 0, 1}, {false, 3, 32768, 2}};
+constexpr qg_hconf QG_PROMO_CONFS[] = {{true, 5, 16384, 1}, {true, 6, 0, 1}, {true, 5, 16384, 2}};
+constexpr int QG_NCONFS = 3;
+
+size_t qg_conf_smem(const qg_hconf &c, int groups)
+{
+    const size_t fixed = c.promo ? qg_smem_fixed(c.stages, PA_BYTES, PB_BYTES, c.sb)
+                                 : qg_smem_fixed(c.stages, HA_BYTES, HB_BYTES, c.sb);
+    return fixed + (size_t)qg_sched_smem_ints(groups) * 4;
+}
+
+template <int E, int SC>
+int qg_launch_conf(const qg_hconf &c, const qg_problem *p, cudaStream_t stream, size_t smem, int sms,
+                   const char **why)
+{
+#define QG_LC(PROMO, ST, SB, CL)                                                                      \
+    if (c.promo == PROMO && c.stages == ST && c.sb == SB && c.cl == CL) {                            \
+        if constexpr (PROMO) {                                                                       \
+            if constexpr (SC == QG_SC_BLOCK128)                                                      \
+                return qg_launch_tma_kernel(qg_hopper_promo_kernel<E, SC, ST, SB, CL>, p, stream, PBM, PBN, CL, \
+                                            smem, sms, why);                                         \
+        } else if constexpr (SC != QG_SC_BLOCK128) {                                                 \
+            return qg_launch_tma_kernel(qg_hopper_kernel<E, SC, ST, SB, CL>, p, stream, HBM, HBN, CL, smem, \
+                                        sms, why);                                                   \
+        }                                                                                            \
+    }
+    QG_LC(false, 3, 32768, 1)
+    QG_LC(false, 4, 0, 1)
+    QG_LC(false, 3, 32768, 2)
+    QG_LC(true, 5, 16384, 1)
+    QG_LC(true, 6, 0, 1)
+    QG_LC(true, 5, 16384, 2)
+#undef QG_LC
+    *why = "Hopper grouped GEMM: configuration not built";
+    return 1;
+}
+
+int qg_launch_recipe(const qg_hconf &c, const qg_problem *p, cudaStream_t stream, size_t smem, int sms,
+                     const char **why)
+{
+    if (p->elem == QG_ELEM_BF16 && p->scale_mode == QG_SC_NONE)
+        return qg_launch_conf<QG_ELEM_BF16, QG_SC_NONE>(c, p, stream, smem, sms, why);
+    if (p->elem == QG_ELEM_E4M3 && p->scale_mode == QG_SC_ROW)
+        return qg_launch_conf<QG_ELEM_E4M3, QG_SC_ROW>(c, p, stream, smem, sms, why);
+    if (p->elem == QG_ELEM_E5M2 && p->scale_mode == QG_SC_ROW)
+        return qg_launch_conf<QG_ELEM_E5M2, QG_SC_ROW>(c, p, stream, smem, sms, why);
+    if (p->elem == QG_ELEM_E4M3 && p->scale_mode == QG_SC_BLOCK128)
+        return qg_launch_conf<QG_ELEM_E4M3, QG_SC_BLOCK128>(c, p, stream, smem, sms, why);
+    if (p->elem == QG_ELEM_E5M2 && p->scale_mode == QG_SC_BLOCK128)
+        return qg_launch_conf<QG_ELEM_E5M2, QG_SC_BLOCK128>(c, p, stream, smem, sms, why);
+    *why = "Hopper grouped GEMM: element type / recipe not implemented";
+    return 1;
 }
 
 } // namespace
 
+/* The one place that decides whether and how the Hopper kernels take a problem. */
 int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char **why)
 {
-    int dev = 0, maj = 0, min = 0;
+    int dev = 0, maj = 0, min = 0, sms = 0, maxsm = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&maj, cudaDevAttrComputeCapabilityMajor, dev);
     cudaDeviceGetAttribute(&min, cudaDevAttrComputeCapabilityMinor, dev);
@@ -487,14 +874,6 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
         *why = "Hopper grouped GEMM: only BF16, FP8 rowwise (and M-grouped FP8 blockwise) are implemented";
         return 1;
     }
-    if (p->kind == QG_K_GROUPED) {
-        /* QGMM_CUDA_GEMM_HOPPER_KGROUPED=0 sends K-grouped problems to the portable kernel */
-        const char *e = getenv("QGMM_CUDA_GEMM_HOPPER_KGROUPED");
-        if (!QG_HOPPER_KGROUPED_DEFAULT ? !(e && e[0] == '1') : (e && e[0] == '0')) {
-            *why = "Hopper grouped GEMM: K-grouped is off (QGMM_CUDA_GEMM_HOPPER_KGROUPED)";
-            return 1;
-        }
-    }
     const int esz = p->elem == QG_ELEM_BF16 ? 2 : 1;
     const bool tma_ok = p->a.s_k == 1 && p->b.s_k == 1 && ((uintptr_t)p->a.ptr % 16) == 0 &&
                         ((uintptr_t)p->b.ptr % 16) == 0 && ((p->a.s_row * esz) % 16) == 0 &&
@@ -502,22 +881,18 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
                         p->kdim > 0 && p->rows < (1ll << 31) && p->cols < (1ll << 31) &&
                         (p->kind == QG_K_GROUPED || p->groups == 1 || p->b.s_grp > 0);
     if (!tma_ok) { *why = "Hopper grouped GEMM: operands not K-contiguous with 16-byte aligned rows"; return 1; }
-#define QG_HCASE(E, SC)                                                                             \
-    if (p->elem == E && p->scale_mode == SC)                                                      \
-        return qg_launch_tma_kernel(qg_hopper_kernel<E, SC>, p, stream, HBM, HBN, H_SMEM_FIXED, why);
-#define QG_PCASE(E, SC)                                                                             \
-    if (p->elem == E && p->scale_mode == SC)                                                      \
-        return qg_launch_tma_kernel(qg_hopper_promo_kernel<E, SC>, p, stream, PBM, PBN, P_SMEM_FIXED, why);
-    if (fast) {
-        QG_HCASE(QG_ELEM_BF16, QG_SC_NONE)
-        QG_HCASE(QG_ELEM_E4M3, QG_SC_ROW)
-        QG_HCASE(QG_ELEM_E5M2, QG_SC_ROW)
-    } else {
-        QG_PCASE(QG_ELEM_E4M3, QG_SC_BLOCK128)
-        QG_PCASE(QG_ELEM_E5M2, QG_SC_BLOCK128)
-    }
-#undef QG_PCASE
-#undef QG_HCASE
-    *why = "Hopper grouped GEMM: element type / recipe not implemented";
-    return 1;
+    if (p->variant < 0 || p->variant > QG_NCONFS) { *why = "Hopper grouped GEMM: no such variant"; return 1; }
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    /* the default configuration, or the register-epilogue one where its staging does not
+     * fit beside the schedule of many groups */
+    const qg_hconf *confs = promo ? QG_PROMO_CONFS : QG_FAST_CONFS;
+    qg_hconf c = confs[p->variant > 0 ? p->variant - 1 : 0];
+    if (p->variant == 0 && qg_conf_smem(c, p->groups) > (size_t)maxsm) c = confs[1];
+    const size_t smem = qg_conf_smem(c, p->groups);
+    if (smem > (size_t)maxsm) { *why = "Hopper grouped GEMM: too many groups for shared memory"; return 1; }
+    const int rc = qg_launch_recipe(c, p, stream, smem, sms, why);
+    if (rc == 1 && p->variant == 0 && c.cl > 1) /* the cluster could not be placed */
+        return qg_launch_recipe(confs[1], p, stream, qg_conf_smem(confs[1], p->groups), sms, why);
+    return rc;
 }

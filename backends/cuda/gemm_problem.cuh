@@ -56,6 +56,8 @@ struct qg_problem {
     void *out;
     int64_t so_g, so_r, so_c; /* output strides (elements) */
     uint32_t *status;     /* device status word: QGMM_DEVICE_STATUS_BAD_OFFSETS is OR'ed in */
+    int variant;          /* 0 (the ops): the Hopper kernel's default configuration; the
+                             benchmark may name another (gemm_hopper.cu, QG_*_CONFS) */
 };
 
 /* Kernel path choice. AUTO: Hopper where it applies, else portable. */

@@ -10,9 +10,16 @@ Median of CUDA-event timings after warm-up, random data, jagged group sizes (mul
 16, seeded). Each qgmm result is compared with the peer's (relative Frobenius error) so a
 fast wrong kernel cannot pass unnoticed.
 
-usage: bench_grouped.py [--lib PATH] [--reps N] [--quick] [--json FILE]
-  --lib   libqg_bench.so (bench/cuda_gemm/build_bench.sh); default build-cudagemm/lib/
-  --quick three shapes only
+usage: bench_grouped.py [--lib PATH] [--reps N] [--quick | --shapes LIST] [--variants LIST]
+                        [--recipes LIST] [--no-portable] [--json FILE]
+  --lib       libqg_bench.so (bench/cuda_gemm/build_bench.sh); default build-cudagemm/lib/
+  --quick     three shapes only
+  --shapes    M,N,K,G;M,N,K,G;... or "issue20" (the shapes of issue 20)
+  --variants  Hopper kernel configurations to time, e.g. 0,1,2 (0 = the default the ops
+              run; others: gemm_hopper.cu QG_*_CONFS, 1-based); rows say qgmm-auto / qgmm-vN
+  --recipes   subset of bf16,fp8_rowwise,fp8_blockwise,mxfp8
+  --kinds     M, K or M,K (default): which of the forward / wgrad problems to run
+  --no-portable  skip the portable-path rows
 """
 import argparse
 import ctypes as C
@@ -45,7 +52,8 @@ class Problem(C.Structure):
                 ("groups", C.c_int), ("rows", C.c_int64), ("cols", C.c_int64), ("kdim", C.c_int64),
                 ("offs_multiple", C.c_int), ("a", Operand), ("b", Operand), ("sa", Scales),
                 ("sb", Scales), ("offs", C.c_void_p), ("out", C.c_void_p), ("so_g", C.c_int64),
-                ("so_r", C.c_int64), ("so_c", C.c_int64), ("status", C.c_void_p)]
+                ("so_r", C.c_int64), ("so_c", C.c_int64), ("status", C.c_void_p),
+                ("variant", C.c_int)]
 
 
 class Lib:
@@ -56,8 +64,9 @@ class Lib:
         assert self.lib.qg_bench_problem_size() == C.sizeof(Problem), "qg_problem layout mismatch"
         self.status = torch.zeros(1, dtype=torch.int32, device="cuda")
 
-    def run(self, p, path):
+    def run(self, p, path, variant=0):
         p.status = self.status.data_ptr()
+        p.variant = variant
         why = C.create_string_buffer(256)
         used = C.create_string_buffer(32)
         rc = self.lib.qg_bench_run(C.byref(p), path, C.c_void_p(torch.cuda.current_stream().cuda_stream),
@@ -157,7 +166,15 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--shapes", default=None)
+    ap.add_argument("--variants", default="0")
+    ap.add_argument("--recipes", default="bf16,fp8_rowwise,fp8_blockwise,mxfp8")
+    ap.add_argument("--no-portable", action="store_true")
+    ap.add_argument("--kinds", default="M,K")
     args = ap.parse_args()
+    variants = [int(v) for v in args.variants.split(",")]
+    recipes = set(args.recipes.split(","))
+    kinds = set(args.kinds.split(","))
     global torch
     import torch as _torch
     torch = _torch
@@ -191,132 +208,137 @@ def main():
               (128000, 2048, 7168, 8), (16384, 1536, 5120, 16), (16384, 2048, 7168, 64)]
     if args.quick:
         shapes = [shapes[2], shapes[7], shapes[8]]
+    if args.shapes == "issue20":
+        shapes = [(32768, 8192, 5120, 8), (32768, 2048, 7168, 8), (65536, 2048, 7168, 16),
+                  (16384, 1536, 5120, 16), (32768, 4096, 7168, 64), (128000, 8192, 5120, 2)]
+    elif args.shapes:
+        shapes = [tuple(int(x) for x in sh.split(",")) for sh in args.shapes.split(";")]
+
+    def timed(pr, path, out, ref, tp, flops, **kw):
+        """Times qgmm on pr for each variant (the auto path) or once (portable)."""
+        for v in (variants if path == PATH_AUTO else [0]):
+            if ref is not None:
+                out.fill_(float("nan"))
+            used = lib.run(pr, path, v)
+            err = relerr(out, ref) if ref is not None else None
+            t = bench(lambda: lib.run(pr, path, v), args.reps)
+            name = "qgmm-portable" if path == PATH_PORTABLE else ("qgmm-auto" if v == 0 else "qgmm-v%d" % v)
+            row = dict(impl=name, path=used, ms=t, tflops=flops / t / 1e9, **kw)
+            if tp is not None:
+                row["vs_peer"] = tp / t
+            if err is not None:
+                row["rel_err_vs_peer"] = err
+            rec(**row)
+
+    paths = (PATH_AUTO,) if args.no_portable else (PATH_AUTO, PATH_PORTABLE)
 
     for (M, N, K, G) in shapes:
         offs = jagged_offs(M, G, 16, gen)
         offs128 = jagged_offs(M, G, 128, gen)
         flops = 2.0 * M * N * K
+        sh = dict(M=M, N=N, K=K, G=G)
         # ---------------- M-grouped (forward): x (M,K) . w_g^T, w (G,N,K)
-        a16 = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-        b16 = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16) * 0.05
         out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-        peer = lambda: torch._grouped_mm(a16, b16.transpose(-2, -1), offs=offs, out_dtype=torch.bfloat16)
-        tp = bench(peer, args.reps)
-        ref = peer()
-        rec(kind="M", recipe="bf16", impl="torch._grouped_mm", M=M, N=N, K=K, G=G, ms=tp, tflops=flops / tp / 1e9)
-        pr = m_problem(a16, b16, offs, out)
-        for path, pname in ((PATH_AUTO, "qgmm-auto"), (PATH_PORTABLE, "qgmm-portable")):
-            out.fill_(float("nan"))
-            used = lib.run(pr, path)
-            err = relerr(out, ref)
-            t = bench(lambda: lib.run(pr, path), args.reps)
-            rec(kind="M", recipe="bf16", impl=pname, path=used, M=M, N=N, K=K, G=G, ms=t, tflops=flops / t / 1e9,
-                vs_peer=tp / t, rel_err_vs_peer=err)
-        del a16, b16
-        # FP8 rowwise
-        a8 = rand_fp8((M, K))
-        b8 = rand_fp8((G, N, K))
-        sa = torch.rand(M, device="cuda") * 0.01 + 0.001
-        sb = torch.rand(G, N, device="cuda") * 0.01 + 0.001
-        peer = lambda: torch._scaled_grouped_mm(a8, b8.transpose(-2, -1), sa, sb, offs=offs,
-                                                out_dtype=torch.bfloat16, use_fast_accum=True)
-        try:
+        mrec = recipes if "M" in kinds else set()
+        krec = recipes if "K" in kinds else set()
+        if "bf16" in mrec:
+            a16 = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+            b16 = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16) * 0.05
+            peer = lambda: torch._grouped_mm(a16, b16.transpose(-2, -1), offs=offs, out_dtype=torch.bfloat16)
             tp = bench(peer, args.reps)
             ref = peer()
-            rec(kind="M", recipe="fp8_rowwise", impl="torch._scaled_grouped_mm", M=M, N=N, K=K, G=G, ms=tp,
-                tflops=flops / tp / 1e9)
-        except Exception as e:  # noqa: BLE001 - report and carry on
-            print("peer failed:", e)
-            tp, ref = float("nan"), None
-        pr = m_problem(a8, b8, offs, out, SC_ROW, sa, sb)
-        for path, pname in ((PATH_AUTO, "qgmm-auto"), (PATH_PORTABLE, "qgmm-portable")):
-            out.fill_(float("nan"))
-            used = lib.run(pr, path)
-            err = relerr(out, ref) if ref is not None else float("nan")
-            t = bench(lambda: lib.run(pr, path), args.reps)
-            rec(kind="M", recipe="fp8_rowwise", impl=pname, path=used, M=M, N=N, K=K, G=G, ms=t,
-                tflops=flops / t / 1e9, vs_peer=tp / t, rel_err_vs_peer=err)
-        # FP8 rowwise with f32 output (the promoted-accumulation kernel on Hopper)
-        out32 = torch.empty(M, N, device="cuda", dtype=torch.float32)
-        pr = m_problem(a8, b8, offs, out32, SC_ROW, sa, sb)
-        used = lib.run(pr, PATH_AUTO)
-        err = relerr(out32, ref) if ref is not None else float("nan")
-        t = bench(lambda: lib.run(pr, PATH_AUTO), args.reps)
-        rec(kind="M", recipe="fp8_rowwise_f32out", impl="qgmm-auto", path=used, M=M, N=N, K=K, G=G, ms=t,
-            tflops=flops / t / 1e9, vs_peer=tp / t, rel_err_vs_peer=err)
-        del out32
-        # FP8 blockwise and MXFP8 (qgmm only)
-        sab = torch.rand(M, K // 128, device="cuda") * 0.01 + 0.001
-        sbb = torch.rand(G, (N + 127) // 128, K // 128, device="cuda") * 0.01 + 0.001
-        pr = m_problem(a8, b8, offs, out, SC_BLOCK, sab, sbb)
-        used = lib.run(pr, PATH_AUTO)
-        t = bench(lambda: lib.run(pr, PATH_AUTO), args.reps)
-        rec(kind="M", recipe="fp8_blockwise", impl="qgmm-auto", path=used, M=M, N=N, K=K, G=G, ms=t, tflops=flops / t / 1e9)
-        cpad = ((K // 32 + 3) // 4) * 4
-        sam = torch.randint(120, 134, ((M + 128 * G + 127) // 128 * 128 * cpad,), dtype=torch.uint8, device="cuda")
-        sbm = torch.randint(120, 134, (G * ((N + 127) // 128 * 128) * cpad,), dtype=torch.uint8, device="cuda")
-        pr = m_problem(a8, b8, offs, out, SC_MX, sam, sbm)
-        used = lib.run(pr, PATH_AUTO)
-        t = bench(lambda: lib.run(pr, PATH_AUTO), args.reps)
-        rec(kind="M", recipe="mxfp8", impl="qgmm-auto", path=used, M=M, N=N, K=K, G=G, ms=t, tflops=flops / t / 1e9)
-        del a8, b8, out, sab, sbb, sam, sbm
+            rec(kind="M", recipe="bf16", impl="torch._grouped_mm", ms=tp, tflops=flops / tp / 1e9, **sh)
+            pr = m_problem(a16, b16, offs, out)
+            for path in paths:
+                timed(pr, path, out, ref, tp, flops, kind="M", recipe="bf16", **sh)
+            del a16, b16, ref
+        a8 = rand_fp8((M, K))
+        b8 = rand_fp8((G, N, K))
+        if "fp8_rowwise" in mrec:
+            sa = torch.rand(M, device="cuda") * 0.01 + 0.001
+            sb = torch.rand(G, N, device="cuda") * 0.01 + 0.001
+            peer = lambda: torch._scaled_grouped_mm(a8, b8.transpose(-2, -1), sa, sb, offs=offs,
+                                                    out_dtype=torch.bfloat16, use_fast_accum=True)
+            try:
+                tp = bench(peer, args.reps)
+                ref = peer()
+                rec(kind="M", recipe="fp8_rowwise", impl="torch._scaled_grouped_mm", ms=tp, tflops=flops / tp / 1e9,
+                    **sh)
+            except Exception as e:  # noqa: BLE001 - report and carry on
+                print("peer failed:", e)
+                tp, ref = None, None
+            pr = m_problem(a8, b8, offs, out, SC_ROW, sa, sb)
+            for path in paths:
+                timed(pr, path, out, ref, tp, flops, kind="M", recipe="fp8_rowwise", **sh)
+            # FP8 rowwise with f32 output (the portable kernel on Hopper: f32 sums of exact products)
+            out32 = torch.empty(M, N, device="cuda", dtype=torch.float32)
+            pr = m_problem(a8, b8, offs, out32, SC_ROW, sa, sb)
+            timed(pr, PATH_AUTO, out32, ref, tp, flops, kind="M", recipe="fp8_rowwise_f32out", **sh)
+            del out32, ref
+        if "fp8_blockwise" in mrec:
+            sab = torch.rand(M, K // 128, device="cuda") * 0.01 + 0.001
+            sbb = torch.rand(G, (N + 127) // 128, K // 128, device="cuda") * 0.01 + 0.001
+            pr = m_problem(a8, b8, offs, out, SC_BLOCK, sab, sbb)
+            timed(pr, PATH_AUTO, out, None, None, flops, kind="M", recipe="fp8_blockwise", **sh)
+            del sab, sbb
+        if "mxfp8" in mrec:
+            cpad = ((K // 32 + 3) // 4) * 4
+            sam = torch.randint(120, 134, ((M + 128 * G + 127) // 128 * 128 * cpad,), dtype=torch.uint8,
+                                device="cuda")
+            sbm = torch.randint(120, 134, (G * ((N + 127) // 128 * 128) * cpad,), dtype=torch.uint8, device="cuda")
+            pr = m_problem(a8, b8, offs, out, SC_MX, sam, sbm)
+            timed(pr, PATH_AUTO, out, None, None, flops, kind="M", recipe="mxfp8", **sh)
+            del sam, sbm
+        del a8, b8, out
         torch.cuda.empty_cache()
 
         # ---------------- K-grouped (wgrad): dW[g] (N,K) = dy_g^T (N x M_g) . x_g (M_g x K)
-        dyT = torch.randn(N, M, device="cuda", dtype=torch.bfloat16)   # dy stored M-contiguous
-        xT = torch.randn(K, M, device="cuda", dtype=torch.bfloat16)    # x stored M-contiguous
-        dy, x = dyT.t(), xT.t()                                        # logical (M,N), (M,K)
         outk = torch.empty(G, N, K, device="cuda", dtype=torch.bfloat16)
-        peer = lambda: torch._grouped_mm(dyT, x, offs=offs, out_dtype=torch.bfloat16)
-        tp = bench(peer, args.reps)
-        ref = peer()
-        rec(kind="K", recipe="bf16", impl="torch._grouped_mm", M=M, N=N, K=K, G=G, ms=tp, tflops=flops / tp / 1e9)
-        pr = k_problem(dy, x, offs, outk)
-        for path, pname in ((PATH_AUTO, "qgmm-auto"),):
-            outk.fill_(float("nan"))
-            used = lib.run(pr, path)
-            err = relerr(outk, ref)
-            t = bench(lambda: lib.run(pr, path), args.reps)
-            rec(kind="K", recipe="bf16", impl=pname, path=used, M=M, N=N, K=K, G=G, ms=t, tflops=flops / t / 1e9,
-                vs_peer=tp / t, rel_err_vs_peer=err)
-        del dyT, xT, dy, x
-        dyT8, xT8 = rand_fp8((N, M)), rand_fp8((K, M))
-        dy8, x8 = dyT8.t(), xT8.t()
-        sa = torch.rand(G, N, device="cuda") * 0.01 + 0.001
-        sb = torch.rand(G, K, device="cuda") * 0.01 + 0.001
-        peer = lambda: torch._scaled_grouped_mm(dyT8, x8, sa.reshape(-1), sb.reshape(-1), offs=offs,
-                                                out_dtype=torch.bfloat16, use_fast_accum=True)
-        try:
+        if "bf16" in krec:
+            dyT = torch.randn(N, M, device="cuda", dtype=torch.bfloat16)   # dy stored M-contiguous
+            xT = torch.randn(K, M, device="cuda", dtype=torch.bfloat16)    # x stored M-contiguous
+            dy, x = dyT.t(), xT.t()                                        # logical (M,N), (M,K)
+            peer = lambda: torch._grouped_mm(dyT, x, offs=offs, out_dtype=torch.bfloat16)
             tp = bench(peer, args.reps)
             ref = peer()
-            rec(kind="K", recipe="fp8_rowwise", impl="torch._scaled_grouped_mm", M=M, N=N, K=K, G=G, ms=tp,
-                tflops=flops / tp / 1e9)
-        except Exception as e:  # noqa: BLE001
-            print("peer failed:", str(e)[:300])
-            tp, ref = float("nan"), None
-        pr = k_problem(dy8, x8, offs, outk, SC_ROW, sa, sb)
-        outk.fill_(float("nan"))
-        used = lib.run(pr, PATH_AUTO)
-        err = relerr(outk, ref) if ref is not None else float("nan")
-        t = bench(lambda: lib.run(pr, PATH_AUTO), args.reps)
-        rec(kind="K", recipe="fp8_rowwise", impl="qgmm-auto", path=used, M=M, N=N, K=K, G=G, ms=t,
-            tflops=flops / t / 1e9, vs_peer=tp / t, rel_err_vs_peer=err)
-        sab = torch.rand(N, (M + 127) // 128, device="cuda") * 0.01 + 0.001
-        sbb = torch.rand(K, (M + 127) // 128, device="cuda") * 0.01 + 0.001
-        pr = k_problem(dy8, x8, offs128, outk, SC_BLOCK, sab, sbb)
-        used = lib.run(pr, PATH_AUTO)
-        t = bench(lambda: lib.run(pr, PATH_AUTO), args.reps)
-        rec(kind="K", recipe="fp8_blockwise", impl="qgmm-auto", path=used, M=M, N=N, K=K, G=G, ms=t, tflops=flops / t / 1e9)
-        mc = (M + 31) // 32
-        sam = torch.randint(120, 134, (((N + 127) // 128 * 128) * ((mc + 4 * G + 3) // 4 * 4),), dtype=torch.uint8,
-                            device="cuda")
-        sbm = torch.randint(120, 134, (((K + 127) // 128 * 128) * ((mc + 4 * G + 3) // 4 * 4),), dtype=torch.uint8,
-                            device="cuda")
-        pr = k_problem(dy8, x8, offs128, outk, SC_MX, sam, sbm)
-        used = lib.run(pr, PATH_AUTO)
-        t = bench(lambda: lib.run(pr, PATH_AUTO), args.reps)
-        rec(kind="K", recipe="mxfp8", impl="qgmm-auto", path=used, M=M, N=N, K=K, G=G, ms=t, tflops=flops / t / 1e9)
-        del dyT8, xT8, dy8, x8, outk, sam, sbm, sab, sbb
+            rec(kind="K", recipe="bf16", impl="torch._grouped_mm", ms=tp, tflops=flops / tp / 1e9, **sh)
+            pr = k_problem(dy, x, offs, outk)
+            timed(pr, PATH_AUTO, outk, ref, tp, flops, kind="K", recipe="bf16", **sh)
+            del dyT, xT, dy, x, ref
+        dyT8, xT8 = rand_fp8((N, M)), rand_fp8((K, M))
+        dy8, x8 = dyT8.t(), xT8.t()
+        if "fp8_rowwise" in krec:
+            sa = torch.rand(G, N, device="cuda") * 0.01 + 0.001
+            sb = torch.rand(G, K, device="cuda") * 0.01 + 0.001
+            peer = lambda: torch._scaled_grouped_mm(dyT8, x8, sa.reshape(-1), sb.reshape(-1), offs=offs,
+                                                    out_dtype=torch.bfloat16, use_fast_accum=True)
+            try:
+                tp = bench(peer, args.reps)
+                ref = peer()
+                rec(kind="K", recipe="fp8_rowwise", impl="torch._scaled_grouped_mm", ms=tp, tflops=flops / tp / 1e9,
+                    **sh)
+            except Exception as e:  # noqa: BLE001
+                print("peer failed:", str(e)[:300])
+                tp, ref = None, None
+            pr = k_problem(dy8, x8, offs, outk, SC_ROW, sa, sb)
+            timed(pr, PATH_AUTO, outk, ref, tp, flops, kind="K", recipe="fp8_rowwise", **sh)
+            del ref
+        if "fp8_blockwise" in krec:
+            sab = torch.rand(N, (M + 127) // 128, device="cuda") * 0.01 + 0.001
+            sbb = torch.rand(K, (M + 127) // 128, device="cuda") * 0.01 + 0.001
+            pr = k_problem(dy8, x8, offs128, outk, SC_BLOCK, sab, sbb)
+            timed(pr, PATH_AUTO, outk, None, None, flops, kind="K", recipe="fp8_blockwise", **sh)
+            del sab, sbb
+        if "mxfp8" in krec:
+            mc = (M + 31) // 32
+            sam = torch.randint(120, 134, (((N + 127) // 128 * 128) * ((mc + 4 * G + 3) // 4 * 4),),
+                                dtype=torch.uint8, device="cuda")
+            sbm = torch.randint(120, 134, (((K + 127) // 128 * 128) * ((mc + 4 * G + 3) // 4 * 4),),
+                                dtype=torch.uint8, device="cuda")
+            pr = k_problem(dy8, x8, offs128, outk, SC_MX, sam, sbm)
+            timed(pr, PATH_AUTO, outk, None, None, flops, kind="K", recipe="mxfp8", **sh)
+            del sam, sbm
+        del dyT8, xT8, dy8, x8, outk
         torch.cuda.empty_cache()
 
     st = lib.status.item()

@@ -1,46 +1,66 @@
 #!/bin/bash
-# device_run.sh [all|check|bench|sanitize] — what one call on the lent H100 runs, from
-# the repository root, with the prebuilt build-cudagemm/ carried along (see
-# docs/backends-cuda-gemm.md): the GPU line, the SASS instruction mix of the plugin,
-# tests/test_gemm_reference (cuda, --big) on both kernel paths, qgmm-conformance (GEMM + recipe cases), the benchmark
-# against PyTorch, compute-sanitizer
-# memcheck (bad offsets included). Logs go to $OUT. --help: this text.
-case "${1:-all}" in -h|--help) sed -n 2,7p "$0"; exit 0;; esac
-WHAT=${1:-all}
+# device_run.sh [STEP...] — what one call on the lent H100 runs, from the repository root,
+# with a prebuilt build directory $B (default build-cudagemm: lib/ holding libqgmm*.so and
+# libqg_bench.so from build_bench.sh, bin/ holding test_gemm_reference and
+# qgmm-conformance) carried along. Steps (default: check sanitize ncu bench):
+#   check     test_gemm_reference cuda --big (auto path; PORTABLE=1 adds the portable path)
+#             and qgmm-conformance --filter gemm. --filter recipe.
+#   sanitize  compute-sanitizer memcheck on test_gemm_reference cuda --quick (bad offsets
+#             included)
+#   ncu       Nsight Compute on the Hopper kernel of two issue-20 shapes (FP8 rowwise
+#             K-grouped 64 groups, variants $NCU_V1 (default 2) and 0; M-grouped FP8
+#             rowwise and blockwise, default configuration)
+#   bench     bench_grouped.py --shapes issue20 --variants $VARIANTS (default 0) --recipes
+#             $RECIPES; if $BASE_LIB and $BASE_PY name an earlier libqg_bench.so and its
+#             bench_grouped.py, that pair runs first in the same call (the "before" table)
+# Logs go to $OUT. --help: this text.
+case "$1" in -h|--help) sed -n 2,17p "$0"; exit 0;; esac
+STEPS=${*:-check sanitize ncu bench}
 OUT=${OUT:-/tmp/qgmm-out}
+B=${B:-build-cudagemm}
 mkdir -p "$OUT"
-B=build-cudagemm
 export QGMM_PLUGIN_PATH=$PWD/$B/lib LD_LIBRARY_PATH=$PWD/$B/lib PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee "$OUT/gpu.txt"
 date -u | tee -a "$OUT/gpu.txt"
-if [ "$WHAT" = all ] || [ "$WHAT" = check ]; then
-  cuobjdump -sass $B/lib/libqgmm-cuda.so 2>&1 | grep -oE "(HGMMA|QGMMA|HMMA|QMMA|UTMALDG|LDSM|LDGSTS)[.A-Z0-9x]*" \
-    | sort | uniq -c | tee -a "$OUT/gpu.txt" | head -20
-  timeout 40 $B/bin/test_gemm_reference cuda --path auto --quick > "$OUT/check_auto.log" 2>&1; echo "auto quick rc=$?"
-  tail -4 "$OUT/check_auto.log"
-  timeout 120 $B/bin/test_gemm_reference cuda --path auto --big >> "$OUT/check_auto.log" 2>&1; echo "auto big rc=$?"
-  grep -E "FAIL|cases|worst|FATAL" "$OUT/check_auto.log" | tail -14
-  timeout 120 $B/bin/test_gemm_reference cuda --path portable --big > "$OUT/check_portable.log" 2>&1; echo "portable big rc=$?"
-  grep -E "FAIL|cases|worst|FATAL" "$OUT/check_portable.log" | tail -14
-  # the team's conformance suite (GEMM and recipe cases): auto, auto with K-grouped kept
-  # off the Hopper kernel (the fallback configuration), portable
-  for p in auto auto-noK portable; do
-    if [ $p = auto-noK ]; then export QGMM_CUDA_GEMM_HOPPER_KGROUPED=0; q=auto; else unset QGMM_CUDA_GEMM_HOPPER_KGROUPED; q=$p; fi
-    QGMM_CUDA_GEMM_PATH=$q timeout 120 $B/bin/qgmm-conformance --backend cuda --require-reference \
-      --filter gemm. --filter recipe. > "$OUT/conf.tmp" 2>&1; echo "conformance $p rc=$?"
-    tail -1 "$OUT/conf.tmp"; grep -E " FAIL " "$OUT/conf.tmp" | head -4
-    { echo "== conformance path $p"; cat "$OUT/conf.tmp"; } >> "$OUT/conformance.log"; rm -f "$OUT/conf.tmp"
+has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
+if has check; then
+  paths=auto; [ -n "$PORTABLE" ] && paths="auto portable"
+  for p in $paths; do
+    timeout 150 $B/bin/test_gemm_reference cuda --path $p --big > "$OUT/t.log" 2>&1; echo "reference $p big rc=$?"
+    grep -E "FAIL|cases|worst|FATAL" "$OUT/t.log" | tail -8
+    { echo "== test_gemm_reference cuda --path $p --big"; cat "$OUT/t.log"; } >> "$OUT/check.log"
+    QGMM_CUDA_GEMM_PATH=$p timeout 120 $B/bin/qgmm-conformance --backend cuda --require-reference \
+      --filter gemm. --filter recipe. > "$OUT/t.log" 2>&1; echo "conformance $p rc=$?"
+    tail -1 "$OUT/t.log"; grep -E " FAIL " "$OUT/t.log" | head -4
+    { echo "== conformance path $p"; cat "$OUT/t.log"; } >> "$OUT/check.log"
   done
-  unset QGMM_CUDA_GEMM_HOPPER_KGROUPED
+  rm -f "$OUT/t.log"
 fi
-if [ "$WHAT" = all ] || [ "$WHAT" = sanitize ]; then
-  for p in portable auto; do
-    echo "== sanitizer path $p" >> "$OUT/san.log"
-    timeout 150 compute-sanitizer --tool memcheck --print-limit 10 $B/bin/test_gemm_reference cuda --path $p --quick \
-      >> "$OUT/san.log" 2>&1; echo "sanitizer $p rc=$?"; tail -2 "$OUT/san.log"
-  done
+if has sanitize; then
+  timeout 200 compute-sanitizer --tool memcheck --print-limit 10 $B/bin/test_gemm_reference cuda --path auto --quick \
+    > "$OUT/san.log" 2>&1; echo "memcheck auto rc=$?"; tail -2 "$OUT/san.log"
 fi
-if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
-  timeout 300 python3 bench/cuda_gemm/bench_grouped.py --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
+if has ncu; then
+  NCU="ncu --clock-control none -k regex:qg_hopper --section SpeedOfLight --section ComputeWorkloadAnalysis
+       --section WarpStateStats --section MemoryWorkloadAnalysis --section LaunchStats"
+  # K-grouped FP8 rowwise, 64 groups: variant ${NCU_V1:-2} and the default
+  timeout 150 $NCU --launch-skip 4 --launch-count 2 python3 bench/cuda_gemm/bench_grouped.py --lib $B/lib/libqg_bench.so \
+    --reps 1 --shapes 32768,4096,7168,64 --kinds K --recipes fp8_rowwise --variants ${NCU_V1:-2},0 > "$OUT/ncu.log" 2>&1
+  echo "ncu K-grouped rc=$?"
+  # M-grouped FP8 rowwise and blockwise, 8 groups, the default
+  timeout 150 $NCU --launch-skip 4 --launch-count 2 python3 bench/cuda_gemm/bench_grouped.py --lib $B/lib/libqg_bench.so \
+    --reps 1 --shapes 32768,8192,5120,8 --kinds M --recipes fp8_rowwise,fp8_blockwise >> "$OUT/ncu.log" 2>&1
+  echo "ncu M-grouped rc=$?"
+  grep -E "qg_hopper|Duration|Compute \(SM\) Throughput|L2 Hit Rate|L2 Cache Throughput|DRAM Throughput|Memory Throughput|Issue Slots Busy|Grid Size|Cluster|ERROR" \
+    "$OUT/ncu.log" | cut -c1-150 | head -60
+fi
+if has bench; then
+  if [ -n "$BASE_LIB" ] && [ -n "$BASE_PY" ]; then
+    timeout 240 python3 "$BASE_PY" --lib "$BASE_LIB" --json "$OUT/bench_base.json" > "$OUT/bench_base.log" 2>&1
+    echo "bench base rc=$?"; sed -n '/^20[0-9][0-9]-/,$p' "$OUT/bench_base.log" | grep -v portable
+  fi
+  timeout 300 python3 bench/cuda_gemm/bench_grouped.py --lib $B/lib/libqg_bench.so --shapes issue20 --no-portable \
+    --variants "${VARIANTS:-0}" --recipes "${RECIPES:-bf16,fp8_rowwise,fp8_blockwise,mxfp8}" \
+    --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
   echo "bench rc=$?"; sed -n '/^20[0-9][0-9]-/,$p' "$OUT/bench.log"; grep -E "Error|error|failed" "$OUT/bench.log" | head -5
 fi
