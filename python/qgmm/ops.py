@@ -102,7 +102,7 @@ def _mx_scales(shape, block_dim, scale_layout):
     return ((other, blocks) if r == 2 else (experts, other, blocks)), bd
 
 
-def quantize_mxfp8(x, block_dim=-1, *, mode="floor", scale_layout="plain", fp8_dtype="f8e4m3fn",
+def quantize_mxfp8(x, block_dim=-1, *, mode="rceil", scale_layout="plain", fp8_dtype="f8e4m3fn",
                    q=None, scales=None, ctx=None):
     """MXFP8 quantize (qgmm_quantize_mxfp8): blocks of 32 along block_dim (the last dim or
     the one before it), one E8M0 scale each; returns (q, scales). scale_layout "plain"
@@ -153,7 +153,7 @@ def quantize_fp8_blockwise(x, block="1x128", *, layout="row_major", fp8_dtype="f
 
 
 def dequantize(q, scales, kind, offs=None, *, reduce_dim=1, power_of_2=False,
-               scale_kind="reciprocal", block_dim=-1, mode="floor", scale_layout="plain",
+               scale_kind="reciprocal", block_dim=-1, mode="rceil", scale_layout="plain",
                block="1x128", out_dtype="f32", out=None, ctx=None):
     """The inverse of a quantize (qgmm_dequantize). kind: "fp8_rowwise", "mxfp8" or
     "fp8_blockwise", with the parameters that quantize was given. Returns out."""
@@ -295,7 +295,7 @@ def _moe_params(recipe, fp8_dtype, mx_mode):
                           lookup(MX_MODES, "mx_mode", mx_mode))
 
 
-def moe_workspace_bytes(recipe, M, N, K, E, *, fp8_dtype="f8e4m3fn", mx_mode="floor"):
+def moe_workspace_bytes(recipe, M, N, K, E, *, fp8_dtype="f8e4m3fn", mx_mode="rceil"):
     p = _moe_params(recipe, fp8_dtype, mx_mode)
     return lib.qgmm_moe_workspace_bytes(ctypes.byref(p), M, N, K, E)
 
@@ -310,7 +310,7 @@ def _workspace(c, p, M, N, K, E, workspace):
     return c.tensor("workspace", workspace).buffer
 
 
-def moe_experts_forward(x, w, offs, *, recipe="bf16", fp8_dtype="f8e4m3fn", mx_mode="floor",
+def moe_experts_forward(x, w, offs, *, recipe="bf16", fp8_dtype="f8e4m3fn", mx_mode="rceil",
                         out_dtype="bf16", y=None, workspace=None, ctx=None):
     """A routed expert layer's forward in one recipe (qgmm_moe_experts_forward):
     y (M, N) = x_g . w_g^T; x bf16 (M, K), w bf16 (E, N, K). The workspace (a u8 array
@@ -329,7 +329,7 @@ def moe_experts_forward(x, w, offs, *, recipe="bf16", fp8_dtype="f8e4m3fn", mx_m
     return y
 
 
-def moe_experts_backward(x, w, dy, offs, *, recipe="bf16", fp8_dtype="f8e4m3fn", mx_mode="floor",
+def moe_experts_backward(x, w, dy, offs, *, recipe="bf16", fp8_dtype="f8e4m3fn", mx_mode="rceil",
                          out_dtype="bf16", dx=None, dw=None, workspace=None, ctx=None):
     """The layer's backward (qgmm_moe_experts_backward): returns (dx (M, K), dw (E, N, K))."""
     p = _moe_params(recipe, fp8_dtype, mx_mode)

@@ -286,7 +286,7 @@ class OpsTest(unittest.TestCase):
                 try:
                     y = qgmm.moe_experts_forward(x, w, offs, recipe=recipe)
                     dx, dw = qgmm.moe_experts_backward(x, w, dy, offs, recipe=recipe)
-                    p = _lib.MoeParams(qgmm.constants.RECIPES[recipe], 4, 0)
+                    p = _lib.MoeParams(qgmm.constants.RECIPES[recipe], 4, qgmm.constants.MX_MODES["rceil"])
                     need = lib.qgmm_moe_workspace_bytes(ctypes.byref(p), M, N, K, E)
                     self.assertEqual(need, qgmm.moe_workspace_bytes(recipe, M, N, K, E))
                     ws = ref.workspace(need)
