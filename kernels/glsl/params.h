@@ -192,6 +192,6 @@
 #define GM_NWG 41
 #define GM_SKIPLEAN 42  /* gemm_coopmat.comp BF16 / FP8 rowwise builds: 1 = leave the lean tiles (see there) to the workgroup-scope build */
 #define GM_ZCHUNKS 43   /* gemm_zero.comp: workgroups per group (GZ_CHUNK output elements each) */
-#define GZ_CHUNK 2048
+#define GZ_CHUNK 8192
 
 #endif
