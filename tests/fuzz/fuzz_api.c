@@ -314,6 +314,7 @@ static void op_blocked(fz_in *in, int to)
     } else if (geomv == QGMM_BLOCKED_K_GROUPS) {
         offs = fz_add_offs(&c, in, "offs", G, mul(C, 32), 32);
         fz_offs_extent(&c, offs, plain, 1, 32);
+        if (v == geomv) c.s[offs].ext_multiple = 32; /* whole scale columns per group */
     }
     const int starts = with_starts ? fz_add(&c, "group_starts", FZ_OUT, QGMM_I32, 1, G, 0, 0) : -1;
     if (!prepare(&c, in)) return;
@@ -449,6 +450,8 @@ static void op_gemm(fz_in *in)
         }
         offs = fz_add_offs(&c, in, "offs", G, M, gran);
         out = fz_add(&c, "out", FZ_OUT, odt, 3, G, N, K);
+        /* blockwise and MX wgrad want whole scale blocks per group */
+        if (p.kind == kind && p.recipe == r) c.s[offs].ext_multiple = gran;
     }
     fz_offs_extent(&c, offs, a, 0, 1);
     if (!prepare(&c, in)) return;

@@ -222,6 +222,7 @@ int fz_add(fz_call *c, const char *name, fz_role role, qgmm_dtype dt, int rank, 
     s->buf = i;
     s->offs_from = -1;
     s->ext_slot = -1;
+    s->ext_multiple = 1;
     s->t.dtype = dt;
     s->t.rank = rank;
     s->t.shape[0] = d0;
@@ -643,7 +644,7 @@ static int64_t offs_extent(const fz_call *c, const fz_slot *s)
 }
 
 /* Whether the offsets the op saw (read from the snapshot) break the monotone, in-range
- * rule that every grouped op enforces. */
+ * rule that every grouped op enforces, or the op's group-size multiple. */
 static int offsets_bad(const fz_call *c, const fz_slot *s, int64_t extent)
 {
     int32_t prev = 0;
@@ -651,7 +652,7 @@ static int offsets_bad(const fz_call *c, const fz_slot *s, int64_t extent)
     for (int64_t g = 0; g < s->t.shape[0]; ++g) {
         int32_t v;
         memcpy(&v, c->snap[c->root[s->buf]] + c->base[s->buf] + s->t.offset + (size_t)(g * s->t.strides[0]) * 4, 4);
-        if (v < prev || v > extent) return 1;
+        if (v < prev || v > extent || ((int64_t)v - prev) % s->ext_multiple) return 1;
         prev = v;
     }
     return 0;

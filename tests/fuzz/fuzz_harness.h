@@ -63,6 +63,7 @@ typedef struct fz_slot {
     /* where the op takes the extent the offsets index from (-1: unknown, not checked) */
     int ext_slot, ext_dim;
     int64_t ext_mult;
+    int64_t ext_multiple;  /* group sizes the op requires a multiple of (1: none) */
 } fz_slot;
 
 typedef struct fz_call {
