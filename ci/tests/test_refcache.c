@@ -124,9 +124,31 @@ int main(void)
     snprintf(cmd, sizeof cmd, run, QGMM_BENCH_EXE, "e4m3fn.bf16/", dir, db);
     sh(cmd, out, sizeof out);
     CHECK(strstr(out, " 8 found, 1 computed (1 replacing a corrupt entry)"), "a truncated entry is recomputed: %s", out);
+    /* a well-formed entry holding a wrong hash (a stale cache): the hash comparison fails, the
+     * full byte comparison against the cpu passes, and the entry is corrected */
+    snprintf(cmd, sizeof cmd, "ls %s/*.ref | head -1", dir);
+    sh(cmd, out, sizeof out);
+    out[strcspn(out, "\n")] = 0;
+    n = read_file(out, buf, sizeof buf);
+    char *oh = strstr(buf, "output_hash fnv1a64:"), *ck = strstr(buf, "checksum fnv1a64:");
+    CHECK(oh && ck, "entry format: %s", buf);
+    char stale[17] = "";
+    if (oh && ck) {
+        oh[20] = oh[20] == 'a' ? 'b' : 'a';
+        memcpy(stale, oh + 20, 16);
+        snprintf(ck, sizeof buf - (size_t)(ck - buf), "checksum fnv1a64:%016llx\n",
+                 (unsigned long long)store_fnv1a64(STORE_FNV_INIT, buf, (size_t)(ck - buf)));
+        write_file(out, buf, strlen(buf));
+    }
+    snprintf(cmd, sizeof cmd, run, QGMM_BENCH_EXE, "e4m3fn.bf16/", dir, db);
+    sh(cmd, out, sizeof out);
+    CHECK(strstr(out, " 9 found, 0 computed"), "a stale entry is read as valid: %s", out);
+    snprintf(cmd, sizeof cmd, "cat %s/*.ref | grep -c 'output_hash fnv1a64:%s'", dir, stale);
+    sh(cmd, out, sizeof out);
+    CHECK(stale[0] && atoi(out) == 0, "and corrected by the full comparison (%d entries still hold %s)", atoi(out), stale);
     sqlite3 *hd;
     sqlite3_open(db, &hd);
-    CHECK(t_count(hd, "SELECT count(*) FROM run WHERE state = 'complete'") == 3, "three runs");
+    CHECK(t_count(hd, "SELECT count(*) FROM run WHERE state = 'complete'") == 4, "four runs");
     CHECK(t_count(hd, "SELECT count(*) FROM result WHERE verdict <> 'pass'") == 0, "every exact case passes every time");
     CHECK(t_count(hd, "SELECT count(*) FROM (SELECT series_id FROM result GROUP BY 1 HAVING count(DISTINCT output_hash) > 1)") == 0,
           "the same output bytes every run");
