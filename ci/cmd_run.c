@@ -552,7 +552,7 @@ static void read_clocks(const char *backend, rr_context *c)
 }
 
 /* The options that shape a run, stored in its row so --resume measures the rest the same way. */
-static void options_json(const run_opts *o, json_buf *b)
+static void options_json(const run_opts *o, const suite *st, json_buf *b)
 {
     jb_printf(b, "{\"backend\":");
     jb_str(b, o->backends);
@@ -563,7 +563,9 @@ static void options_json(const run_opts *o, json_buf *b)
     jb_printf(b, ",\"filter\":");
     if (o->filter) jb_str(b, o->filter); else jb_printf(b, "null");
     jb_printf(b, ",\"no_ceilings\":%s,\"suite\":", o->no_ceilings ? "true" : "false");
-    jb_str(b, o->suite);
+    /* a suite file by its absolute path: --resume may run from another directory */
+    char abs[4096];
+    jb_str(b, st->path[0] && realpath(st->path, abs) ? abs : o->suite);
     jb_printf(b, "}");
 }
 
@@ -731,6 +733,8 @@ static int do_run(const run_opts *given)
     g_live = NULL;
     g_store_failed = 0;
     g_stop = 0;
+    /* from here a signal closes the run as interrupted (a run row is written first) */
+    catch_stop_signals();
     if (db) {
         int rc;
         if (o->resume) {
@@ -738,7 +742,7 @@ static int do_run(const run_opts *given)
         } else {
             json_buf ob;
             jb_init(&ob);
-            options_json(o, &ob);
+            options_json(o, &s, &ob);
             rc = store_live_begin(&live, db, o->db, &r, ob.data, (int64_t)g_prog.total, err, sizeof err);
             jb_free(&ob);
         }
@@ -753,7 +757,6 @@ static int do_run(const run_opts *given)
         fprintf(stderr, "qgmm-bench run %s: %s run %lld in %s\n", r.uuid, o->resume ? "resuming" : "storing as",
                 (long long)live.run_id, o->db);
     }
-    catch_stop_signals();
 
     char skipped_note[512] = "";
     size_t skipped_total = 0, already = r.n_results;
