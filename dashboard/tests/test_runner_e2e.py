@@ -80,6 +80,40 @@ def test_schema2_store(a, local):
     finally:
         srv.stop()
 
+def test_interrupted_run(a):
+    """A run stopped by SIGTERM is stored as interrupted: the runs list says so, and neither the
+    run page nor the overview shows it as passing."""
+    import signal
+    import time
+    db = os.path.join(a.workdir, "stopped.db")
+    for delay in (0.8, 1.5, 3.0):
+        for s in ("", "-wal", "-shm"):
+            if os.path.exists(db + s):
+                os.remove(db + s)
+        p = subprocess.Popen([a.bench, "run", "--suite", "smoke", "--backend", "cpu", "--filter", "recip", "--db", db,
+                              "--ref-cache", "none"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGTERM)
+        p.wait()
+        if p.returncode == 143 and os.path.exists(db) and rows(db, "SELECT state FROM run") == [("interrupted",)]:
+            break
+    check(rows(db, "SELECT state FROM run") == [("interrupted",)], "a SIGTERMed run is stored as interrupted")
+    (uuid,) = rows(db, "SELECT uuid FROM run")[0]
+    srv = dashlib.Server(a.dash, db, a.workdir, extra=("--quiet",))
+    try:
+        st, runs = srv.get_json("/api/v1/runs")
+        check(st == 200 and runs["runs"][0]["state"] == "interrupted", "runs list: state interrupted")
+        st, run = srv.get_json("/api/v1/runs/" + uuid)
+        check(st == 200 and run["run"]["state"] == "interrupted" and run["run"]["gate"] == "incomplete",
+              "run page: interrupted, gate incomplete")
+        st, ov = srv.get_json("/api/v1/overview")
+        check(st == 200 and all(x["gate"] == "incomplete" for x in ov["latest"]), "overview: gate incomplete")
+        st, hd, body = srv.request("GET", "/runs")
+        check(st == 200 and b">interrupted<" in body, "runs page: an interrupted badge")
+    finally:
+        srv.stop()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dash", required=True)
@@ -107,6 +141,7 @@ def main():
     check(cp.returncode == 0 and "histories analysed" in cp.stdout,
           "qgmm-bench changepoints over the store (rc %d): %s" % (cp.returncode, (cp.stdout + cp.stderr)[-300:]))
     test_schema2_store(a, local)
+    test_interrupted_run(a)
     tok_local = dashlib.add_token(a.dash, local, "self")
     tok_central = dashlib.add_token(a.dash, central, "runner-1")
 
