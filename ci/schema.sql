@@ -52,8 +52,9 @@ CREATE TABLE revision (
     branch        TEXT NOT NULL DEFAULT ''
 ) STRICT;
 
--- One invocation of `qgmm-bench run` (or one imported/uploaded run file). A run is
--- written in ONE transaction at its end, so every visible run is complete.
+-- One invocation of `qgmm-bench run` (or one imported/uploaded run file). An imported run
+-- is written in ONE transaction; since migration 4 a measured run is written as it goes
+-- and carries a state (running / complete / interrupted, see there).
 CREATE TABLE run (
     id             INTEGER PRIMARY KEY,
     uuid           TEXT NOT NULL UNIQUE,         -- RFC 4122 v4, lowercase; the idempotency key of import/upload
