@@ -660,7 +660,10 @@ static void op_host_functions(fz_in *in)
             for (int d = 0; d < t.rank; ++d) {
                 legal &= t.shape[d] >= 0 && (t.shape[d] <= 1 || t.strides[d] >= 1);
                 n *= t.shape[d] > 0 ? 1 : 0;
-                if (t.shape[d] > 0) last += (__int128)(t.shape[d] - 1) * t.strides[d];
+                if (t.shape[d] > 0) { /* each term below 2^127 / 4: the sum and its bytes fit */
+                    const __int128 e = (__int128)(t.shape[d] - 1) * t.strides[d], lim = (__int128)1 << 120;
+                    last += e > lim ? lim : e < -lim ? -lim : e;
+                }
             }
             const __int128 want = n ? (last + 1) * (__int128)es : 0;
             const size_t want_sat = want > (__int128)SIZE_MAX ? SIZE_MAX : (size_t)want;

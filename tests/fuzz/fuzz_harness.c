@@ -172,13 +172,13 @@ static int inside(const fz_call *c, const fz_slot *s)
 
 /* Calls fn for the byte offset of every element (the whole span as one run when there are
  * too many elements to walk). Stops and returns 1 when fn returns 1. */
-typedef int (*elem_fn)(void *u, size_t off, size_t len, int walked);
+typedef int (*elem_fn)(void *u, size_t off, size_t len);
 static int each_elem(const qgmm_tensor *t, elem_fn fn, void *u)
 {
     i128 lo, hi, n;
     if (!geom(t, &lo, &hi, &n) || n == 0) return 0;
     const size_t es = qgmm_dtype_size(t->dtype);
-    if (n > ((i128)1 << 22)) return fn(u, (size_t)((i128)t->offset + lo), (size_t)(hi - lo), 0);
+    if (n > ((i128)1 << 22)) return fn(u, (size_t)((i128)t->offset + lo), (size_t)(hi - lo));
     const int64_t s0 = t->rank > 0 ? t->shape[0] : 1, s1 = t->rank > 1 ? t->shape[1] : 1,
                   s2 = t->rank > 2 ? t->shape[2] : 1;
     const i128 t0 = t->strides[0], t1 = t->rank > 1 ? t->strides[1] : 0,
@@ -187,7 +187,7 @@ static int each_elem(const qgmm_tensor *t, elem_fn fn, void *u)
         for (int64_t b = 0; b < s1; ++b)
             for (int64_t k = 0; k < s2; ++k) {
                 const i128 off = (i128)t->offset + (a * t0 + b * t1 + k * t2) * (i128)es;
-                if (fn(u, (size_t)off, es, 1)) return 1;
+                if (fn(u, (size_t)off, es)) return 1;
             }
     return 0;
 }
@@ -600,10 +600,9 @@ typedef struct mark_ctx {
     size_t hit_off;
 } mark_ctx;
 
-static int mark_out(void *u, size_t off, size_t len, int walked)
+static int mark_out(void *u, size_t off, size_t len)
 {
     mark_ctx *m = u;
-    (void)walked;
     off += m->base;
     for (size_t k = 0; k < len; ++k) {
         if (off + k >= m->size) break;
@@ -613,10 +612,9 @@ static int mark_out(void *u, size_t off, size_t len, int walked)
     return 0;
 }
 
-static int probe_in(void *u, size_t off, size_t len, int walked)
+static int probe_in(void *u, size_t off, size_t len)
 {
     mark_ctx *m = u;
-    (void)walked;
     off += m->base;
     for (size_t k = 0; k < len; ++k) {
         if (off + k >= m->size) break;
