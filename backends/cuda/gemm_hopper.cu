@@ -792,10 +792,12 @@ struct qg_hconf {
     int cl;      /* 2: B tiles multicast to a pair of CTAs */
 };
 
-/* The configurations each kernel is built in; index 0 is the default. Entry 1 (register
- * epilogue, deepest ring, no cluster) is the fallback where the default's staging does not
- * fit beside the schedule of many groups or its cluster cannot be placed. The benchmark
- * may name any entry through qg_problem.variant (1-based); the ops take the default. */
+/* The configurations each kernel is built in; the benchmark names one through
+ * qg_problem.variant (index + 1), the ops take the one qg_default_conf picks. */
+enum { QG_CONF_STAGED = 0, /* TMA-store epilogue, one CTA */
+       QG_CONF_REGS = 1,   /* register epilogue, deepest ring, one CTA: where a staged one does
+                            * not fit beside the schedule of many groups */
+       QG_CONF_CLUSTER = 2 /* TMA-store epilogue, B tiles multicast to a pair of CTAs */ };
 constexpr qg_hconf QG_FAST_CONFS[] = {{false, 3, 32768, 1}, {false, 4, 0, 1}, {false, 3, 32768, 2}};
 constexpr qg_hconf QG_PROMO_CONFS[] = {{true, 5, 16384, 1}, {true, 6, 0, 1}, {true, 5, 16384, 2}};
 constexpr int QG_NCONFS = 3;
@@ -805,6 +807,17 @@ size_t qg_conf_smem(const qg_hconf &c, int groups)
     const size_t fixed = c.promo ? qg_smem_fixed(c.stages, PA_BYTES, PB_BYTES, c.sb)
                                  : qg_smem_fixed(c.stages, HA_BYTES, HB_BYTES, c.sb);
     return fixed + (size_t)qg_sched_smem_ints(groups) * 4;
+}
+
+/* The default configuration of a problem. K-grouped FP8 rowwise (wgrad) takes the 2-CTA
+ * cluster: its tiles are short (a group's tokens deep) and both CTAs of a pair share every
+ * B slice, so the multicast halves that operand's L2 reads. Everything else stays on one
+ * CTA: M-grouped pairs of 128-row tiles waste more rows at group ends and leave half as
+ * many scheduling units, and on the H100 the cluster was slower there and no faster for
+ * K-grouped BF16 (figures: docs/backends-cuda-gemm.md). */
+int qg_default_conf(const qg_problem *p, bool promo)
+{
+    return !promo && p->kind == QG_K_GROUPED && p->scale_mode == QG_SC_ROW ? QG_CONF_CLUSTER : QG_CONF_STAGED;
 }
 
 template <int E, int SC>
@@ -885,14 +898,14 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     /* the default configuration, or the register-epilogue one where its staging does not
-     * fit beside the schedule of many groups */
+     * fit beside the schedule of many groups, or one CTA where no cluster can be placed */
     const qg_hconf *confs = promo ? QG_PROMO_CONFS : QG_FAST_CONFS;
-    qg_hconf c = confs[p->variant > 0 ? p->variant - 1 : 0];
-    if (p->variant == 0 && qg_conf_smem(c, p->groups) > (size_t)maxsm) c = confs[1];
+    qg_hconf c = confs[p->variant > 0 ? p->variant - 1 : qg_default_conf(p, promo)];
+    if (p->variant == 0 && qg_conf_smem(c, p->groups) > (size_t)maxsm) c = confs[QG_CONF_REGS];
     const size_t smem = qg_conf_smem(c, p->groups);
     if (smem > (size_t)maxsm) { *why = "Hopper grouped GEMM: too many groups for shared memory"; return 1; }
     const int rc = qg_launch_recipe(c, p, stream, smem, sms, why);
     if (rc == 1 && p->variant == 0 && c.cl > 1) /* the cluster could not be placed */
-        return qg_launch_recipe(confs[1], p, stream, qg_conf_smem(confs[1], p->groups), sms, why);
+        return qg_launch_recipe(confs[QG_CONF_STAGED], p, stream, smem, sms, why);
     return rc;
 }
