@@ -96,6 +96,14 @@ qgmm_status qgmm_validate_quantize_fp8_rowwise_dual(
     QGMM_TRY(qgmm_check_ctx(ctx));
     QGMM_TRY(check_rowwise_call(ctx, "0", p0, x0, offs, q0, scales0));
     QGMM_TRY(check_rowwise_call(ctx, "1", p1, x1, offs, q1, scales1));
+    /* One offs over both: the same token extent, so the device verdict on offs is the same
+     * for both halves (both written, or neither). */
+    if (qgmm_present(offs) && x0->shape[p0->reduce_dim] != x1->shape[p1->reduce_dim])
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "%s: x0.shape[%d] is %lld but x1.shape[%d] is %lld; the groups of offs "
+                              "run along both, so they must be equal",
+                              op, p0->reduce_dim, (long long)x0->shape[p0->reduce_dim], p1->reduce_dim,
+                              (long long)x1->shape[p1->reduce_dim]);
     const qgmm_arg outs[] = {{"q0", q0}, {"scales0", scales0}, {"q1", q1}, {"scales1", scales1}};
     const qgmm_arg ins[] = {{"x0", x0}, {"x1", x1}, {"offs", offs}};
     QGMM_TRY(qgmm_check_aliasing(ctx, op, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));

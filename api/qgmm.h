@@ -257,7 +257,9 @@ QGMM_API qgmm_status qgmm_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8
                                                const qgmm_tensor *q, const qgmm_tensor *scales);
 
 /* The torchao "dual" form: two tensors sharing one offs, quantized in one call (e.g. the
- * two wgrad operands). Same rules as two qgmm_quantize_fp8_rowwise calls. */
+ * two wgrad operands). Same rules as two qgmm_quantize_fp8_rowwise calls; with offs, x0 and
+ * x1 must have the same extent along their reduce_dim (the token dim the groups run along), so
+ * bad offsets leave both halves unwritten. */
 QGMM_API qgmm_status qgmm_quantize_fp8_rowwise_dual(qgmm_context *ctx,
                                                     const qgmm_fp8_rowwise_params *p0,
                                                     const qgmm_tensor *x0, const qgmm_tensor *q0,

@@ -192,6 +192,8 @@ qgmm_status qgmm_check_blocked_shape(qgmm_context *ctx, const char *name, const 
  * It refuses a few exotic interleavings that would not overlap; no common layout is one. */
 static int self_overlaps(const qgmm_tensor *t)
 {
+    for (int d = 0; d < t->rank; ++d)
+        if (t->shape[d] == 0) return 0; /* no element; the other extents are unbounded */
     int dims[QGMM_MAX_RANK], n = 0;
     for (int d = 0; d < t->rank; ++d)
         if (t->shape[d] > 1) dims[n++] = d;

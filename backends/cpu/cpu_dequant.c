@@ -144,6 +144,7 @@ static qgmm_status dequant_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise
                               rank, (int)p->block);
     const int64_t E = rank == 3 ? q->shape[0] : 1;
     const int64_t N = q->shape[rank - 2], K = q->shape[rank - 1];
+    if (E == 0 || N == 0 || K == 0) return QGMM_OK; /* nothing to write; E * N may not fit */
     const int64_t tile_rows = p->block == QGMM_BLOCK_1X128 ? 1 : 128;
     const uint8_t *qd = (const uint8_t *)qgmm_tensor_data(q);
     const int64_t n_rows = E * N;

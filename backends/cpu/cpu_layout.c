@@ -107,6 +107,9 @@ typedef void (*blocked_visit_fn)(void *ud, int64_t e, int64_t r, int64_t c, int6
 
 static void plan_visit(const blocked_plan *p, blocked_visit_fn fn, void *ud)
 {
+    /* Every visit is one (row, column) scale: with no rows or no columns there is none, and
+     * the outer loops (up to 2^63 empty experts or rows) must not run. */
+    if (p->rows == 0 || p->cols == 0) return;
     switch (p->v) {
     case QGMM_BLOCKED_2D:
     case QGMM_BLOCKED_3D: {
@@ -216,7 +219,7 @@ qgmm_status qgmm_cpu_scales_from_blocked(qgmm_context *ctx, qgmm_blocked_variant
     blocked_io io = {out, in, tensor_bytes(out), tensor_bytes(in), in->shape[0]};
     /* Scales that belong to no group (grouped variants, past offs[G-1]) come back as 0,
      * the value padding holds, so the whole plain output is defined. */
-    if (v == QGMM_BLOCKED_M_GROUPS || v == QGMM_BLOCKED_K_GROUPS)
+    if ((v == QGMM_BLOCKED_M_GROUPS || v == QGMM_BLOCKED_K_GROUPS) && p.cols > 0)
         for (int64_t r = 0; r < p.rows; ++r)
             for (int64_t c = 0; c < p.cols; ++c) io.plain_bytes[plain_index(&io, 0, r, c)] = 0;
     plan_visit(&p, visit_gather, &io);
