@@ -27,4 +27,7 @@ void t_db_path(const char *name, char *out, size_t cap);
  * spread `noise` (deterministic from `seed`); started_at = t. */
 void t_make_run(run_record *r, int nres, int n, double center_us, double noise, unsigned seed, long long t);
 long long t_count(sqlite3 *db, const char *sql);
+/* Runs a shell command, its stdout (up to cap - 1 bytes) into out; its exit code, -1 if it
+ * did not exit normally. */
+int t_sh(const char *cmd, char *out, size_t cap);
 #endif

@@ -6,33 +6,24 @@
 
 #include "runner_testutil.h"
 
-static int sh(const char *cmd, char *out, size_t cap)
-{
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, cap - 1, p) : 0;
-    out[n] = 0;
-    int st = p ? pclose(p) : -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 int main(void)
 {
     static char out[1 << 16];
     char cmd[4096];
     const char *subs[] = {"run", "gate", "compare", "history", "runs", "cases", "export", "import", "upload", "changepoints"};
     snprintf(cmd, sizeof cmd, "%s --help 2>&1", QGMM_BENCH_EXE);
-    CHECK(sh(cmd, out, sizeof out) == 0 && strstr(out, "usage:"), "top-level --help");
+    CHECK(t_sh(cmd, out, sizeof out) == 0 && strstr(out, "usage:"), "top-level --help");
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; ++i) {
         snprintf(cmd, sizeof cmd, "%s %s --help 2>&1", QGMM_BENCH_EXE, subs[i]);
-        int rc = sh(cmd, out, sizeof out);
+        int rc = t_sh(cmd, out, sizeof out);
         char want[64];
         snprintf(want, sizeof want, "usage: qgmm-bench %s", subs[i]);
         CHECK(rc == 0 && strstr(out, want), "%s --help: rc %d: %.200s", subs[i], rc, out);
     }
     snprintf(cmd, sizeof cmd, "%s frobnicate 2>&1", QGMM_BENCH_EXE);
-    CHECK(sh(cmd, out, sizeof out) == 2, "unknown command exits 2");
+    CHECK(t_sh(cmd, out, sizeof out) == 2, "unknown command exits 2");
     snprintf(cmd, sizeof cmd, "%s gate --bogus 2>&1", QGMM_BENCH_EXE);
-    CHECK(sh(cmd, out, sizeof out) == 2, "unknown option exits 2");
+    CHECK(t_sh(cmd, out, sizeof out) == 2, "unknown option exits 2");
 
     char db[1024], db2[1024];
     t_db_path("cli", db, sizeof db);
@@ -49,19 +40,19 @@ int main(void)
     rr_free(&r);
     store_close(h);
     snprintf(cmd, sizeof cmd, "%s export --db %s -o %s/cli.json 2>&1", QGMM_BENCH_EXE, db, QGMM_TEST_TMP);
-    CHECK(sh(cmd, out, sizeof out) == 0, "export: %s", out);
+    CHECK(t_sh(cmd, out, sizeof out) == 0, "export: %s", out);
     snprintf(cmd, sizeof cmd, "%s import --db %s %s/cli.json 2>&1", QGMM_BENCH_EXE, db2, QGMM_TEST_TMP);
-    CHECK(sh(cmd, out, sizeof out) == 0 && strstr(out, "imported"), "import: %s", out);
-    CHECK(sh(cmd, out, sizeof out) == 0 && strstr(out, "already present"), "re-import: %s", out);
+    CHECK(t_sh(cmd, out, sizeof out) == 0 && strstr(out, "imported"), "import: %s", out);
+    CHECK(t_sh(cmd, out, sizeof out) == 0 && strstr(out, "already present"), "re-import: %s", out);
     snprintf(cmd, sizeof cmd, "printf '{\"format\": \"qgmm-run\", \"version\": 1, \"uuid\": 3}' > %s/bad.json && %s import --db %s %s/bad.json 2>&1",
              QGMM_TEST_TMP, QGMM_BENCH_EXE, db2, QGMM_TEST_TMP);
-    CHECK(sh(cmd, out, sizeof out) == 1 && strstr(out, "uuid") && strstr(out, "nothing written"), "malformed: %s", out);
+    CHECK(t_sh(cmd, out, sizeof out) == 1 && strstr(out, "uuid") && strstr(out, "nothing written"), "malformed: %s", out);
     snprintf(cmd, sizeof cmd, "%s runs --db %s 2>&1", QGMM_BENCH_EXE, db2);
-    CHECK(sh(cmd, out, sizeof out) == 0 && strstr(out, "testhost"), "runs: %s", out);
+    CHECK(t_sh(cmd, out, sizeof out) == 0 && strstr(out, "testhost"), "runs: %s", out);
     snprintf(cmd, sizeof cmd, "%s history --db %s bench1 2>&1", QGMM_BENCH_EXE, db2);
-    CHECK(sh(cmd, out, sizeof out) == 0 && strstr(out, "bench1"), "history: %s", out);
+    CHECK(t_sh(cmd, out, sizeof out) == 0 && strstr(out, "bench1"), "history: %s", out);
     snprintf(cmd, sizeof cmd, "%s compare --db %s latest latest 2>&1", QGMM_BENCH_EXE, db2);
-    CHECK(sh(cmd, out, sizeof out) == 0 && strstr(out, "1.000"), "compare: %s", out);
+    CHECK(t_sh(cmd, out, sizeof out) == 0 && strstr(out, "1.000"), "compare: %s", out);
     sqlite3_open(db2, &h);
     CHECK(t_count(h, "SELECT count(*) FROM run") == 1, "one run after import, re-import and a refusal");
     sqlite3_close(h);

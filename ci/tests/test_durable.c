@@ -19,15 +19,6 @@
 
 #define FILTER "recip.e4m3fn.bf16/"   /* three rowwise casts of the smoke suite + 6 ceilings: under 1 s on cpu */
 
-static int sh(const char *cmd, char *out, size_t cap)
-{
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, cap - 1, p) : 0;
-    out[n] = 0;
-    int st = p ? pclose(p) : -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static const char *g_backend = "cpu";
 static int g_no_ceilings;
 static char g_refdir[1100];
@@ -66,7 +57,7 @@ static int gate_answer(const char *db, char *summary, size_t cap)
 {
     char cmd[2048], out[1 << 16];
     snprintf(cmd, sizeof cmd, "%s gate --no-record --db %s 2>&1", QGMM_BENCH_EXE, db);
-    int rc = sh(cmd, out, sizeof out);
+    int rc = t_sh(cmd, out, sizeof out);
     const char *p = strstr(out, "gate: PASS");
     if (!p) p = strstr(out, "gate: FAIL");
     snprintf(summary, cap, "%.*s", p ? (int)strcspn(p, "\n") : 0, p ? p : "");
@@ -168,7 +159,7 @@ static double kill_loop(const char *db, const char *log, int iters, long long *e
         else
             CHECK(interrupted == 1 && rc == 143, "iteration %d: SIGTERM closes 'interrupted' (exit %d)", it, rc);
         snprintf(cmd, sizeof cmd, "%s run --db %s --resume latest >/dev/null 2>%s; echo $?", QGMM_BENCH_EXE, db, log);
-        sh(cmd, out, sizeof out);
+        t_sh(cmd, out, sizeof out);
         CHECK(atoi(out) == 0, "iteration %d: --resume exit %s", it, out);
         sqlite3_open(db, &h);
         CHECK(t_count(h, "SELECT count(*) FROM run") == 1 && t_count(h, "SELECT count(*) FROM run WHERE state = 'complete'") == 1,
@@ -224,18 +215,18 @@ int main(void)
     CHECK(t_count(h, "SELECT count(*) FROM run_status WHERE state = 'interrupted'") == 1, "stale heartbeat -> interrupted");
     sqlite3_close(h);
     snprintf(cmd, sizeof cmd, "%s runs --db %s 2>&1", QGMM_BENCH_EXE, db);
-    CHECK(sh(cmd, out, sizeof out) == 0 && strstr(out, "interrupted"), "runs shows interrupted: %s", out);
+    CHECK(t_sh(cmd, out, sizeof out) == 0 && strstr(out, "interrupted"), "runs shows interrupted: %s", out);
     snprintf(cmd, sizeof cmd, "%s gate --db %s 2>&1", QGMM_BENCH_EXE, db);
-    rc = sh(cmd, out, sizeof out);
+    rc = t_sh(cmd, out, sizeof out);
     CHECK(rc == 1 && strstr(out, "interrupted") && strstr(out, "--resume"), "gate refuses an interrupted run (%d): %s", rc, out);
     snprintf(cmd, sizeof cmd, "%s export --db %s 2>&1 >/dev/null", QGMM_BENCH_EXE, db);
-    rc = sh(cmd, out, sizeof out);
+    rc = t_sh(cmd, out, sizeof out);
     CHECK(rc == 2 && strstr(out, "only a complete run"), "export refuses an interrupted run (%d): %s", rc, out);
     snprintf(cmd, sizeof cmd, "%s run --db %s --resume latest --filter x 2>&1", QGMM_BENCH_EXE, db);
-    CHECK(sh(cmd, out, sizeof out) == 2 && strstr(out, "only"), "--resume takes no measuring options: %s", out);
+    CHECK(t_sh(cmd, out, sizeof out) == 2 && strstr(out, "only"), "--resume takes no measuring options: %s", out);
     snprintf(cmd, sizeof cmd, "%s run --db %s --resume latest >/dev/null 2>&1 && %s run --db %s --resume latest 2>&1",
              QGMM_BENCH_EXE, db, QGMM_BENCH_EXE, db);
-    CHECK(sh(cmd, out, sizeof out) == 2 && strstr(out, "complete"), "a complete run is not resumed again: %s", out);
+    CHECK(t_sh(cmd, out, sizeof out) == 2 && strstr(out, "complete"), "a complete run is not resumed again: %s", out);
 
     /* two runners on one store at once, and a reader polling it: nothing lost, nothing
      * doubled, no "database is locked" */
@@ -251,7 +242,7 @@ int main(void)
         if (a < 0 && b < 0) break;
         snprintf(cmd, sizeof cmd, "%s runs --db %s 2>&1", QGMM_BENCH_EXE, db);
         if (access(db, F_OK) == 0) {
-            int r = sh(cmd, out, sizeof out);
+            int r = t_sh(cmd, out, sizeof out);
             ++reads;
             if (r != 0 && !strstr(out, "no such results store") && !strstr(out, "schema")) {
                 ++read_fail;
@@ -268,7 +259,7 @@ int main(void)
           "no result doubled");
     sqlite3_close(h);
     snprintf(cmd, sizeof cmd, "cat %s %s | grep -ci 'database is locked'", log, log2);
-    sh(cmd, out, sizeof out);
+    t_sh(cmd, out, sizeof out);
     CHECK(atoi(out) == 0 && read_fail == 0, "no lock failure (%s in the runners' logs, %d of %d reads failed)", out, read_fail,
           reads);
     printf("concurrent: 2 runners, %d reads\n", reads);

@@ -25,15 +25,6 @@ static size_t read_file(const char *path, char *buf, size_t cap)
     return n;
 }
 
-static int sh(const char *cmd, char *out, size_t cap)
-{
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, cap - 1, p) : 0;
-    out[n] = 0;
-    int st = p ? pclose(p) : -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 int main(void)
 {
     char base[1024], dir[1100], path[1300], buf[8192], cmd[4096];
@@ -114,20 +105,20 @@ int main(void)
     const char *run = "%s run --suite smoke --backend all --filter %s --budget-ms 1 --no-ceilings --ref-cache %s --db %s "
                       "2>&1 >/dev/null | grep 'reference cache'";
     snprintf(cmd, sizeof cmd, run, QGMM_BENCH_EXE, "e4m3fn.bf16/", dir, db);
-    sh(cmd, out, sizeof out);
+    t_sh(cmd, out, sizeof out);
     CHECK(strstr(out, " 0 found, 9 computed"), "first run computes 9 references: %s", out);
     snprintf(cmd, sizeof cmd, run, QGMM_BENCH_EXE, "e4m3fn.bf16/", dir, db);
-    sh(cmd, out, sizeof out);
+    t_sh(cmd, out, sizeof out);
     CHECK(strstr(out, " 9 found, 0 computed"), "second run finds them: %s", out);
     snprintf(cmd, sizeof cmd, "f=$(ls %s/*.ref | head -1); head -c 30 $f > $f.x && mv $f.x $f", dir);
     system(cmd);
     snprintf(cmd, sizeof cmd, run, QGMM_BENCH_EXE, "e4m3fn.bf16/", dir, db);
-    sh(cmd, out, sizeof out);
+    t_sh(cmd, out, sizeof out);
     CHECK(strstr(out, " 8 found, 1 computed (1 replacing a corrupt entry)"), "a truncated entry is recomputed: %s", out);
     /* a well-formed entry holding a wrong hash (a stale cache): the hash comparison fails, the
      * full byte comparison against the cpu passes, and the entry is corrected */
     snprintf(cmd, sizeof cmd, "ls %s/*.ref | head -1", dir);
-    sh(cmd, out, sizeof out);
+    t_sh(cmd, out, sizeof out);
     out[strcspn(out, "\n")] = 0;
     n = read_file(out, buf, sizeof buf);
     char *oh = strstr(buf, "output_hash fnv1a64:"), *ck = strstr(buf, "checksum fnv1a64:");
@@ -141,10 +132,10 @@ int main(void)
         write_file(out, buf, strlen(buf));
     }
     snprintf(cmd, sizeof cmd, run, QGMM_BENCH_EXE, "e4m3fn.bf16/", dir, db);
-    sh(cmd, out, sizeof out);
+    t_sh(cmd, out, sizeof out);
     CHECK(strstr(out, " 9 found, 0 computed"), "a stale entry is read as valid: %s", out);
     snprintf(cmd, sizeof cmd, "cat %s/*.ref | grep -c 'output_hash fnv1a64:%s'", dir, stale);
-    sh(cmd, out, sizeof out);
+    t_sh(cmd, out, sizeof out);
     CHECK(stale[0] && atoi(out) == 0, "and corrected by the full comparison (%d entries still hold %s)", atoi(out), stale);
     sqlite3 *hd;
     sqlite3_open(db, &hd);

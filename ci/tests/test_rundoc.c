@@ -11,15 +11,6 @@
 #include "runner_testutil.h"
 #include "store_json.h"
 
-static int sh(const char *cmd, char *out, size_t cap)
-{
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, cap - 1, p) : 0;
-    out[n] = 0;
-    int st = p ? pclose(p) : -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* A valid one-result document with subject and hostname as given (raw JSON text inside
  * the quotes). */
 static char *make_doc(const char *subject, const char *hostname)
@@ -93,14 +84,14 @@ int main(void)
         snprintf(path, sizeof path, "%s/rundoc-bad-%zu.json", QGMM_TEST_TMP, i);
         write_file(path, bad[i].doc);
         snprintf(cmd, sizeof cmd, "%s import --db %s %s 2>&1", QGMM_BENCH_EXE, db, path);
-        int rc = sh(cmd, out, sizeof out);
+        int rc = t_sh(cmd, out, sizeof out);
         CHECK(rc == 1 && strstr(out, "nothing written") && strstr(out, bad[i].field),
               "import of %s: rc %d: %.200s", bad[i].what, rc, out);
     }
     snprintf(path, sizeof path, "%s/rundoc-ok.json", QGMM_TEST_TMP);
     write_file(path, ok);
     snprintf(cmd, sizeof cmd, "%s import --db %s %s 2>&1", QGMM_BENCH_EXE, db, path);
-    CHECK(sh(cmd, out, sizeof out) == 0 && strstr(out, "imported"), "valid import: %s", out);
+    CHECK(t_sh(cmd, out, sizeof out) == 0 && strstr(out, "imported"), "valid import: %s", out);
     sqlite3 *h = NULL;
     sqlite3_open(db, &h);
     CHECK(t_count(h, "SELECT count(*) FROM run") == 1 && t_count(h, "SELECT count(*) FROM machine") == 1,
@@ -110,13 +101,13 @@ int main(void)
     /* /dev/zero: refused at the cap, fast, with the cap in the sentence */
     time_t t0 = time(NULL);
     snprintf(cmd, sizeof cmd, "timeout 60 %s import --db %s /dev/zero 2>&1", QGMM_BENCH_EXE, db);
-    int rc = sh(cmd, out, sizeof out);
+    int rc = t_sh(cmd, out, sizeof out);
     CHECK(rc == 1 && strstr(out, "16777216-byte cap"), "import /dev/zero: rc %d: %.200s", rc, out);
     CHECK(time(NULL) - t0 < 30, "import /dev/zero stops at the cap (%lld s)", (long long)(time(NULL) - t0));
     /* upload checks with the same validator before sending anything */
     snprintf(path, sizeof path, "%s/rundoc-bad-4.json", QGMM_TEST_TMP);
     snprintf(cmd, sizeof cmd, "%s upload http://127.0.0.1:9/api/v1/runs --token t --file %s 2>&1", QGMM_BENCH_EXE, path);
-    rc = sh(cmd, out, sizeof out);
+    rc = t_sh(cmd, out, sizeof out);
     CHECK(rc == 1 && strstr(out, "not sent") && strstr(out, "machine.hostname"), "upload refuses first: %.200s", out);
 
     /* the reader itself: nesting and duplicate keys */

@@ -8,15 +8,6 @@
 
 #include "runner_testutil.h"
 
-static int sh(const char *cmd, char *out, size_t cap)
-{
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, cap - 1, p) : 0;
-    out[n] = 0;
-    int st = p ? pclose(p) : -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 int main(void)
 {
     static char out[1 << 18];
@@ -24,13 +15,13 @@ int main(void)
     t_db_path("smoke_e2e", db, sizeof db);
     t_db_path("smoke_e2e_copy", db2, sizeof db2);
     snprintf(cmd, sizeof cmd, "%s cases --suite smoke | wc -l", QGMM_BENCH_EXE);
-    sh(cmd, out, sizeof out);
+    t_sh(cmd, out, sizeof out);
     long ncases = atol(out);
     CHECK(ncases >= 20, "smoke has %ld cases", ncases);
     /* --backend all: cpu, plus Vulkan on lavapipe where the plugin was built (CI) */
     snprintf(cmd, sizeof cmd, "%s run --suite smoke --backend all --db %s --reason test --budget-ms 5 2>/dev/null",
              QGMM_BENCH_EXE, db);
-    int rc = sh(cmd, out, sizeof out);
+    int rc = t_sh(cmd, out, sizeof out);
     CHECK(rc == 0, "run exit %d", rc);
     CHECK(strstr(out, "median") && strstr(out, "ceiling.copy") && strstr(out, "canary"), "table printed");
     sqlite3 *h;
@@ -53,7 +44,7 @@ int main(void)
           "exact cases hash the same on every backend");
     sqlite3_close(h);
     snprintf(cmd, sizeof cmd, "%s gate --db %s 2>&1", QGMM_BENCH_EXE, db);
-    rc = sh(cmd, out, sizeof out);
+    rc = t_sh(cmd, out, sizeof out);
     CHECK((rc == 0 || rc == 1) && strstr(out, "gate: "), "gate verdict (exit %d): %s", rc, out);
     printf("%s", out);
     /* two runners writing to the same database at once: both runs stored */
@@ -61,13 +52,13 @@ int main(void)
              "(%s run --suite smoke --backend cpu --db %s --filter pad --no-ceilings --budget-ms 1 >/dev/null 2>&1 & "
              " %s run --suite smoke --backend cpu --db %s --filter pad --no-ceilings --budget-ms 1 >/dev/null 2>&1 & wait)",
              QGMM_BENCH_EXE, db, QGMM_BENCH_EXE, db);
-    sh(cmd, out, sizeof out);
+    t_sh(cmd, out, sizeof out);
     sqlite3_open(db, &h);
     CHECK(t_count(h, "SELECT count(*) FROM run") == 3, "concurrent runners: %lld runs", t_count(h, "SELECT count(*) FROM run"));
     CHECK(t_count(h, "SELECT count(*) FROM result WHERE run_id IN (SELECT id FROM run ORDER BY id DESC LIMIT 2)") == 4,
           "concurrent runners: every result");
     sqlite3_close(h);
     snprintf(cmd, sizeof cmd, "%s export --db %s | %s import --db %s - 2>&1", QGMM_BENCH_EXE, db, QGMM_BENCH_EXE, db2);
-    CHECK(sh(cmd, out, sizeof out) == 0 && strstr(out, "imported"), "export | import: %s", out);
+    CHECK(t_sh(cmd, out, sizeof out) == 0 && strstr(out, "imported"), "export | import: %s", out);
     return t_report("test_smoke_e2e");
 }

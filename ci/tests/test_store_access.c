@@ -12,15 +12,6 @@
 
 #include "runner_testutil.h"
 
-static int sh(const char *cmd, char *out, size_t cap)
-{
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, cap - 1, p) : 0;
-    out[n] = 0;
-    int st = p ? pclose(p) : -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static char *slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
@@ -46,7 +37,7 @@ int main(void)
                              "compare latest latest"};
     for (size_t i = 0; i < sizeof readers / sizeof readers[0]; ++i) {
         snprintf(cmd, sizeof cmd, "%s %s --db %s 2>&1", QGMM_BENCH_EXE, readers[i], db);
-        int rc = sh(cmd, out, sizeof out);
+        int rc = t_sh(cmd, out, sizeof out);
         CHECK(rc == 2 && strstr(out, "no such results store"), "%s on a missing path: rc %d: %.200s", readers[i], rc, out);
         CHECK(access(db, F_OK) != 0, "%s on a missing path created %s", readers[i], db);
     }
@@ -65,7 +56,7 @@ int main(void)
     const char *all[] = {"runs", "gate", "gate --no-record", "changepoints --all", "export", "import /dev/null"};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) {
         snprintf(cmd, sizeof cmd, "%s %s --db %s 2>&1", QGMM_BENCH_EXE, all[i], foreign);
-        int rc = sh(cmd, out, sizeof out);
+        int rc = t_sh(cmd, out, sizeof out);
         CHECK(rc == 2 && strstr(out, "not a qgmm results store"), "%s on a foreign file: rc %d: %.200s", all[i], rc, out);
     }
     CHECK(store_open(foreign, &h, err, sizeof err) != 0 && strstr(err, "not a qgmm results store"),
@@ -113,12 +104,12 @@ int main(void)
     };
     for (size_t i = 0; i < sizeof ros / sizeof ros[0]; ++i) {
         snprintf(cmd, sizeof cmd, "%s%s %s --db %s 2>&1", as, QGMM_BENCH_EXE, ros[i].args, ro);
-        int rc = sh(cmd, out, sizeof out);
+        int rc = t_sh(cmd, out, sizeof out);
         CHECK(rc == ros[i].rc && strstr(out, ros[i].want) && !strstr(out, "attempt to write"),
               "%s on a read-only store: rc %d: %.300s", ros[i].args, rc, out);
     }
     snprintf(cmd, sizeof cmd, "ls %s", dir);
-    CHECK(sh(cmd, out, sizeof out) == 0 && strcmp(out, "results.db\n") == 0, "nothing new beside the store: %s", out);
+    CHECK(t_sh(cmd, out, sizeof out) == 0 && strcmp(out, "results.db\n") == 0, "nothing new beside the store: %s", out);
     chmod(dir, 0755);
     chmod(ro, 0644);
     return t_report("test_store_access");
