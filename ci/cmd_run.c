@@ -39,9 +39,10 @@ static const char *const RUN_HELP =
     "stderr, a table to stdout at the end. With --db the run is stored as it goes: its row\n"
     "first (state running), then each result in its own transaction; it is closed complete, or\n"
     "interrupted after SIGINT/SIGTERM (the case being measured is finished first; a second\n"
-    "signal stops at once). A run killed outright is shown interrupted once its heartbeat is\n"
-    "60 s old. Exit 0 when the run was measured and recorded — numerics failures are recorded,\n"
-    "and judged by `qgmm-bench gate`; 2 on usage, setup or store errors; 128+signal when\n"
+    "signal 2 s or more after the first stops at once). A run killed outright is shown\n"
+    "interrupted once its heartbeat is 60 s old. Exit 0 when the run was measured and\n"
+    "recorded — numerics failures are recorded, and judged by `qgmm-bench gate`; 2 on usage,\n"
+    "setup or store errors; 128+signal when\n"
     "interrupted (what was measured is kept: finish it with --resume).\n"
     "\n"
     "  --suite S       suites/S.suite (also $QGMM_SUITES_DIR), a path, or a case-library suite\n"
@@ -124,16 +125,34 @@ static void progress(int force, const char *fmt, ...)
 }
 
 /* SIGINT/SIGTERM: the case being measured is finished and committed, then the run closes as
- * interrupted. The handler is reset once, so a second signal stops the process at once. */
+ * interrupted. A second signal at least STOP_AGAIN_S after the first stops the process at
+ * once. Sooner ones are the same request delivered again: timeout(1) signals both the child
+ * and its process group, and in a process with several threads (the CUDA runtime's) both
+ * copies can arrive, one per thread. */
+#define STOP_AGAIN_S 2
 static volatile sig_atomic_t g_stop;
-static void on_stop(int sig) { g_stop = sig; }
+static struct timespec g_stop_at; /* written and read only in the handler */
+static void on_stop(int sig)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now); /* async-signal-safe */
+    if (!g_stop) {
+        g_stop_at = now;
+        g_stop = sig;
+    } else if (now.tv_sec - g_stop_at.tv_sec >= STOP_AGAIN_S) {
+        signal(sig, SIG_DFL);
+        raise(sig); /* delivered when the handler returns: the default action */
+    }
+}
 static void catch_stop_signals(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = (int)(SA_RESETHAND | SA_RESTART);
+    sigaddset(&sa.sa_mask, SIGINT); /* one handler at a time across both signals */
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 }
