@@ -153,36 +153,58 @@ static int open_common(const char *path, int flags, sqlite3 **out, char *err, si
     return 0;
 }
 
-int store_open_version(const char *path, int version, sqlite3 **out, char *err, size_t cap)
+/* One attempt at opening a store for writing; *busy is set when another process held a
+ * lock that SQLite does not wait for (the switch to WAL on a fresh file). */
+static int open_for_writing(const char *path, int version, sqlite3 **out, char *err, size_t cap, int *busy)
 {
     sqlite3 *db;
-    if (access(path, F_OK) == 0 && !store_writable(path)) {
-        snprintf(err, cap, "%s is read-only here: this command writes the store and needs write access to the file "
-                 "and its directory", path);
-        return -1;
-    }
+    *busy = 0;
     if (open_common(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &db, err, cap)) return -1;
-    /* A file that holds something else never gets the schema installed into it. */
+    /* A file that holds something else never gets the schema installed into it. Its version
+     * and tables are read in one transaction: another writer creating the schema between two
+     * reads would otherwise make a fresh store look foreign. */
+    char e[256];
+    const int txn = exec(db, "BEGIN", e, sizeof e) == 0;
     store_state s = store_identify(db, path, store_latest_version(), NULL, err, cap);
+    if (txn) exec(db, "COMMIT", e, sizeof e);
     if (s != STORE_OK && s != STORE_EMPTY && s != STORE_TOO_OLD) {
+        *busy = sqlite3_errcode(db) == SQLITE_BUSY;
         sqlite3_close(db);
         return -1;
     }
-    char e[256];
     /* WAL lets the dashboard read while a runner writes; synchronous=NORMAL is safe
      * under WAL (a power loss may drop the last commit, never corrupt). */
     if (exec(db, "PRAGMA journal_mode = WAL", e, sizeof e) ||
         exec(db, "PRAGMA synchronous = NORMAL", e, sizeof e)) {
+        *busy = sqlite3_errcode(db) == SQLITE_BUSY;
         snprintf(err, cap, "%s: %s", path, e);
         sqlite3_close(db);
         return -1;
     }
     if (migrate(db, path, version, err, cap)) {
+        *busy = sqlite3_errcode(db) == SQLITE_BUSY;
         sqlite3_close(db);
         return -1;
     }
     *out = db;
     return 0;
+}
+
+int store_open_version(const char *path, int version, sqlite3 **out, char *err, size_t cap)
+{
+    if (access(path, F_OK) == 0 && !store_writable(path)) {
+        snprintf(err, cap, "%s is read-only here: this command writes the store and needs write access to the file "
+                 "and its directory", path);
+        return -1;
+    }
+    /* Two writers opening a fresh file at once: the loser of the WAL switch or of the first
+     * migration retries (within the busy timeout) instead of failing. */
+    for (int waited_ms = 0;; waited_ms += 20) {
+        int busy = 0;
+        if (open_for_writing(path, version, out, err, cap, &busy) == 0) return 0;
+        if (!busy || waited_ms >= STORE_BUSY_TIMEOUT_MS) return -1;
+        usleep(20000);
+    }
 }
 
 int store_open(const char *path, sqlite3 **out, char *err, size_t cap)
