@@ -510,6 +510,157 @@ QGMM_API qgmm_status qgmm_moe_experts_backward(qgmm_context *ctx, const qgmm_moe
                                                const qgmm_tensor *dx, const qgmm_tensor *dw,
                                                qgmm_buffer *workspace);
 
+/* ---------------------------------------------------------- expert parallelism
+ * docs/ep.md. Experts are spread over R ranks (one context each); every rank routes its
+ * own tokens to the ranks that hold their experts and gets the results back:
+ *
+ *   qgmm_ep_route     expert ids (T, k) -> a plan: who sends which rows where (collective)
+ *   qgmm_ep_dispatch  tokens (T, D) -> this rank's experts' tokens (R_rows, D), contiguous
+ *                     per local expert, each expert's block padded to the plan's alignment,
+ *                     and the padded group offsets for the grouped GEMM (collective)
+ *   qgmm_ep_combine   expert outputs (R_rows, H) -> (T, H), the top-k rows of each token
+ *                     weighted and summed in f32 (collective)
+ *
+ * The backward of dispatch is combine (without weights) and the backward of combine is
+ * dispatch (with weights), over the same plan. Collective calls are made by every rank of
+ * the communicator, in the same order (loopback ranks from one thread each). No call
+ * reads device memory on the host except qgmm_ep_received_rows, the exact-size mode's one
+ * labelled synchronisation; counts travel on the device and receive buffers are sized
+ * for the worst case the plan declares. Bad expert ids are found on the device: then no
+ * rank sends anything for the step, dispatch and combine write nothing, and each rank's
+ * next qgmm_synchronize reports QGMM_ERR_BAD_OFFSETS naming qgmm_ep_route and expert_ids. */
+typedef struct qgmm_ep_comm qgmm_ep_comm;
+typedef struct qgmm_ep_plan qgmm_ep_plan;
+
+/* An in-process group of `nranks` ranks (1..1024), rank i on ctxs[i] (any backends, one
+ * context per rank, distinct): comms[i] receives rank i's communicator. The loopback
+ * transport copies through host memory (qgmm_buffer_download / upload) and meets the
+ * ranks at a barrier, so each rank's collective calls must come from its own thread;
+ * it synchronises its rank's context (it exists for the cpu and Vulkan backends and
+ * CI, not for speed). */
+QGMM_API qgmm_status qgmm_ep_comm_create_loopback(int nranks, qgmm_context *const *ctxs,
+                                                  qgmm_ep_comm **comms);
+/* Over the caller's NCCL (RCCL) communicator: nccl_comm is an ncclComm_t, e.g. the one
+ * behind a PyTorch process group; it stays the caller's. The rank and size are NCCL's.
+ * QGMM_ERR_UNSUPPORTED on a backend without NCCL (cpu, vulkan: use loopback). */
+QGMM_API qgmm_status qgmm_ep_comm_create_nccl(qgmm_context *ctx, void *nccl_comm, qgmm_ep_comm **out);
+/* NCCL's 128-byte unique id (ncclGetUniqueId), to be broadcast by the caller to every rank
+ * before qgmm_ep_comm_create_nccl_id, which creates (and owns) an NCCL communicator. */
+#define QGMM_EP_UNIQUE_ID_BYTES 128
+QGMM_API qgmm_status qgmm_ep_nccl_unique_id(qgmm_context *ctx, void *id_out);
+QGMM_API qgmm_status qgmm_ep_comm_create_nccl_id(qgmm_context *ctx, const void *unique_id, int nranks,
+                                                 int rank, qgmm_ep_comm **out);
+/* Frees the communicator (the caller's ncclComm_t is left alone). Plans made from it must
+ * be destroyed first. NULL is ignored. */
+QGMM_API void qgmm_ep_comm_destroy(qgmm_ep_comm *comm);
+QGMM_API int qgmm_ep_comm_rank(const qgmm_ep_comm *comm);   /* -1 for NULL */
+QGMM_API int qgmm_ep_comm_nranks(const qgmm_ep_comm *comm); /* 0 for NULL */
+QGMM_API qgmm_context *qgmm_ep_comm_context(const qgmm_ep_comm *comm);
+
+/* The static shape of one expert-parallel layer on one rank. Every rank of the
+ * communicator passes the same num_experts, top_k, alignment and expert_rank. */
+typedef struct qgmm_ep_plan_params {
+    int64_t num_experts;       /* E, global; no default */
+    int top_k;                 /* k, expert ids per token (1..1024); no default */
+    int64_t max_tokens;        /* the most tokens T this rank routes in one call; no default */
+    int64_t max_row_bytes;     /* the widest wire row dispatched or combined through the plan
+                                  (qgmm_ep_wire_row_bytes); no default */
+    int alignment;             /* 16, 32 or 128: each local expert's block of received rows is
+                                  padded to it; default 16 */
+    int64_t max_rows_per_peer; /* declared worst case of rows this rank sends to one rank;
+                                  0 (default) = max_tokens * top_k, which never overflows */
+    int64_t max_recv_rows;     /* rows of the receive layout; 0 (default) =
+                                  qgmm_padded_rows_bound(nranks * max_rows_per_peer, L, alignment) */
+    const int32_t *expert_rank;/* host array (E): the rank holding each expert; NULL (default):
+                                  an even split, expert e on rank e / (E / nranks) */
+} qgmm_ep_plan_params;
+#define QGMM_EP_PLAN_PARAMS_INIT(num_experts, top_k, max_tokens, max_row_bytes) \
+    {(num_experts), (top_k), (max_tokens), (max_row_bytes), 16, 0, 0, NULL}
+
+/* The bytes of one wire row carrying `cols` elements of `dtype` and `scale_bytes` bytes of
+ * scales (0 when none): rounded up to 16. Gives 0 for a bad dtype or negative sizes. */
+QGMM_API int64_t qgmm_ep_wire_row_bytes(qgmm_dtype dtype, int64_t cols, int64_t scale_bytes);
+
+/* Allocates the plan's device state on the communicator's context: index tables, counts,
+ * and two wire buffers of nranks * max_rows_per_peer * max_row_bytes bytes. Not
+ * collective. Local experts of this rank are the experts mapped to it, in increasing id
+ * order; local expert l's block is group l of the received layout. */
+QGMM_API qgmm_status qgmm_ep_plan_create(qgmm_ep_comm *comm, const qgmm_ep_plan_params *p,
+                                         qgmm_ep_plan **out);
+QGMM_API void qgmm_ep_plan_destroy(qgmm_ep_plan *plan);
+/* L, this rank's expert count (may be 0), and the global id of local expert l. */
+QGMM_API int64_t qgmm_ep_plan_local_experts(const qgmm_ep_plan *plan);
+QGMM_API int64_t qgmm_ep_plan_local_expert_id(const qgmm_ep_plan *plan, int64_t l);
+/* R_rows, the rows of the receive layout (max_recv_rows as resolved). */
+QGMM_API int64_t qgmm_ep_plan_recv_rows(const qgmm_ep_plan *plan);
+
+/* Collective. expert_ids: i32 (T, k), T <= max_tokens, any strides. Computes on the device
+ * where each (token, slot) row goes, exchanges the counts, and lays out the receive side.
+ * The plan then describes this step until the next qgmm_ep_route: forward and backward of
+ * one layer share it. Device-side refusals (each rank's next synchronize names them):
+ * an id outside [0, E) on any rank, more than max_rows_per_peer rows from a rank to one
+ * rank: nothing is sent by any rank; more received rows than max_recv_rows on a rank: that
+ * rank's dispatch and combine write nothing (and what it returns to others is undefined,
+ * so treat the step as failed everywhere). */
+QGMM_API qgmm_status qgmm_ep_route(qgmm_ep_plan *plan, const qgmm_tensor *expert_ids);
+
+/* Exact-size mode. ONE HOST SYNCHRONISATION: waits for the last qgmm_ep_route on this
+ * rank and gives the padded rows this rank receives (offs[L-1] of the dispatch), so the
+ * caller can size dispatch's out exactly. Not collective. */
+QGMM_API qgmm_status qgmm_ep_received_rows(qgmm_ep_plan *plan, int64_t *rows);
+
+/* Collective. x (T, D): the routed tokens, any dtype, rows contiguous (stride 1 along D);
+ * row t goes to the ranks of expert_ids[t, :] (once per slot).
+ * x_scales (optional): the per-row scales of a quantized x travelling with it, rows
+ *   contiguous: f32 (T) [FP8 rowwise], f32 (T, D/128) [1x128 blockwise], e8m0 (T, D/32)
+ *   [MXFP8, plain]. Quantize x first with the cast ops (each is row-local).
+ * weights (optional): f32 or bf16 (T, k); then each row sent is x[t] * weights[t, j]
+ *   (f32 product rounded to x's dtype; x bf16 or f32, no x_scales): the backward of combine.
+ * out (rows >= the received padded rows, D), x's dtype, rows contiguous: local expert l's
+ *   rows at [offs[l-1], offs[l-1] + count_l), from rank 0's tokens first, each rank's in
+ *   token order then slot order; every other row zero.
+ * out_scales: with x_scales: f32 (rows) / (rows, D/128) / e8m0 (rows, D/32) plain, or for
+ *   e8m0 a rank-1 tensor of qgmm_blocked_m_groups_bytes(rows, D/32, L) bytes: the blocked
+ *   M-groups layout over offs, what the MXFP8 grouped GEMM takes. Padding rows' scales 0.
+ * offs (optional): i32 (L), the padded cumulative end offsets (multiples of the alignment).
+ * A received row count above out's rows is found on the device: nothing is written. */
+QGMM_API qgmm_status qgmm_ep_dispatch(qgmm_ep_plan *plan, const qgmm_tensor *x,
+                                      const qgmm_tensor *x_scales, const qgmm_tensor *weights,
+                                      const qgmm_tensor *out, const qgmm_tensor *out_scales,
+                                      const qgmm_tensor *offs);
+
+/* Collective. y (rows, H) bf16 or f32, rows contiguous, in the layout dispatch wrote (rows
+ * >= the received padded rows; padding rows are not read). out (T, H) bf16 or f32:
+ * out[t] = sum over j = 0..k-1 in order of weights[t, j] * y[row of (t, j)], in f32;
+ * weights optional (f32 or bf16 (T, k); absent = 1: the backward of dispatch). */
+QGMM_API qgmm_status qgmm_ep_combine(qgmm_ep_plan *plan, const qgmm_tensor *y,
+                                     const qgmm_tensor *weights, const qgmm_tensor *out);
+
+/* ---------------------------------------------------------- expert-parallel MoE layer
+ * docs/ep.md. route -> dispatch -> qgmm_moe_experts_forward on the local experts -> combine,
+ * and the backward through the same plan. The layer object holds what the backward needs
+ * (the received tokens, the padded offsets) and its temporaries, all allocated once.
+ *   forward:  y (T, N) = sum_j weights[t, j] * (x[t] . w_{ids[t,j]}^T)
+ *   backward: dx (T, K), dw_local (L, N, K) given dy (T, N) and the forward's weights.
+ * x, dy bf16; w_local (L, N, K) bf16, local expert l = qgmm_ep_plan_local_expert_id(l);
+ * y, dx (and the expert outputs that travel back) of out_dtype, bf16 or f32; dw bf16 or f32.
+ * Byte-identical to qgmm_moe_experts_forward/backward on one device over all ranks' tokens
+ * sorted by expert, followed by the same weighted sum (docs/ep.md, "Equivalence"). */
+typedef struct qgmm_ep_moe qgmm_ep_moe;
+/* N, K: the expert weights' (N, K); out_dtype: bf16 or f32. The plan needs max_row_bytes >=
+ * qgmm_ep_wire_row_bytes(out_dtype, max(N, K), 0). Allocates on the plan's context. */
+QGMM_API qgmm_status qgmm_ep_moe_create(qgmm_ep_plan *plan, const qgmm_moe_params *p, int64_t N,
+                                        int64_t K, qgmm_dtype out_dtype, qgmm_ep_moe **out);
+QGMM_API void qgmm_ep_moe_destroy(qgmm_ep_moe *layer);
+/* Collective (routes the plan). expert_ids (T, k) i32, weights (T, k) f32 or bf16. */
+QGMM_API qgmm_status qgmm_ep_moe_forward(qgmm_ep_moe *layer, const qgmm_tensor *x,
+                                         const qgmm_tensor *expert_ids, const qgmm_tensor *weights,
+                                         const qgmm_tensor *w_local, const qgmm_tensor *y);
+/* Collective; after qgmm_ep_moe_forward of the same step (same plan, same weights). */
+QGMM_API qgmm_status qgmm_ep_moe_backward(qgmm_ep_moe *layer, const qgmm_tensor *dy,
+                                          const qgmm_tensor *weights, const qgmm_tensor *w_local,
+                                          const qgmm_tensor *dx, const qgmm_tensor *dw_local);
+
 #ifdef __cplusplus
 }
 #endif

@@ -37,6 +37,64 @@ extern "C" {
 
 typedef struct qgmm_backend_vtable qgmm_backend_vtable;
 
+/* ---- expert parallelism (docs/ep.md, "Backend contract")
+ * One plan's device state on one rank, built once in api/ep.c and handed to the backend's
+ * routing ops. Every tensor is i32, contiguous, on the rank's context. The wire buffers
+ * hold nranks slots of cap rows: slot p of a send buffer goes to rank p, slot r of a
+ * receive buffer came from rank r; a call's rows are row_bytes apart (a multiple of 16)
+ * and slot p starts at byte p * cap * row_bytes. */
+typedef struct qgmm_ep_desc {
+    int nranks, rank;
+    int top_k;
+    int alignment;            /* 16, 32 or 128 */
+    int64_t num_experts;      /* E */
+    int64_t local;            /* L, this rank's experts */
+    int64_t local_max;        /* the most experts on one rank; counts hold local_max + 1 per peer */
+    int64_t tokens;           /* T of the current route */
+    int64_t cap;              /* rows per wire slot (max_rows_per_peer) */
+    int64_t max_recv_rows;    /* rows of the receive layout */
+    qgmm_tensor expert_rank;  /* (E): rank of expert e */
+    qgmm_tensor expert_local; /* (E): index of expert e among its rank's experts */
+    qgmm_tensor pos;          /* (max_tokens * k): send wire row p * cap + i of (t, j) */
+    qgmm_tensor send_src;     /* (nranks * cap): t * k + j of each send wire row */
+    qgmm_tensor send_counts;  /* (nranks * (local_max + 1)): per peer, its rows for each of
+                                 the peer's local experts, then this rank's route status */
+    qgmm_tensor recv_counts;  /* the same, as received from each peer */
+    qgmm_tensor send_rows;    /* (nranks): rows this rank sends each peer */
+    qgmm_tensor recv_rows;    /* (nranks): rows it receives from each peer */
+    qgmm_tensor recv_dst;     /* (nranks * cap): receive-layout row of each receive wire row */
+    qgmm_tensor offs;         /* (max(L, 1)): padded cumulative end offsets of the local experts */
+    qgmm_tensor state;        /* (1): 0, or 1 when this step is refused on this rank */
+} qgmm_ep_desc;
+
+typedef enum qgmm_ep_dir { QGMM_EP_DISPATCH = 0, QGMM_EP_COMBINE = 1 } qgmm_ep_dir;
+
+/* A transport moves bytes between the ranks' device buffers, enqueued on the rank's
+ * context's stream (qgmm_tensor_data gives the device pointer on cuda/hip) in order with
+ * the ops around it; it reads no device memory on the host unless its docs say so. */
+typedef void qgmm_ep_transport;
+typedef struct qgmm_ep_transport_vtable {
+    const char *name; /* "loopback", "nccl" */
+    /* All-to-all of `per_peer` int32 per rank: send[p * per_peer, +per_peer) goes to rank
+     * p and lands at recv[rank * per_peer, +per_peer) there. */
+    qgmm_status (*exchange_counts)(qgmm_ep_transport *t, qgmm_context *ctx, const qgmm_tensor *send,
+                                   const qgmm_tensor *recv, int64_t per_peer);
+    /* The slotted all-to-all of wire rows (u8 rank-1 tensors): the first send_rows[p] rows
+     * of send slot p go to rank p's receive slot `rank`. The counts are device i32 (nranks);
+     * recv_rows[r] equals rank r's send_rows[rank]. A transport may copy whole slots
+     * (cap_rows rows) instead of reading the counts: rows past the count are never read. */
+    qgmm_status (*alltoallv)(qgmm_ep_transport *t, qgmm_context *ctx, const qgmm_tensor *send,
+                             const qgmm_tensor *recv, int64_t row_bytes, int64_t cap_rows,
+                             const qgmm_tensor *send_rows, const qgmm_tensor *recv_rows);
+    void (*destroy)(qgmm_ep_transport *t);
+} qgmm_ep_transport_vtable;
+
+/* What a backend's ep_transport_create is asked for. */
+typedef enum qgmm_ep_transport_kind {
+    QGMM_EP_TRANSPORT_NCCL_COMM = 0,     /* handle: the caller's ncclComm_t (not owned) */
+    QGMM_EP_TRANSPORT_NCCL_UNIQUE_ID = 1 /* handle: QGMM_EP_UNIQUE_ID_BYTES bytes; nranks, rank */
+} qgmm_ep_transport_kind;
+
 /* Opaque per-backend state hung off the public handles. */
 typedef void qgmm_backend_ctx;
 typedef void qgmm_backend_buf;
@@ -81,6 +139,46 @@ struct qgmm_backend_vtable {
     qgmm_status (*event_elapsed_ms)(qgmm_context *ctx, qgmm_backend_event *start,
                                     qgmm_backend_event *end, double *ms);
     void (*event_destroy)(qgmm_context *ctx, qgmm_backend_event *ev);
+
+    /* ---- expert parallelism (docs/ep.md, "Backend contract"); each slot optional (NULL:
+     * unsupported). Arguments validated by api/ep.c; every op enqueues, none syncs. */
+    /* From expert_ids (T, k) i32 fill pos, send_src, send_counts (status entries 0),
+     * send_rows, and state = 0. The rows for peer p are ordered by its local expert, then
+     * token, then slot (the order is part of the contract: it fixes the GEMMs' summation
+     * order). An id outside [0, E) or more than cap rows for one peer: every count and row
+     * 0, pos and send_src -1, status entries and state 1, and raise
+     * QGMM_DEVICE_STATUS_BAD_OFFSETS. */
+    qgmm_status (*ep_route)(qgmm_context *ctx, const qgmm_ep_desc *d, const qgmm_tensor *expert_ids);
+    /* After the count exchange: from recv_counts fill recv_rows, recv_dst and offs (local
+     * expert l's rows from rank 0, then rank 1, ..., each expert's block padded to the
+     * alignment). A peer's status entry nonzero: send_rows and recv_rows all 0, state 1,
+     * raise. offs[L-1] above max_recv_rows: state 1, raise. */
+    qgmm_status (*ep_layout)(qgmm_context *ctx, const qgmm_ep_desc *d);
+    /* Fill the send wire (state nonzero: write nothing). DISPATCH: row (p, i <
+     * send_rows[p]) is x's row t = send_src / k (times weights[t, j] in f32, rounded to
+     * x's dtype, when weights are given) followed by x_scales' row bytes. COMBINE: row
+     * (p, i < recv_rows[p]) is x's row recv_dst[p * cap + i]. */
+    qgmm_status (*ep_pack)(qgmm_context *ctx, const qgmm_ep_desc *d, qgmm_ep_dir dir,
+                           const qgmm_tensor *x, const qgmm_tensor *x_scales,
+                           const qgmm_tensor *weights, const qgmm_tensor *wire, int64_t row_bytes);
+    /* Read the receive wire (state nonzero: write nothing). DISPATCH: offs[L-1] above
+     * out's rows: raise, write nothing; else out and out_scales zero (plain rows, or with
+     * scales_blocked the M-groups blocked layout over offs), then receive row (r, i <
+     * recv_rows[r]) to row recv_dst[r * cap + i]; offs_out (optional) = offs. COMBINE:
+     * out[t] = sum over j in order of weights[t, j] (1 when absent) * the row at pos[t, j],
+     * in f32, for t < T. */
+    qgmm_status (*ep_unpack)(qgmm_context *ctx, const qgmm_ep_desc *d, qgmm_ep_dir dir,
+                             const qgmm_tensor *wire, int64_t row_bytes, const qgmm_tensor *weights,
+                             const qgmm_tensor *out, const qgmm_tensor *out_scales,
+                             int scales_blocked, const qgmm_tensor *offs_out);
+    /* A transport of the backend's own (NCCL/RCCL): *vt and *out, the communicator's size
+     * and this rank in *out_nranks and *out_rank. */
+    qgmm_status (*ep_transport_create)(qgmm_context *ctx, qgmm_ep_transport_kind kind,
+                                       const void *handle, int nranks, int rank,
+                                       const qgmm_ep_transport_vtable **vt, qgmm_ep_transport **out,
+                                       int *out_nranks, int *out_rank);
+    /* ncclGetUniqueId into QGMM_EP_UNIQUE_ID_BYTES bytes of host memory. */
+    qgmm_status (*ep_unique_id)(qgmm_context *ctx, void *id_out);
 
     /* ---- ops (arguments already validated; absent optional tensors have buffer NULL) */
     qgmm_status (*quantize_fp8_rowwise)(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
