@@ -44,7 +44,7 @@ static qgmm_status vk_synchronize(qgmm_context *ctx, uint32_t *device_status)
     g_vk.vkCmdFillBuffer(cb, c->status.buf, 0, 4, 0);
     vk_barrier(c, cb);
     /* QGMM_VK_DUMP_TABLE=1: also print the head of the last group table (debug aid) */
-    const int dump = getenv("QGMM_VK_DUMP_TABLE") != NULL;
+    const int dump = c->tune.dump_table;
     if (dump) {
         cb = vk_begin(c);
         VkBufferCopy t = {.srcOffset = 0, .dstOffset = 64, .size = 192};
@@ -265,6 +265,7 @@ static const qgmm_backend_vtable g_vtable = {
     .quantize_fp8_rowwise = vk_quantize_fp8_rowwise,
     .quantize_fp8_rowwise_dual = NULL, /* the API runs two single calls */
     .quantize_mxfp8 = vk_quantize_mxfp8,
+    .quantize_mxfp8_grouped = vk_quantize_mxfp8_grouped,
     .quantize_fp8_blockwise = vk_quantize_fp8_blockwise,
     .dequantize = vk_dequantize,
     .scales_to_blocked = vk_scales_to_blocked,

@@ -11,8 +11,10 @@
  * 64x128x32 bf16 or f16 shape for 256 invocations), BF16 and FP8 rowwise run on the
  * workgroup-scope builds, which measured faster on the H100 (docs/backends-vulkan.md);
  * QGMM_VULKAN_GEMM_WG=0 keeps the subgroup-scope ones.
- * QGMM_VULKAN_GEMM_PATH: tiled | coopmat (the best available; error where none is) |
- * coopmat-nv (the NV build; for comparisons).
+ * QGMM_VULKAN_GEMM_PATH (the context's tuning, vk_tuning.c): auto | tiled | coopmat (the
+ * best available; error where none is) | coopmat-nv (the NV build; for comparisons).
+ * vk_coop_choose decides per device which builds can run; gemm_pipe (vk_ops_gemm.c)
+ * picks among them per problem.
  */
 #include "vk_internal.h"
 #include "vk_khr_compat.h"
@@ -140,8 +142,7 @@ static int khr_ok(vk_ctx *c, int *bf16, char *why, size_t cap, char *bfwhy, size
  * driver's reserve. */
 static int wg_ok(vk_ctx *c, uint32_t comp, char *why, size_t cap)
 {
-    const char *e = getenv("QGMM_VULKAN_GEMM_WG");
-    if (e && !strcmp(e, "0")) { snprintf(why, cap, "QGMM_VULKAN_GEMM_WG=0"); return 0; }
+    if (!c->tune.gemm_wg) { snprintf(why, cap, "QGMM_VULKAN_GEMM_WG=0"); return 0; }
     if (!vk_has_ext(c->pd, QGMM_VK_NV_COOPERATIVE_MATRIX_2_NAME)) { snprintf(why, cap, "no VK_NV_cooperative_matrix2"); return 0; }
     qgmm_VkPhysicalDeviceCooperativeMatrix2FeaturesNV f2 = {.sType = QGMM_VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f2};
@@ -185,11 +186,8 @@ static int wg_ok(vk_ctx *c, uint32_t comp, char *why, size_t cap)
 
 qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *sg)
 {
-    const char *want = getenv("QGMM_VULKAN_GEMM_PATH");
-    if (want && want[0] && strcmp(want, "tiled") && strcmp(want, "coopmat") && strcmp(want, "coopmat-nv"))
-        return qgmm_set_error(c->api, QGMM_ERR_INVALID_ARGUMENT,
-                              "QGMM_VULKAN_GEMM_PATH=\"%s\": expected tiled, coopmat or coopmat-nv", want);
-    const int force_nv = want && !strcmp(want, "coopmat-nv"), force_tiled = want && !strcmp(want, "tiled");
+    const int want = c->tune.gemm_path;
+    const int force_nv = want == VK_WANT_COOPMAT_NV, force_tiled = want == VK_WANT_TILED;
     c->gemm_path = VK_GEMM_TILED;
     c->coop_bf16 = 0;
     c->coop_wg = 0;
@@ -218,9 +216,9 @@ qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *
         snprintf(c->coop_why, sizeof c->coop_why, "%s%s%s", force_nv ? "" : why_khr, force_nv ? "" : "; ", why_nv);
     }
     if (c->gemm_path != VK_GEMM_TILED) c->coop_why[0] = 0;
-    if (want && (!strcmp(want, "coopmat") || force_nv) && c->gemm_path == VK_GEMM_TILED)
-        return qgmm_set_error(c->api, QGMM_ERR_UNSUPPORTED, "QGMM_VULKAN_GEMM_PATH=%s but %s: %s", want,
-                              c->props.deviceName, c->coop_why);
+    if ((want == VK_WANT_COOPMAT || force_nv) && c->gemm_path == VK_GEMM_TILED)
+        return qgmm_set_error(c->api, QGMM_ERR_UNSUPPORTED, "QGMM_VULKAN_GEMM_PATH=%s but %s: %s",
+                              force_nv ? "coopmat-nv" : "coopmat", c->props.deviceName, c->coop_why);
     if (force_tiled && c->gemm_path != VK_GEMM_TILED) {
         c->gemm_path = VK_GEMM_TILED;
         c->coop_bf16 = 0;

@@ -174,9 +174,10 @@ void vk_mem_destroy(vk_ctx *c, vk_mem *m)
     memset(m, 0, sizeof *m);
 }
 
-static int pick_device(int device)
+/* The index into g_vk.devs: the first whose name contains `want` (QGMM_VULKAN_DEVICE) when
+ * set, else `device`; -1 when none. */
+static int pick_device(int device, const char *want)
 {
-    const char *want = getenv("QGMM_VULKAN_DEVICE");
     if (want && want[0]) {
         for (int i = 0; i < g_vk.ndev; ++i) {
             VkPhysicalDeviceProperties p;
@@ -190,9 +191,9 @@ static int pick_device(int device)
 
 qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
 {
-    const int idx = pick_device(device);
+    const char *want = getenv("QGMM_VULKAN_DEVICE");
+    const int idx = pick_device(device, want);
     if (idx < 0) {
-        const char *want = getenv("QGMM_VULKAN_DEVICE");
         if (want && want[0])
             return qgmm_set_error(api, QGMM_ERR_INVALID_ARGUMENT,
                                   "QGMM_VULKAN_DEVICE=\"%s\" matches none of the %d usable Vulkan devices",
@@ -219,7 +220,8 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
                           sg.subgroupSize >= 4 && sg.subgroupSize <= 256 && !(sg.subgroupSize & (sg.subgroupSize - 1));
     }
     {
-        const qgmm_status cs = vk_coop_choose(c, &sg);
+        qgmm_status cs = vk_tuning_read(api, c->subgroup_size, &c->tune);
+        if (cs == QGMM_OK) cs = vk_coop_choose(c, &sg);
         if (cs != QGMM_OK) {
             free(c);
             return cs;
@@ -322,7 +324,8 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
         vk_ctx_destroy(c);
         return st;
     }
-    char gemm[768], fp8wg[192] = "";
+    char gemm[768], fp8wg[192] = "", tuning[640];
+    vk_tuning_describe(&c->tune, tuning, sizeof tuning);
     if (c->gemm_path == VK_GEMM_COOP_KHR)
         snprintf(fp8wg, sizeof fp8wg, "; FP8 rowwise on %s%s%s",
                  c->coop_wg_fp8 ? "workgroup-scope matrices" : "subgroup-scope matrices (workgroup scope off: ",
@@ -347,7 +350,7 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
     snprintf(c->describe, sizeof c->describe,
              "vulkan: %s (driver %u.%u.%u, Vulkan %u.%u, subgroup %u, shared %u KB, timestamps %s); "
              "casts: integer-exact codec (f64 scale division emulated with integers, shaderFloat64 %s), row and "
-             "block segments %s; %s",
+             "block segments %s; %s; %s",
              c->props.deviceName, VK_API_VERSION_MAJOR(c->props.driverVersion),
              VK_API_VERSION_MINOR(c->props.driverVersion), VK_API_VERSION_PATCH(c->props.driverVersion),
              VK_API_VERSION_MAJOR(c->props.apiVersion), VK_API_VERSION_MINOR(c->props.apiVersion),
@@ -356,7 +359,7 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
              c->cast_rows_ok ? "on few lanes each (cast_rows, subgroup reductions), strided reduce dims in passes "
                                "(cast_cols), jagged rows per segment (cast_jrows), each for bf16 and f32 x"
                              : "on cast.comp (no compute subgroup arithmetic and shuffle)",
-             gemm);
+             gemm, tuning);
     *out = c;
     return QGMM_OK;
 }

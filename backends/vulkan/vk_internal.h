@@ -130,8 +130,44 @@ typedef struct vk_cmd {
     int state; /* 0 idle, 1 recording, 2 submitted */
 } vk_cmd;
 
+/* ---------------------------------------------------------------- tuning (vk_tuning.c) */
+/* Read once at context creation from the environment; each field names its variable. Every
+ * setting writes the same bytes: only paths and layouts change. */
+enum { VK_WANT_AUTO, VK_WANT_TILED, VK_WANT_COOPMAT, VK_WANT_COOPMAT_NV }; /* gemm_path */
+enum { VK_LANES_GENERIC, VK_LANES_DEFAULT, VK_LANES_V1 };                 /* cast_lanes */
+enum { VK_SPEC_NONE, VK_SPEC_DEFAULT, VK_SPEC_ALL };                      /* cast_spec */
+enum { VK_ENC_B, VK_ENC_A, VK_ENC_BINADE };    /* cast_enc: the shaders' SC_ENC / CP_ENC codes */
+typedef struct vk_tuning {
+    int gemm_path;  /* QGMM_VULKAN_GEMM_PATH: auto | tiled | coopmat | coopmat-nv */
+    int gemm_wg;    /* QGMM_VULKAN_GEMM_WG: 0 keeps BF16 / FP8 rowwise on subgroup-scope matrices */
+    int cast_lanes; /* QGMM_VULKAN_CAST_LANES: cast.comp's lane layouts, generic | default | v1 */
+    int cast_spec;  /* QGMM_VULKAN_CAST_SPEC: cast.comp paths with their own pipeline, none | default | all */
+    int cast_enc;   /* QGMM_VULKAN_CAST_ENC: the fast fp8 encoder, b | a | binade */
+    int rows;       /* QGMM_VULKAN_CAST_ROWS: 0 keeps row/1x128/MX dim0 casts on cast.comp */
+    int rows_kps;   /* QGMM_VULKAN_CAST_ROWS_KPS: units of 8 per lane, 1-8 (0: 8 for bf16, 4 for f32) */
+    int rows_spl;   /* QGMM_VULKAN_CAST_ROWS_SPL: segments per lane group, 1, 2 or 4 */
+    int twod;       /* QGMM_VULKAN_CAST_2D: 0 keeps MX dim1 / 128x128 on cast.comp */
+    int twod_rpl;   /* QGMM_VULKAN_CAST_2D_RPL: MX dim1 rows per lane, 8 or 16 */
+    int twod_bpw;   /* QGMM_VULKAN_CAST_2D_BPW: MX dim1 32-row blocks per workgroup, 1, 2 or 4 */
+    int cols;       /* QGMM_VULKAN_CAST_COLS: 0 keeps strided-reduce rowwise casts on cast.comp */
+    int cols_lc;    /* QGMM_VULKAN_CAST_COLS_LC: lanes across a workgroup's columns, 1-16 */
+    int cols_kpl;   /* QGMM_VULKAN_CAST_COLS_KPL: rows per lane, 8 or 16 (0: by shape) */
+    int jrows;      /* QGMM_VULKAN_CAST_JROWS: 0 keeps jagged rowwise casts on cast.comp */
+    int jrows_ls;   /* QGMM_VULKAN_CAST_JROWS_LS: lanes per segment, up to the subgroup (0: by width) */
+    int jrows_kps;  /* QGMM_VULKAN_CAST_JROWS_KPS: units per lane in registers, 1-8 */
+    int jrows_wgs;  /* QGMM_VULKAN_CAST_JROWS_WGS: persistent workgroups, at most */
+    int longrows;   /* QGMM_VULKAN_CAST_LONGROWS: 0 keeps bf16 rows of 32769-65536 on cast.comp */
+    int pipestats;  /* QGMM_VK_PIPELINE_STATS: print each pipeline's driver statistics */
+    int dump_table; /* QGMM_VK_DUMP_TABLE: print the last group table at synchronize */
+} vk_tuning;
+/* Fills t from the environment; an unknown value is an error naming the variable. */
+qgmm_status vk_tuning_read(qgmm_context *api, uint32_t subgroup_size, vk_tuning *t);
+/* "tuning: VAR=value ..." for the knobs off their defaults, "tuning: defaults" otherwise. */
+void vk_tuning_describe(const vk_tuning *t, char *out, size_t cap);
+
 typedef struct vk_ctx {
     qgmm_context *api;
+    vk_tuning tune;
     VkPhysicalDevice pd;
     VkDevice dev;
     VkQueue queue;
@@ -142,7 +178,7 @@ typedef struct vk_ctx {
      * and shuffle operations (vk_device.c) */
     int cast_rows_ok;
     int has_f64, ts_ok;
-    int pipestats; /* QGMM_VK_PIPELINE_STATS: print each pipeline's driver statistics */
+    int pipestats; /* tune.pipestats, on a device that can report the statistics */
     /* GEMM path (vk_device.c, coop_detect): VK_GEMM_COOP_KHR when the device has
      * VK_KHR_cooperative_matrix with a 16x16x16 f16 x f16 -> f32 subgroup shape, else
      * VK_GEMM_COOP_NV with the NV extension's, else VK_GEMM_TILED; coop_bf16 when it also
@@ -246,6 +282,8 @@ qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
                                     const qgmm_tensor *q, const qgmm_tensor *scales);
 qgmm_status vk_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p, const qgmm_tensor *x,
                               const qgmm_tensor *q, const qgmm_tensor *scales);
+qgmm_status vk_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params *p, const qgmm_tensor *x,
+                                      const qgmm_tensor *offs, const qgmm_tensor *q, const qgmm_tensor *scales);
 qgmm_status vk_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
                                       const qgmm_tensor *x, const qgmm_tensor *q,
                                       const qgmm_tensor *scales);

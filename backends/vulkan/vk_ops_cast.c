@@ -1,7 +1,8 @@
 /*
  * vk_ops_cast.c — FP8 rowwise / MXFP8 / FP8 blockwise quantize and dequantize: map each
- * variant onto cast.comp's (E, O, R) segment view or dequant.comp's element view. The
- * per-format constants the shaders need are computed here by the same C expressions as
+ * variant onto cast.comp's (E, O, R) segment view or dequant.comp's element view; the kernel
+ * a cast runs on is chosen in one place, cast_choose, with the context's tuning (vk_tuning).
+ * The per-format constants the shaders need are computed here by the same C expressions as
  * kernels/qgmm_scale_rules.h, so host and reference agree by construction.
  */
 #include "vk_internal.h"
@@ -11,7 +12,6 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* The f32 constants of codec.glsl's FmtConsts for fp8 format fmt. */
@@ -58,9 +58,9 @@ static void choose_lanes(int64_t *p, int64_t xo, int64_t xr, int64_t seglen, int
 
 /* The 8-wide path of cast.comp: reduce dim contiguous in x and q, every segment a
  * multiple of 8 elements, x rows 16-byte aligned and q rows 8-byte aligned. */
-static int can_vec(const int64_t *p, const qgmm_tensor *x, int64_t seglen)
+static int can_vec(const int64_t *p, int64_t seglen)
 {
-    const int64_t es = (int64_t)qgmm_dtype_size(x->dtype);
+    const int64_t es = (int64_t)qgmm_dtype_size((qgmm_dtype)p[CP_XDT]);
     if (p[CP_XR] != 1 || p[CP_QR] != 1 || (es != 2 && es != 4) || seglen <= 0 || seglen % 8) return 0;
     if (p[CP_X] % 16 || (p[CP_XO] * es) % 16 || (p[CP_XE] * es) % 16) return 0;
     if (p[CP_Q] % 8 || p[CP_QO] % 8 || p[CP_QE] % 8) return 0;
@@ -78,35 +78,14 @@ static int fast_pipe(const int64_t *p, int first_bf16, int first_f32)
     return (p[CP_XDT] == QGMM_F32 ? first_f32 : first_bf16) + (int)(p[CP_FMT] - QGMM_F8E4M3FN);
 }
 
-/* cast.comp's register-resident paths decode bf16 only, the low-register shaders bf16 and
- * f32: f32 x gets the fast paths' plans (CP_FAST 1-4) too, and run_cast takes them back to 0
- * (cast.comp's vector path) where the f32 builds cannot run them. */
-static int rows_dtype(const qgmm_tensor *x) { return fast_x_bytes(x->dtype) != 0; }
-
-/* Tuning aids for bench/vulkan/vk_cast_bench.c (unset or anything else: the defaults).
- * QGMM_VULKAN_CAST_LANES: "generic" keeps every cast on the generic two-pass path (the
- * pre-register-resident kernel); "v1" the first register-resident layouts: rows with
- * at most 8 units per lane, MX dim0 blocks as 4 separate segments per
- * lane pair instead of 4-block chunks (both for cast.comp's paths only). QGMM_VULKAN_CAST_ENC:
- * the fast encoder, "a" quantize_fast per element, "b" codec.glsl's fp8_mag_fast plus
- * word-wise signs, else (the default) fp8_mag_binade plus word-wise signs: 3 % faster than
- * "a" and "b" on the row casts on the H100 (bench/vulkan/results/h100_cast_rows.md). */
-static int lanes_mode(void)
-{
-    const char *v = getenv("QGMM_VULKAN_CAST_LANES");
-    if (v && !strcmp(v, "generic")) return 0;
-    if (v && !strcmp(v, "v1")) return 2;
-    return 1;
-}
-
 /* cast.comp's register-resident paths (its header says what each needs). Segment path:
  * LS lanes per segment, the fewest that hold it in <= 8 units each (rows of more than 64
  * units: <= 16, which measured faster on the H100 than more lanes per row); MX blocks
  * (4 units) go to lane pairs, so each warp load covers whole sectors. */
-static void fast_segments(int64_t *p, const qgmm_tensor *x, int64_t seglen, int combine)
+static void fast_segments(const vk_tuning *t, int64_t *p, int64_t seglen, int combine)
 {
-    const int mode = lanes_mode();
-    if (!mode || !rows_dtype(x) || p[CP_VEC] != 8 || seglen <= 0) return;
+    const int mode = t->cast_lanes;
+    if (mode == VK_LANES_GENERIC || !fast_x_bytes(p[CP_XDT]) || p[CP_VEC] != 8 || seglen <= 0) return;
     if (combine) {
         if (seglen == 128) p[CP_FAST] = 3;
         return;
@@ -117,34 +96,34 @@ static void fast_segments(int64_t *p, const qgmm_tensor *x, int64_t seglen, int 
     while (ls * 8 < U) ls <<= 1;
     if (U == 4) ls = 2;
     /* long rows: up to 16 units per lane (fewer lanes and barriers per row) */
-    if (U > 64 && mode != 2) while (ls > 1 && (U + ls / 2 - 1) / (ls / 2) <= 16) ls >>= 1;
+    if (U > 64 && mode != VK_LANES_V1) while (ls > 1 && (U + ls / 2 - 1) / (ls / 2) <= 16) ls >>= 1;
     p[CP_FAST] = 1;
     p[CP_LS] = ls;
     p[CP_KPS] = (U + ls - 1) / ls;
     p[CP_NSEGT] = nsegt;
 }
 
-static void lanes_auto(int64_t *p, const qgmm_tensor *x, int64_t seglen, int combine)
+static void lanes_auto(const vk_tuning *t, int64_t *p, int64_t seglen, int combine)
 {
-    p[CP_VEC] = can_vec(p, x, seglen) ? 8 : 1;
+    p[CP_VEC] = can_vec(p, seglen) ? 8 : 1;
     choose_lanes(p, p[CP_XO], p[CP_XR], seglen > 0 ? seglen / p[CP_VEC] : 0, combine, p[CP_O]);
-    fast_segments(p, x, seglen, combine);
+    fast_segments(t, p, seglen, combine);
 }
 
 /* MX along a strided dim whose other dim is contiguous (dim1): 8 columns per lane. */
-static void fast_dim1(int64_t *p, const qgmm_tensor *x)
+static void fast_dim1(const vk_tuning *t, int64_t *p)
 {
     const int64_t xr = p[CP_XR];
-    if (!lanes_mode() || !rows_dtype(x) || p[CP_XO] != 1 || p[CP_O] % 8 || xr % 8 || xr <= 0 || xr > ((int64_t)1 << 26)) return;
+    if (t->cast_lanes == VK_LANES_GENERIC || !fast_x_bytes(p[CP_XDT]) || p[CP_XO] != 1 || p[CP_O] % 8 || xr % 8 || xr <= 0 || xr > ((int64_t)1 << 26)) return;
     if (p[CP_X] % 16 || p[CP_XE] % 8 || p[CP_QR] != 1 || p[CP_QO] % 16 || p[CP_QE] % 16 || p[CP_Q] % 16) return;
     p[CP_FAST] = 2;
     p[CP_OTILES] = (p[CP_O] + 1023) / 1024;
 }
 
 /* MX dim0 rows of 4k blocks: a lane pair per 4-block chunk (cast.comp path 4). */
-static void fast_mx_chunks(int64_t *p)
+static void fast_mx_chunks(const vk_tuning *t, int64_t *p)
 {
-    if (p[CP_FAST] != 1 || p[CP_NSEG] % 4 || lanes_mode() == 2) return;
+    if (p[CP_FAST] != 1 || p[CP_NSEG] % 4 || t->cast_lanes == VK_LANES_V1) return;
     p[CP_FAST] = 4;
     p[CP_NSEGT] /= 4;
 }
@@ -180,20 +159,13 @@ static void cast_spec(const int64_t *p, int32_t *sc)
     sc[SC_ENC] = (int32_t)p[CP_ENC];
 }
 
-/* Which paths get a pipeline of their own (H100, driver 580, QGMM_VK_PIPELINE_STATS,
- * bench/vulkan/results/h100_cast_run3.md). Specialized, the driver compiled every fast
- * path to 61-64 registers and 128-304 bytes of local memory per lane (the unspecialized
- * pipeline: 112 registers), and rows (1552 -> 1264 GB/s), MX dim0 (1339 -> 950) and 1x128
- * (1709 -> 1200) ran slower, 128x128 even: those stay on the unspecialized pipeline. MX dim1
- * ran faster (1012 -> 1045), and the generic path, 64 registers and no local memory, went
- * from 307 to 838 GB/s on the rowwise shape (with quantize_fast, cast.comp): both specialized.
- * QGMM_VULKAN_CAST_SPEC (tuning aid for vk_cast_bench): "none" specializes no path, "all"
- * every path. */
-static int spec_wanted(int path)
+/* Whether cast.comp path `path` gets a pipeline of its own (QGMM_VULKAN_CAST_SPEC: none, the
+ * default set, all). By default the generic path (0) and MX dim1 (2): specialized, the
+ * driver compiled the other fast paths to fewer registers plus local memory, and they ran
+ * slower on the H100 (docs/backends-vulkan.md, "Casts and padding"). */
+static int spec_wanted(const vk_tuning *t, int path)
 {
-    const char *v = getenv("QGMM_VULKAN_CAST_SPEC");
-    if (v && !strcmp(v, "none")) return 0;
-    if (v && !strcmp(v, "all")) return 1;
+    if (t->cast_spec != VK_SPEC_DEFAULT) return t->cast_spec == VK_SPEC_ALL;
     return path == 0 || path == 2;
 }
 
@@ -230,63 +202,50 @@ static void report_new_pipe(const vk_ctx *c, int room, int pipe, const int32_t *
     fputc('\n', stderr);
 }
 
-/* An integer tuning aid from the environment (vk_cast_bench), def when unset or outside
- * [lo, hi]. */
-static int env_int(const char *name, int def, int lo, int hi)
-{
-    const char *v = getenv(name);
-    if (!v || !v[0]) return def;
-    const int n = atoi(v);
-    return n >= lo && n <= hi ? n : def;
-}
-
 /* cast_rows.comp's constants (its header). */
 enum { RC_LS, RC_KPS, RC_SPL, RC_RULE, RC_ENC, RC_NIT, RC_COUNT };
 
 /* Moves a segment cast (cast.comp paths 1 and 4) onto cast_rows.comp. Lanes per segment:
  * the fewest (a power of two, at most the workgroup) that hold it in at most
- * QGMM_VULKAN_CAST_ROWS_KPS units of 8 elements each (default 8), but at least 2 (each warp
- * load then covers whole 32-byte sectors) and at least 4 for segments of 16 units or more.
- * Segments per lane group: up to QGMM_VULKAN_CAST_ROWS_SPL (default 2) consecutive ones of a
- * row, at most 8 units per lane. So rows of 5120 take 128 lanes of 5 units, 1x128 blocks 4
- * lanes of 4 units x 2 blocks, MX blocks 2 lanes of 2 units x 2 blocks: the fastest of the
- * settings timed on the H100 (docs/backends-vulkan.md, "Casts on few lanes"). A workgroup
- * takes QGMM_VULKAN_CAST_ROWS_NIT lane-group rounds (default 1; more measured slower or
- * even). Returns the workgroup count, 0 when the cast stays on cast.comp: the device lacks
- * the subgroup operations, a segment needs more than 8 units per lane, one expert's blocked
- * scales exceed 2^31 bytes, or QGMM_VULKAN_CAST_ROWS=0 (tuning aid). The shader takes its
- * layout from the constants; of the parameters only CP_NSEGT changes (segments, not
- * cast.comp's 4-block chunks). */
+ * QGMM_VULKAN_CAST_ROWS_KPS units of 8 elements each (default 8 for bf16, 4 for f32), but
+ * at least 2 (each warp load then covers whole 32-byte sectors) and at least 4 for segments
+ * of 16 units or more. Segments per lane group: up to QGMM_VULKAN_CAST_ROWS_SPL (default 2)
+ * consecutive ones of a row, at most 8 units per lane. So rows of 5120 take 128 lanes of 5
+ * units, 1x128 blocks 4 lanes of 4 units x 2 blocks, MX blocks 2 lanes of 2 units x 2
+ * blocks: the fastest of the settings timed on the H100 (docs/backends-vulkan.md, "Casts on
+ * few lanes"). A workgroup takes one lane-group round. Returns the workgroup count, 0 when
+ * the cast stays on cast.comp: the device lacks the subgroup operations, a segment needs
+ * more than 8 units per lane, one expert's blocked scales exceed 2^31 bytes, or
+ * QGMM_VULKAN_CAST_ROWS=0. The shader takes its layout from the constants; of the parameters
+ * only CP_NSEGT changes (segments, not cast.comp's 4-block chunks). */
 static int64_t rows_plan(const vk_ctx *c, int64_t *p, int32_t *rc)
 {
-    if (!c->cast_rows_ok || (p[CP_FAST] != 1 && p[CP_FAST] != 4) || !env_int("QGMM_VULKAN_CAST_ROWS", 1, 0, 1))
-        return 0;
+    const vk_tuning *t = &c->tune;
+    if (!c->cast_rows_ok || (p[CP_FAST] != 1 && p[CP_FAST] != 4) || !t->rows) return 0;
     if (p[CP_SKIND] == 2 && p[CP_EXPBYTES] >= ((int64_t)1 << 31)) return 0; /* cast_quant.glsl scale_offset: 32-bit */
     const int64_t L = p[CP_L] > 0 ? p[CP_L] : p[CP_R], U = L / 8;
     /* units per lane: 8 (bf16: 32 registers of x), 4 for f32 (the same 32 registers) */
-    const int64_t kt = env_int("QGMM_VULKAN_CAST_ROWS_KPS", p[CP_XDT] == QGMM_F32 ? 4 : 8, 1, 8);
+    const int64_t kt = t->rows_kps ? t->rows_kps : p[CP_XDT] == QGMM_F32 ? 4 : 8;
     int64_t ls = 1;
     while (ls < 256 && ls * kt < U) ls <<= 1;
     /* at least 2 lanes (a warp load then covers whole 32-byte sectors), 4 for segments of 16
-     * units and more (64 contiguous bytes per segment and load: 1x128 blocks measured 6 %
-     * faster at 4 lanes of 4 units than at 2 of 8) */
+     * units and more (64 contiguous bytes per segment and load) */
     const int64_t minls = U >= 16 ? 4 : U >= 2 ? 2 : 1;
-    if (ls < minls && env_int("QGMM_VULKAN_CAST_ROWS_MINLS", 2, 1, 2) == 2) ls = minls;
+    if (ls < minls) ls = minls;
     const int64_t kps = (U + ls - 1) / ls;
     if (kps > 8) return 0;
     /* consecutive segments of a row per lane group, up to 8 units per lane: addresses,
      * row and scale offsets computed once for all of them */
-    int64_t spl = env_int("QGMM_VULKAN_CAST_ROWS_SPL", 2, 1, 4);
+    int64_t spl = t->rows_spl;
     while (spl > 1 && (spl * kps > 8 || p[CP_NSEG] % spl)) spl >>= 1;
     if (p[CP_FAST] == 4) p[CP_NSEGT] *= 4; /* chunks of 4 MX blocks back to blocks */
-    const int nit = env_int("QGMM_VULKAN_CAST_ROWS_NIT", 1, 1, 64);
     rc[RC_LS] = (int32_t)ls;
     rc[RC_KPS] = (int32_t)kps;
     rc[RC_SPL] = (int32_t)spl;
     rc[RC_RULE] = (int32_t)p[CP_RULE];
     rc[RC_ENC] = (int32_t)p[CP_ENC];
-    rc[RC_NIT] = nit;
-    const int64_t per = (256 / ls) * spl * nit;
+    rc[RC_NIT] = 1;
+    const int64_t per = (256 / ls) * spl;
     return (p[CP_NSEGT] + per - 1) / per;
 }
 
@@ -294,18 +253,18 @@ static int64_t rows_plan(const vk_ctx *c, int64_t *p, int32_t *rc)
 enum { TC_MODE, TC_RPL, TC_RULE, TC_ENC, TC_BPW, TC_COUNT };
 
 /* Moves MX dim1 (cast.comp path 2) and 128x128 tiles (path 3) onto cast_2d.comp where the
- * device has the subgroup operations (QGMM_VULKAN_CAST_2D=0, tuning aid: stay on cast.comp).
- * MX dim1 takes QGMM_VULKAN_CAST_2D_RPL rows per lane (8 or 16, default 8) and
+ * device has the subgroup operations (QGMM_VULKAN_CAST_2D=0: stay on cast.comp). MX dim1
+ * takes QGMM_VULKAN_CAST_2D_RPL rows per lane (8 or 16, default 8) and
  * QGMM_VULKAN_CAST_2D_BPW 32-row blocks per workgroup (1, 2 or 4, default 4), the fastest
  * pair timed on the H100. Returns the workgroup count, 0 to stay. */
 static int64_t twod_plan(const vk_ctx *c, int64_t *p, int32_t *tc)
 {
-    if (!c->cast_rows_ok || (p[CP_FAST] != 2 && p[CP_FAST] != 3) || !env_int("QGMM_VULKAN_CAST_2D", 1, 0, 1))
-        return 0;
+    const vk_tuning *t = &c->tune;
+    if (!c->cast_rows_ok || (p[CP_FAST] != 2 && p[CP_FAST] != 3) || !t->twod) return 0;
     if (p[CP_SKIND] == 2 && p[CP_EXPBYTES] >= ((int64_t)1 << 31)) return 0; /* cast_2d.comp: 32-bit blocked offsets */
     tc[TC_MODE] = p[CP_FAST] == 2 ? 0 : 1;
     /* f32 x: 8 rows (16 would hold 128 registers of x) */
-    tc[TC_RPL] = p[CP_XDT] != QGMM_F32 && env_int("QGMM_VULKAN_CAST_2D_RPL", 8, 8, 16) == 16 ? 16 : 8;
+    tc[TC_RPL] = p[CP_XDT] != QGMM_F32 && t->twod_rpl == 16 ? 16 : 8;
     tc[TC_RULE] = (int32_t)p[CP_RULE];
     tc[TC_ENC] = (int32_t)p[CP_ENC];
     tc[TC_BPW] = 1;
@@ -313,65 +272,10 @@ static int64_t twod_plan(const vk_ctx *c, int64_t *p, int32_t *tc)
         tc[TC_RPL] = 8; /* unused by the tile mode: one pipeline */
         return p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
     }
-    const int bpw = env_int("QGMM_VULKAN_CAST_2D_BPW", 4, 1, 4);
-    tc[TC_BPW] = bpw == 3 ? 2 : bpw;
+    tc[TC_BPW] = t->twod_bpw;
     const int64_t cols = (256 / (32 / tc[TC_RPL]) / tc[TC_BPW]) * 8; /* columns per workgroup */
     p[CP_OTILES] = (p[CP_O] + cols - 1) / cols;
     return p[CP_E] * ((p[CP_NSEG] + tc[TC_BPW] - 1) / tc[TC_BPW]) * p[CP_OTILES];
-}
-
-/* Runs the cast on cast_rows.comp or cast_2d.comp (`pipe`, nspec constants) when `plan`
- * takes it and a specialized-pipeline slot is free: returns 1 with the dispatch's status in
- * *st, else 0 (the caller goes on to cast.comp). plan works on a copy of the parameters, so
- * a refused cast leaves them as cast.comp expects. */
-static int low_register(vk_ctx *c, const int64_t *p, int pipe, int nspec,
-                        int64_t (*plan)(const vk_ctx *, int64_t *, int32_t *), qgmm_status *st)
-{
-    int32_t spec[VK_MAX_SPEC_CONST];
-    int64_t pr[QP_MAX];
-    memcpy(pr, p, sizeof pr);
-    const int64_t groups = plan(c, pr, spec);
-    const int room = groups > 0 ? spec_room(c, pipe, spec, nspec) : 0;
-    if (!room) return 0;
-    report_new_pipe(c, room, pipe, spec, nspec);
-    *st = vk_dispatch_spec(c, pipe, spec, nspec, pr, QP_MAX, groups);
-    return 1;
-}
-
-/* The fast encoder (QGMM_VULKAN_CAST_ENC, see lanes_mode). */
-static int64_t cast_enc(void)
-{
-    const char *enc = getenv("QGMM_VULKAN_CAST_ENC");
-    return enc && !strcmp(enc, "b") ? 0 : enc && !strcmp(enc, "a") ? 1 : 2;
-}
-
-static qgmm_status run_cast(vk_ctx *c, int64_t *p)
-{
-    p[CP_ENC] = cast_enc();
-    const int fi = (int)(p[CP_FMT] - QGMM_F8E4M3FN);
-    qgmm_status st;
-    if (low_register(c, p, fast_pipe(p, VKP_CAST_ROWS_E4M3FN, VKP_CAST_ROWS_F32_E4M3FN), RC_COUNT, rows_plan, &st) ||
-        low_register(c, p, fast_pipe(p, VKP_CAST_2D_E4M3FN, VKP_CAST_2D_F32_E4M3FN), TC_COUNT, twod_plan, &st))
-        return st;
-    if (p[CP_XDT] == QGMM_F32) p[CP_FAST] = 0; /* cast.comp's register-resident paths decode bf16 only */
-    int64_t groups = p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
-    if (p[CP_FAST] == 4) {
-        groups = (p[CP_NSEGT] + 127) / 128;
-    } else if (p[CP_FAST] == 1) {
-        const int64_t per = (256 / p[CP_LS]) * (p[CP_LS] == 2 && p[CP_KPS] == 2 ? 4 : 1); /* cast_seg_2x4 */
-        groups = (p[CP_NSEGT] + per - 1) / per;
-    } else if (p[CP_FAST] == 2) {
-        groups = p[CP_E] * p[CP_NSEG] * p[CP_OTILES];
-    }
-    const int pipe = VKP_CAST_E4M3FN + fi;
-    int32_t sc[SC_COUNT];
-    cast_spec(p, sc);
-    const int room = spec_wanted(sc[SC_PATH]) && groups > 0 ? spec_room(c, pipe, sc, SC_COUNT) : 0;
-    if (!room) return vk_dispatch(c, pipe, p, QP_MAX, groups);
-    if (room == 1 && c->pipestats) /* names the constants of the statistics line that follows */
-        fprintf(stderr, "qgmm vulkan cast pipeline: path %d rule %d enc %d xdt %d vec %d kps %d\n", sc[SC_PATH],
-                sc[SC_RULE], sc[SC_ENC], sc[SC_XDT], sc[SC_VEC], sc[SC_KPS]);
-    return vk_dispatch_spec(c, pipe, sc, SC_COUNT, p, QP_MAX, groups);
 }
 
 /* Byte offset in the scratch buffer of cast_cols.comp's words: after the group table. */
@@ -391,11 +295,12 @@ enum { CC_LC, CC_KPL, CC_QT, CC_ENC, CC_PASS, CC_COUNT };
  * word per (expert, group, column) beside the group table (VK_SCRATCH_BYTES).
  * Sets the constants: QGMM_VULKAN_CAST_COLS_LC lanes across a workgroup's columns (1, 2, 4,
  * 8 or 16; default 8: 128 bytes of each row), QGMM_VULKAN_CAST_COLS_KPL rows per lane (8 or
- * 16; default below: chunks of 512 or 256 rows, jagged 504); QGMM_VULKAN_CAST_COLS=0 keeps cast.comp
- * (tuning aids). Returns the rows of a chunk, 0 to stay. */
+ * 16; default below: chunks of 512 or 256 rows, jagged 504); QGMM_VULKAN_CAST_COLS=0 keeps
+ * cast.comp. Returns the rows of a chunk, 0 to stay. */
 static int64_t cols_plan(const vk_ctx *c, const int64_t *p, int jagged, int32_t *cc)
 {
-    if (!c->cast_rows_ok || !env_int("QGMM_VULKAN_CAST_COLS", 1, 0, 1)) return 0;
+    const vk_tuning *t = &c->tune;
+    if (!c->cast_rows_ok || !t->cols) return 0;
     const int64_t es = fast_x_bytes(p[CP_XDT]);
     if (!es || p[CP_XO] != 1 || p[CP_XR] == 1 || p[CP_O] % 8 ||
         p[CP_X] % 16 || (p[CP_XR] * es) % 16 || (p[CP_XE] * es) % 16 || p[CP_Q] % 8 || p[CP_QE] % 8)
@@ -404,70 +309,34 @@ static int64_t cols_plan(const vk_ctx *c, const int64_t *p, int jagged, int32_t 
     if (p[CP_QO] == 1 && p[CP_QR] % 8 == 0) cc[CC_QT] = 0;
     else if (p[CP_QR] == 1 && p[CP_QO] % 8 == 0) cc[CC_QT] = 1;
     else return 0;
-    int lc = env_int("QGMM_VULKAN_CAST_COLS_LC", 8, 1, 16);
-    while (lc & (lc - 1)) lc &= lc - 1;
-    cc[CC_LC] = lc;
-    /* 16 rows per lane (chunks of 512 rows), 8 for whole-dim segments with q transposed: the
-     * 3D per-(e, c) cast measured 1459-1484 GB/s at 8 against 1295-1366 at 16, colwise and
-     * jagged colwise the other way round (1287-1408 / 1029-1046 at 8); f32 x: 8 (16 rows of
-     * two loads each would hold 128 registers of x) */
-    const int kpl_default = cc[CC_QT] == 1 && !jagged ? 8 : 16;
-    cc[CC_KPL] = env_int("QGMM_VULKAN_CAST_COLS_KPL", kpl_default, 8, 16) == 8 || es == 4 ? 8 : 16;
+    cc[CC_LC] = t->cols_lc;
+    /* 16 rows per lane (chunks of 512 rows), 8 for whole-dim segments with q transposed (the
+     * faster of the two for each on the H100); f32 x: 8 (16 rows of two loads each would hold
+     * 128 registers of x) */
+    const int kpl = t->cols_kpl ? t->cols_kpl : cc[CC_QT] == 1 && !jagged ? 8 : 16;
+    cc[CC_KPL] = kpl == 8 || es == 4 ? 8 : 16;
     cc[CC_ENC] = (int32_t)p[CP_ENC];
     /* a chunk: the rows the lanes hold, 8 fewer for jagged groups (whose chunks start
      * anywhere: the lanes' 8-row grid starts up to 7 rows before them) */
-    return (256 / lc) * cc[CC_KPL] - (jagged ? 8 : 0);
-}
-
-/* cast_cols.comp's passes (its header): zero the scratch words, amax, scales, quantize, each
- * pass its own specialized pipeline; 0 when those do not all have a slot (the caller goes
- * on to cast.comp). */
-static int cols_run(vk_ctx *c, int64_t *p, int32_t *cc, int64_t chunk, qgmm_status *st)
-{
-    static const int order[3] = {1, 0, 2}; /* amax, scales, quantize */
-    const int pipe = fast_pipe(p, VKP_CAST_COLS_E4M3FN, VKP_CAST_COLS_F32_E4M3FN);
-    int room[3], fresh = 0;
-    for (int i = 0; i < 3; ++i) {
-        cc[CC_PASS] = order[i];
-        room[i] = spec_room_after(c, pipe, cc, CC_COUNT, fresh);
-        if (!room[i]) return 0;
-        fresh += room[i] == 1;
-    }
-    p[CP_OTILES] = (p[CP_O] + 8 * cc[CC_LC] - 1) / (8 * cc[CC_LC]);
-    p[CP_CHUNK] = chunk;
-    /* chunks per expert: whole R cut into chunks, or each group into its own (a bound: each
-     * non-empty group adds at most one partial chunk, and at most R groups are non-empty) */
-    p[CP_NCH] = (p[CP_R] + chunk - 1) / chunk + (p[CP_TABLE] ? (p[CP_NSEG] < p[CP_R] ? p[CP_NSEG] : p[CP_R]) : 0);
-    const int64_t words = p[CP_E] * p[CP_NSEG] * p[CP_O];
-    p[CP_AMAX] = (int64_t)c->scratch.addr + cols_words_at(p);
-    /* timing aid (vk_cast_bench): a subset of the passes, bit i = pass order[i] (wrong bytes) */
-    const int passes = env_int("QGMM_VULKAN_CAST_COLS_PASSES", 15, 0, 15);
-    *st = passes & 8 ? vk_fill(c, (uint64_t)p[CP_AMAX], 4 * words, 0) : QGMM_OK;
-    for (int i = 0; i < 3 && *st == QGMM_OK; ++i) {
-        cc[CC_PASS] = order[i];
-        report_new_pipe(c, room[i], pipe, cc, CC_COUNT);
-        const int64_t groups = order[i] == 0 ? (words + 255) / 256 : p[CP_E] * p[CP_NCH] * p[CP_OTILES];
-        if (groups > 0 && (passes >> i & 1)) *st = vk_dispatch_spec(c, pipe, cc, CC_COUNT, p, QP_MAX, groups);
-    }
-    return 1;
+    return (256 / t->cols_lc) * cc[CC_KPL] - (jagged ? 8 : 0);
 }
 
 /* cast_jrows.comp's constants (its header). */
-enum { JC_LS, JC_KPS, JC_ENC, JC_ABL, JC_COUNT };
+enum { JC_LS, JC_KPS, JC_ENC, JC_COUNT };
 
-/* The jagged rowwise cast along the contiguous dim (offs over the columns) on
- * cast_jrows.comp: subgroup shuffles, bf16 or f32 x (its QG_XF32 build) with 16-byte aligned
- * rows whose length is a multiple of 8, q rows contiguous and 8-byte aligned. Lanes per
- * segment: the fewest (power of two, at most the subgroup size) that together hold one and
- * a half times the mean group width at 8 units a lane (bf16) or 4 (f32). Tuning aids:
- * QGMM_VULKAN_CAST_JROWS_LS (a power of two up to the subgroup size),
- * QGMM_VULKAN_CAST_JROWS_KPS (units per lane in registers, 1-8), QGMM_VULKAN_CAST_JROWS_WGS
- * (the workgroup cap), QGMM_VULKAN_CAST_JROWS=0 (cast.comp). Returns the workgroup count, 0
- * to stay. Called with the group table in place, or without one for whole rows (long_rows). */
+/* The jagged rowwise cast along the contiguous dim (offs over the columns), or whole bf16
+ * rows of 32769-65536 elements (long_rows), on cast_jrows.comp: subgroup shuffles, bf16 or
+ * f32 x (its QG_XF32 build) with 16-byte aligned rows whose length is a multiple of 8, q rows
+ * contiguous and 8-byte aligned. Lanes per segment: the fewest (power of two, at most the
+ * subgroup size) that together hold one and a half times the mean group width at 8 units a
+ * lane (bf16) or 4 (f32), or QGMM_VULKAN_CAST_JROWS_LS; QGMM_VULKAN_CAST_JROWS_KPS units per
+ * lane in registers (default 4), at most QGMM_VULKAN_CAST_JROWS_WGS persistent workgroups
+ * (default 1056); QGMM_VULKAN_CAST_JROWS=0 keeps cast.comp. Returns the workgroup count, 0
+ * to stay. */
 static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
 {
-    if (!c->cast_rows_ok || !env_int("QGMM_VULKAN_CAST_JROWS", 1, 0, 1) || p[CP_E] != 1) return 0;
-    if (!p[CP_TABLE] && p[CP_NSEG] != 1) return 0; /* no table: whole rows (long_rows) */
+    const vk_tuning *t = &c->tune;
+    if (!c->cast_rows_ok || !t->jrows || p[CP_E] != 1) return 0;
     const int64_t es = fast_x_bytes(p[CP_XDT]);
     if (!es || p[CP_XR] != 1 || p[CP_QR] != 1 || p[CP_R] % 8 ||
         p[CP_X] % 16 || (p[CP_XO] * es) % 16 || p[CP_Q] % 8 || p[CP_QO] % 8)
@@ -477,37 +346,180 @@ static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
     if (p[CP_R] * es >= ((int64_t)1 << 31) || p[CP_O] * p[CP_NSEG] >= ((int64_t)1 << 31) - ((int64_t)1 << 24))
         return 0;
     const int64_t units = (3 * p[CP_R] / (2 * p[CP_NSEG]) + 7) / 8; /* 1.5 x the mean group, in units */
-    /* up to the subgroup size: groups of ~2048 columns (dOut^T, tokens over the columns) ran
-     * at 1009 GB/s on 8 lanes, 1340 on 16, 1517 on 32 (H100, (4096, 32768), 16 groups). f32
-     * x counts 4 units a lane (each is two loads): groups of ~320 columns ran at 1940-1971
-     * GB/s on 16 lanes against 1721 on 8 (H100, (32768, 5120), group-major); bf16 at 1527 on
-     * 8 against 1270-1316 on 16 */
+    /* up to the subgroup size: wide groups ran faster on more lanes on the H100 (groups of
+     * ~2048 columns: 32 lanes), and f32 x counts 4 units a lane (each is two loads) */
     const int per_lane = es == 4 ? 4 : 8;
     int ls = 1;
     while ((uint32_t)ls < c->subgroup_size && ls * per_lane < units) ls <<= 1;
-    const int forced = env_int("QGMM_VULKAN_CAST_JROWS_LS", 0, 1, 64);
-    if (forced && !(forced & (forced - 1)) && (uint32_t)forced <= c->subgroup_size) ls = forced;
+    if (t->jrows_ls) ls = t->jrows_ls;
     jc[JC_LS] = ls;
-    /* 4 units per lane in registers, later ones re-read: 939 GB/s against 869 for 8 on the
-     * H100 (fewer registers, more workgroups resident) */
-    jc[JC_KPS] = env_int("QGMM_VULKAN_CAST_JROWS_KPS", 4, 1, 8);
+    /* later units are re-read: fewer registers, more workgroups resident */
+    jc[JC_KPS] = t->jrows_kps;
     jc[JC_ENC] = (int32_t)p[CP_ENC];
-    jc[JC_ABL] = env_int("QGMM_VULKAN_CAST_JROWS_ABL", 0, 0, 15); /* timing aid: wrong bytes */
     /* persistent workgroups (the shader strides by the dispatch's x size, so at most 65535) */
     const int64_t per = 256 / ls, need = (p[CP_O] * p[CP_NSEG] + per - 1) / per;
-    const int64_t cap = env_int("QGMM_VULKAN_CAST_JROWS_WGS", 1056, 1, 65535);
-    return need < cap ? need : cap;
+    return need < t->jrows_wgs ? need : t->jrows_wgs;
 }
 
 /* Plain rowwise bf16 rows of 32769-65536 elements (longer than cast.comp's register path
- * holds): cast_jrows.comp with one whole-row segment per row, no table. Measured on the H100
- * against cast.comp's generic path: (4096, 65536) 1540 / 1210 GB/s, but (2048, 131072) 1183 /
- * 1208 and f32 rows of 32768-131072 elements 1356-1460 / 1465-1545, which stay generic.
- * QGMM_VULKAN_CAST_LONGROWS=0: always the generic path. */
-static int long_rows(const int64_t *p)
+ * holds) go to cast_jrows.comp as one segment per row; longer rows and f32 rows measured
+ * faster on cast.comp's generic path (H100). QGMM_VULKAN_CAST_LONGROWS=0: always generic. */
+static int long_rows(const vk_tuning *t, const int64_t *p)
 {
-    return p[CP_XDT] == QGMM_BF16 && p[CP_XR] == 1 && p[CP_NSEG] == 1 && !p[CP_TABLE] && p[CP_R] > 32768 &&
-           p[CP_R] <= 65536 && env_int("QGMM_VULKAN_CAST_LONGROWS", 1, 0, 1);
+    return t->longrows && p[CP_XDT] == QGMM_BF16 && p[CP_XR] == 1 && p[CP_NSEG] == 1 && p[CP_R] > 32768 &&
+           p[CP_R] <= 65536;
+}
+
+/* The kernels a cast runs on. */
+enum { CK_COMP, CK_ROWS, CK_2D, CK_COLS, CK_JROWS };
+
+/* One cast as it will run: the kernel, its pipeline and constants (nspec 0: cast.comp's
+ * unspecialized pipeline), whether each specialized pipeline is cached or new (spec_room;
+ * cast_cols.comp: one per pass), the workgroups, the rows of a cast_cols chunk, and the
+ * parameter block as that kernel reads it. */
+typedef struct cast_plan {
+    int kernel, pipe, nspec;
+    int32_t spec[VK_MAX_SPEC_CONST];
+    int room[3];
+    int64_t groups, chunk;
+    int64_t p[QP_MAX];
+} cast_plan;
+
+/* The cast variants, as the kernel choice tells them apart. */
+enum { CV_ROWWISE, CV_ROWWISE_JAGGED, CV_MX_ALONG_ROWS, CV_MX_ACROSS_ROWS, CV_1X128, CV_128X128 };
+
+/* cast_cols.comp for pl (its three passes each need a pipeline slot): 1 when taken. */
+static int cols_choose(const vk_ctx *c, int jagged, cast_plan *pl)
+{
+    static const int order[3] = {1, 0, 2}; /* amax, scales, quantize */
+    const int64_t chunk = cols_plan(c, pl->p, jagged, pl->spec);
+    if (chunk <= 0) return 0;
+    const int pipe = fast_pipe(pl->p, VKP_CAST_COLS_E4M3FN, VKP_CAST_COLS_F32_E4M3FN);
+    int fresh = 0;
+    for (int i = 0; i < 3; ++i) {
+        pl->spec[CC_PASS] = order[i];
+        pl->room[i] = spec_room_after(c, pipe, pl->spec, CC_COUNT, fresh);
+        if (!pl->room[i]) return 0;
+        fresh += pl->room[i] == 1;
+    }
+    pl->kernel = CK_COLS;
+    pl->pipe = pipe;
+    pl->nspec = CC_COUNT;
+    pl->chunk = chunk;
+    return 1;
+}
+
+/* A low-register kernel (`plan`: rows_plan, twod_plan or jrows_plan on `pipe`) for pl when it
+ * takes the cast and a pipeline slot is free: 1 when taken. plan works on a copy of the
+ * parameters, so a refused cast leaves them as the next candidate expects. */
+static int lowreg_choose(const vk_ctx *c, int kernel, int pipe, int nspec,
+                         int64_t (*plan)(const vk_ctx *, int64_t *, int32_t *), cast_plan *pl)
+{
+    int64_t pr[QP_MAX];
+    memcpy(pr, pl->p, sizeof pr);
+    const int64_t groups = plan(c, pr, pl->spec);
+    pl->room[0] = groups > 0 ? spec_room(c, pipe, pl->spec, nspec) : 0;
+    if (!pl->room[0]) return 0;
+    memcpy(pl->p, pr, sizeof pr);
+    pl->kernel = kernel;
+    pl->pipe = pipe;
+    pl->nspec = nspec;
+    pl->groups = groups;
+    return 1;
+}
+
+/* cast.comp at the path its lane plan (CP_FAST) says, specialized where spec_wanted and a
+ * slot allow. Its register-resident paths 1-4 decode bf16 only: f32 x, planned like bf16 so
+ * that the low-register shaders' f32 builds could take it, goes to the vector path 0. */
+static void comp_choose(const vk_ctx *c, cast_plan *pl)
+{
+    int64_t *p = pl->p;
+    if (p[CP_XDT] == QGMM_F32) p[CP_FAST] = 0;
+    int64_t groups = p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
+    if (p[CP_FAST] == 4) {
+        groups = (p[CP_NSEGT] + 127) / 128;
+    } else if (p[CP_FAST] == 1) {
+        const int64_t per = (256 / p[CP_LS]) * (p[CP_LS] == 2 && p[CP_KPS] == 2 ? 4 : 1); /* cast_seg_2x4 */
+        groups = (p[CP_NSEGT] + per - 1) / per;
+    } else if (p[CP_FAST] == 2) {
+        groups = p[CP_E] * p[CP_NSEG] * p[CP_OTILES];
+    }
+    pl->kernel = CK_COMP;
+    pl->pipe = VKP_CAST_E4M3FN + (int)(p[CP_FMT] - QGMM_F8E4M3FN);
+    pl->groups = groups;
+    cast_spec(p, pl->spec);
+    pl->room[0] = spec_wanted(&c->tune, pl->spec[SC_PATH]) && groups > 0 ? spec_room(c, pl->pipe, pl->spec, SC_COUNT) : 0;
+    pl->nspec = pl->room[0] ? SC_COUNT : 0;
+}
+
+/* The one place a cast's kernel is chosen, from the variant and its parameter block p (the
+ * problem: tensors, extents, strides, rule; no table yet). In order, each taking the cast
+ * only where its conditions hold and a pipeline slot is free:
+ *   FP8 rowwise along a strided dim                        cast_cols.comp (three passes)
+ *   FP8 rowwise jagged along the columns; bf16 rows of 32769-65536   cast_jrows.comp
+ *   rows, 1x128 blocks, MX dim0 (cast.comp paths 1 and 4)  cast_rows.comp
+ *   MX dim1, 128x128 tiles (cast.comp paths 2 and 3)       cast_2d.comp
+ *   anything else                                          cast.comp (five paths)
+ * The low-register shaders need compute subgroup operations (c->cast_rows_ok). */
+static void cast_choose(const vk_ctx *c, const int64_t *p, int variant, cast_plan *pl)
+{
+    const vk_tuning *t = &c->tune;
+    memset(pl, 0, sizeof *pl);
+    memcpy(pl->p, p, sizeof pl->p);
+    int64_t *q = pl->p;
+    const int jagged = variant == CV_ROWWISE_JAGGED;
+    const int64_t seglen = variant == CV_ROWWISE ? q[CP_R] : jagged ? 0 : q[CP_L];
+    lanes_auto(t, q, seglen, variant == CV_128X128);
+    if (variant == CV_MX_ALONG_ROWS) fast_mx_chunks(t, q);
+    if (variant == CV_MX_ACROSS_ROWS) fast_dim1(t, q);
+    q[CP_ENC] = t->cast_enc;
+    if (variant == CV_ROWWISE || jagged) {
+        if (cols_choose(c, jagged, pl)) return;
+        if ((jagged || long_rows(t, q)) &&
+            lowreg_choose(c, CK_JROWS, fast_pipe(q, VKP_CAST_JROWS_E4M3FN, VKP_CAST_JROWS_F32_E4M3FN), JC_COUNT,
+                          jrows_plan, pl))
+            return;
+    }
+    if (lowreg_choose(c, CK_ROWS, fast_pipe(q, VKP_CAST_ROWS_E4M3FN, VKP_CAST_ROWS_F32_E4M3FN), RC_COUNT, rows_plan, pl) ||
+        lowreg_choose(c, CK_2D, fast_pipe(q, VKP_CAST_2D_E4M3FN, VKP_CAST_2D_F32_E4M3FN), TC_COUNT, twod_plan, pl))
+        return;
+    comp_choose(c, pl);
+}
+
+/* cast_cols.comp's passes (its header): zero the scratch words, amax, scales, quantize, each
+ * pass on its own specialized pipeline. */
+static qgmm_status cols_run(vk_ctx *c, cast_plan *pl)
+{
+    static const int order[3] = {1, 0, 2}; /* amax, scales, quantize */
+    int64_t *p = pl->p;
+    const int64_t chunk = pl->chunk, lc = pl->spec[CC_LC];
+    p[CP_OTILES] = (p[CP_O] + 8 * lc - 1) / (8 * lc);
+    p[CP_CHUNK] = chunk;
+    /* chunks per expert: whole R cut into chunks, or each group into its own (a bound: each
+     * non-empty group adds at most one partial chunk, and at most R groups are non-empty) */
+    p[CP_NCH] = (p[CP_R] + chunk - 1) / chunk + (p[CP_TABLE] ? (p[CP_NSEG] < p[CP_R] ? p[CP_NSEG] : p[CP_R]) : 0);
+    const int64_t words = p[CP_E] * p[CP_NSEG] * p[CP_O];
+    p[CP_AMAX] = (int64_t)c->scratch.addr + cols_words_at(p);
+    qgmm_status st = vk_fill(c, (uint64_t)p[CP_AMAX], 4 * words, 0);
+    for (int i = 0; i < 3 && st == QGMM_OK; ++i) {
+        pl->spec[CC_PASS] = order[i];
+        report_new_pipe(c, pl->room[i], pl->pipe, pl->spec, CC_COUNT);
+        const int64_t groups = order[i] == 0 ? (words + 255) / 256 : p[CP_E] * p[CP_NCH] * p[CP_OTILES];
+        if (groups > 0) st = vk_dispatch_spec(c, pl->pipe, pl->spec, CC_COUNT, p, QP_MAX, groups);
+    }
+    return st;
+}
+
+/* Enqueues the cast cast_choose planned (the group table, where it has one, in place). */
+static qgmm_status cast_run(vk_ctx *c, cast_plan *pl)
+{
+    if (pl->kernel == CK_COLS) return cols_run(c, pl);
+    if (!pl->nspec) return vk_dispatch(c, pl->pipe, pl->p, QP_MAX, pl->groups);
+    if (pl->kernel == CK_COMP && pl->room[0] == 1 && c->pipestats) /* names the statistics line that follows */
+        fprintf(stderr, "qgmm vulkan cast pipeline: path %d rule %d enc %d xdt %d vec %d kps %d\n", pl->spec[SC_PATH],
+                pl->spec[SC_RULE], pl->spec[SC_ENC], pl->spec[SC_XDT], pl->spec[SC_VEC], pl->spec[SC_KPS]);
+    else report_new_pipe(c, pl->room[0], pl->pipe, pl->spec, pl->nspec);
+    return vk_dispatch_spec(c, pl->pipe, pl->spec, pl->nspec, pl->p, QP_MAX, pl->groups);
 }
 
 qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *prm,
@@ -549,22 +561,16 @@ qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
     p[CP_SO] = scales->rank == 1 ? scales->strides[0] : scales->strides[1];
     p[CP_NSEG] = jagged ? offs->shape[0] : 1;
     fmt_consts(q->dtype, p, CP_C_MAX, CP_C_CLAMP, CP_C_EPS, CP_C_INV);
-    lanes_auto(p, x, jagged ? 0 : p[CP_R], 0);
-    p[CP_ENC] = cast_enc();
-    int32_t cc[CC_COUNT];
-    const int64_t chunk = cols_plan(c, p, jagged, cc);
+    cast_plan pl;
+    cast_choose(c, p, jagged ? CV_ROWWISE_JAGGED : CV_ROWWISE, &pl);
     if (jagged) {
         if (p[CP_NSEG] == 0) return QGMM_OK;
         /* cast_cols.comp schedules its chunks by the table's tile prefix (tile = a chunk) */
-        qgmm_status st = vk_offs_prep(c, offs, p[CP_R], 1, 1, chunk, 1, 0, 0, 0, -1);
+        qgmm_status st = vk_offs_prep(c, offs, p[CP_R], 1, 1, pl.kernel == CK_COLS ? pl.chunk : 0, 1, 0, 0, 0, -1);
         if (st != QGMM_OK) return st;
-        p[CP_TABLE] = (int64_t)c->scratch.addr;
+        pl.p[CP_TABLE] = (int64_t)c->scratch.addr;
     }
-    qgmm_status st;
-    if (chunk > 0 && cols_run(c, p, cc, chunk, &st)) return st;
-    const int jrows = fast_pipe(p, VKP_CAST_JROWS_E4M3FN, VKP_CAST_JROWS_F32_E4M3FN);
-    if ((jagged || long_rows(p)) && low_register(c, p, jrows, JC_COUNT, jrows_plan, &st)) return st;
-    return run_cast(c, p);
+    return cast_run(c, &pl);
 }
 
 qgmm_status vk_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *prm, const qgmm_tensor *x,
@@ -615,10 +621,9 @@ qgmm_status vk_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *prm, c
         else if (scales->rank == 2) { p[CP_SO] = s[0]; p[CP_SG] = s[1]; }
         else { p[CP_SE] = s[0]; p[CP_SO] = s[1]; p[CP_SG] = s[2]; }
     }
-    lanes_auto(p, x, 32, 0);
-    if (along_last) fast_mx_chunks(p);
-    else fast_dim1(p, x);
-    return run_cast(c, p);
+    cast_plan pl;
+    cast_choose(c, p, along_last ? CV_MX_ALONG_ROWS : CV_MX_ACROSS_ROWS, &pl);
+    return cast_run(c, &pl);
 }
 
 qgmm_status vk_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *prm,
@@ -657,8 +662,9 @@ qgmm_status vk_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwis
     if (scales->rank == 3) { p[CP_SE] = s[0]; p[CP_SO] = s[1]; p[CP_SG] = s[2]; }
     else { p[CP_SO] = s[0]; p[CP_SG] = s[1]; }
     fmt_consts(q->dtype, p, CP_C_MAX, CP_C_CLAMP, CP_C_EPS, CP_C_INV);
-    lanes_auto(p, x, 128, combine);
-    return run_cast(c, p);
+    cast_plan pl;
+    cast_choose(c, p, combine ? CV_128X128 : CV_1X128, &pl);
+    return cast_run(c, &pl);
 }
 
 qgmm_status vk_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const qgmm_tensor *q,

@@ -20,6 +20,26 @@
 #define GEMM_TILE 64      /* gemm.comp: BM = BN */
 #define GEMM_COOP_TILE 128 /* gemm_coopmat.comp: BM = BN */
 
+/* The one place a GEMM's kernel is chosen, from the builds the device can run (vk_coop.c
+ * vk_coop_choose, with the context's tuning) and the operands: gemm_coopmat.comp where the
+ * recipe has a cooperative-matrix build here and each operand has a unit stride along the
+ * depth or along its rows/cols (its 16-byte staging needs one), on workgroup-scope matrices
+ * for BF16 and FP8 rowwise where the device has them; else the tiled gemm.comp. */
+static int gemm_pipe(const vk_ctx *c, int recipe, int mg, const qgmm_tensor *a, const qgmm_tensor *b)
+{
+    /* unit stride along the depth or along the rows/cols, for A (i, c) and B (j, c) */
+    const int a_unit = mg ? (a->strides[1] == 1 || a->strides[0] == 1) : (a->strides[0] == 1 || a->strides[1] == 1);
+    const int b_unit = mg ? (b->strides[2] == 1 || b->strides[1] == 1) : (b->strides[0] == 1 || b->strides[1] == 1);
+    if (recipe == QGMM_RECIPE_BF16)
+        return c->coop_bf16 && a_unit && b_unit ? (c->coop_wg ? VKP_GEMM_COOP_BF16_WG_KHR : VKP_GEMM_COOP_BF16_KHR) : VKP_GEMM;
+    if (qgmm_dtype_is_fp8(a->dtype) && qgmm_dtype_is_fp8(b->dtype) && a_unit && b_unit && c->gemm_path != VK_GEMM_TILED)
+        return recipe == QGMM_RECIPE_FP8_ROWWISE
+                   ? (c->gemm_path == VK_GEMM_COOP_KHR ? (c->coop_wg_fp8 ? VKP_GEMM_COOP_FP8_WG_KHR : VKP_GEMM_COOP_FP8_KHR)
+                                                       : VKP_GEMM_COOP_FP8)
+                   : (c->gemm_path == VK_GEMM_COOP_KHR ? VKP_GEMM_COOP_FP8_BLK_KHR : VKP_GEMM_COOP_FP8_BLK);
+    return qgmm_dtype_is_fp8(a->dtype) ? VKP_GEMM_FP8 : VKP_GEMM;
+}
+
 qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *prm, const qgmm_tensor *a,
                             const qgmm_tensor *b, const qgmm_tensor *sa, const qgmm_tensor *sb,
                             const qgmm_tensor *offs, const qgmm_tensor *out)
@@ -27,19 +47,7 @@ qgmm_status vk_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p
     vk_ctx *c = vk_of(ctx);
     const int mg = prm->kind == QGMM_GEMM_M_GROUPED;
     const int recipe = prm->recipe;
-    /* unit stride along the depth or along the rows/cols, for A (i, c) and B (j, c) */
-    const int a_unit = mg ? (a->strides[1] == 1 || a->strides[0] == 1) : (a->strides[0] == 1 || a->strides[1] == 1);
-    const int b_unit = mg ? (b->strides[2] == 1 || b->strides[1] == 1) : (b->strides[0] == 1 || b->strides[1] == 1);
-    int pipe;
-    if (recipe == QGMM_RECIPE_BF16)
-        pipe = c->coop_bf16 && a_unit && b_unit ? (c->coop_wg ? VKP_GEMM_COOP_BF16_WG_KHR : VKP_GEMM_COOP_BF16_KHR) : VKP_GEMM;
-    else if (qgmm_dtype_is_fp8(a->dtype) && qgmm_dtype_is_fp8(b->dtype) && a_unit && b_unit && c->gemm_path != VK_GEMM_TILED)
-        pipe = recipe == QGMM_RECIPE_FP8_ROWWISE
-                   ? (c->gemm_path == VK_GEMM_COOP_KHR ? (c->coop_wg_fp8 ? VKP_GEMM_COOP_FP8_WG_KHR : VKP_GEMM_COOP_FP8_KHR)
-                                                       : VKP_GEMM_COOP_FP8)
-                   : (c->gemm_path == VK_GEMM_COOP_KHR ? VKP_GEMM_COOP_FP8_BLK_KHR : VKP_GEMM_COOP_FP8_BLK);
-    else
-        pipe = qgmm_dtype_is_fp8(a->dtype) ? VKP_GEMM_FP8 : VKP_GEMM;
+    const int pipe = gemm_pipe(c, recipe, mg, a, b);
     const int coop = pipe != VKP_GEMM && pipe != VKP_GEMM_FP8;
     const int64_t GEMM_BM = coop ? GEMM_COOP_TILE : GEMM_TILE, GEMM_BN = GEMM_BM;
     if (offs->shape[0] > 1 && offs->strides[0] != 1)

@@ -1,5 +1,5 @@
 /*
- * vk_pipestats.c — QGMM_VK_PIPELINE_STATS=1 prints what the driver reports about each
+ * vk_pipestats.c — QGMM_VK_PIPELINE_STATS=1 (the context's tuning, vk_tuning.c) prints what the driver reports about each
  * compiled pipeline (VK_KHR_pipeline_executable_properties: registers, spills, shared
  * memory, instruction counts) to stderr when the pipeline is created. Why: a shader's speed
  * on a vendor driver hangs on these numbers, and no vendor profiler is at hand on the lent
@@ -9,12 +9,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 int vk_pipestats_wanted(vk_ctx *c)
 {
-    const char *e = getenv("QGMM_VK_PIPELINE_STATS");
-    if (!e || !e[0] || !strcmp(e, "0")) return 0;
+    if (!c->tune.pipestats) return 0;
     const int found = vk_has_ext(c->pd, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     if (!found) fprintf(stderr, "qgmm vulkan: QGMM_VK_PIPELINE_STATS: the device lacks %s\n",
                         VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);

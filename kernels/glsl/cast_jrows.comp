@@ -34,10 +34,6 @@
 layout(constant_id = 0) const int SC_LS = 8;  // lanes per segment: a power of two, at most the subgroup size
 layout(constant_id = 1) const int SC_KPS = 8; // units per lane kept in registers: 1..8
 layout(constant_id = 2) const int SC_ENC = 2;
-// timing aid (QGMM_VULKAN_CAST_JROWS_ABL, wrong bytes): bit 0 a fixed scale instead of the
-// exact one, bit 1 groups of R / G columns instead of the table's, bit 2 no scale store,
-// bit 3 the table's bounds rounded down to whole units
-layout(constant_id = 3) const int SC_ABL = 0;
 #define K_RULE 0
 #define K_ENC SC_ENC
 
@@ -102,7 +98,7 @@ void cast_segment(uint64_t xr, uint64_t qr, int row, int g, int cb, int ce, int 
     uint am = unit_amax_fold(ml, mh);
     for (int bit = 1; bit < SC_LS; bit <<= 1) am = max(am, subgroupShuffleXor(am, uint(bit)));
     const uint amax = amax_as_f32(am);
-    const uint mult = (SC_ABL & 1) != 0 ? (amax >> 20) + 0x3C000000u : scale_and_store(amax, 0, row, g, lr == 0 && (SC_ABL & 4) == 0);
+    const uint mult = scale_and_store(amax, 0, row, g, lr == 0);
     if (quantize_fast_ok(amax, mult)) {
         [[unroll]] for (int j = 0; j < 8; ++j) {
             const int u = u0 + lr + j * SC_LS;
@@ -117,13 +113,10 @@ void cast_segment(uint64_t xr, uint64_t qr, int row, int g, int cb, int ce, int 
 }
 
 // Columns [cb, ce) of group g's segments: the table's bounds, or the whole row without a
-// table; the timing aid's bounds where SC_ABL asks for them.
-ivec2 seg_bounds(uint64_t table, int g, int R, int G)
+// table.
+ivec2 seg_bounds(uint64_t table, int g, int R)
 {
-    ivec2 b = table != 0ul ? ivec2(tab_get(table, g, 0), tab_get(table, g, 1)) : ivec2(0, R);
-    if ((SC_ABL & 2) != 0) b = ivec2(g * (R / G), g * (R / G) + R / G);
-    if ((SC_ABL & 8) != 0) b &= ~7;
-    return b;
+    return table != 0ul ? ivec2(tab_get(table, g, 0), tab_get(table, g, 1)) : ivec2(0, R);
 }
 
 void main()
@@ -146,11 +139,11 @@ void main()
     const int s0 = int(gl_WorkGroupID.x) * (256 / SC_LS) + li / SC_LS;
     const int srow = stride % O, sg = stride / O;
     int row = s0 % O, g = s0 / O;
-    ivec2 b = s0 < total ? seg_bounds(table, g, R, G) : ivec2(0);
+    ivec2 b = s0 < total ? seg_bounds(table, g, R) : ivec2(0);
     for (int s = s0; s < total; s += stride) {
         int nrow = row + srow, ng = g + sg;
         if (nrow >= O) { nrow -= O; ng++; }
-        const ivec2 nb = s < total - stride ? seg_bounds(table, ng, R, G) : ivec2(0);
+        const ivec2 nb = s < total - stride ? seg_bounds(table, ng, R) : ivec2(0);
         cast_segment(X + uint64_t(row) * xo, Q + uint64_t(row) * qo, row, g, b.x, b.y, lr);
         row = nrow; g = ng; b = nb;
     }
