@@ -19,6 +19,7 @@
 #include "qgmm.h"
 #include "qgmm_cases.h"
 #include "refcache.h"
+#include "run_peers.h"
 #include "report.h"
 #include "store.h"
 #include "store_json.h"
@@ -230,10 +231,11 @@ static void case_params(const qgmm_case *c, char *params, size_t pcap, char *sha
 
 typedef struct run_opts {
     const char *suite, *backends, *db, *json, *reason, *filter, *sha, *commit_time;
-    const char *resume, *ref_cache;
+    const char *resume, *ref_cache, *peers;
     double budget_ms;
     long long check_max_mib;
     int no_ceilings;
+    int serial_checks;    /* every CPU reference in line (no worker thread): the same results */
     int n_measure_opts;   /* options that shape the measurement (refused with --resume) */
 } run_opts;
 
@@ -581,7 +583,9 @@ static void options_json(const run_opts *o, const suite *st, json_buf *b)
     jb_int(b, o->check_max_mib);
     jb_printf(b, ",\"filter\":");
     if (o->filter) jb_str(b, o->filter); else jb_printf(b, "null");
-    jb_printf(b, ",\"no_ceilings\":%s,\"suite\":", o->no_ceilings ? "true" : "false");
+    jb_printf(b, ",\"no_ceilings\":%s,\"peers\":", o->no_ceilings ? "true" : "false");
+    if (o->peers) jb_str(b, o->peers); else jb_printf(b, "null");
+    jb_printf(b, ",\"suite\":");
     /* a suite file by its absolute path: --resume may run from another directory */
     char abs[4096];
     jb_str(b, st->path[0] && realpath(st->path, abs) ? abs : o->suite);
@@ -614,6 +618,7 @@ static int options_from_run(sqlite3 *db, int64_t id, run_opts *o, json_value **k
     if ((x = json_value_get(v, "budget_ms")) && x->type == JSON_NUMBER) o->budget_ms = x->number;
     if ((x = json_value_get(v, "check_max_mib")) && x->type == JSON_NUMBER) o->check_max_mib = (long long)x->number;
     if ((x = json_value_get(v, "no_ceilings")) && x->type == JSON_BOOL) o->no_ceilings = x->boolean;
+    if ((x = json_value_get(v, "peers")) && x->type == JSON_STRING) o->peers = x->string;
     return 0;
 }
 
@@ -626,6 +631,72 @@ static void env_append(run_record *r, const char *key, const char *value)
     snprintf(e, n, "%.*s%s\"%s\":\"%s\"}", (int)(l - 1), r->env_json, l > 2 ? "," : "", key, value);
     rr_set(&r->env_json, e);
     free(e);
+}
+
+static void write_cases_json(FILE *f, const suite *s, const char *filter);
+
+/* --peers torch: ci/peers/torch_peers.py on the run's cases, its context and results added
+ * to the run and stored like qgmm's (a resumed run skips those already stored). A script
+ * that fails leaves the run without peers, saying why; a stop signal interrupts the run. */
+static void torch_peers(const run_opts *o, const suite *s, run_record *r, size_t ncases)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[1024], path[1100], err[1400];
+    snprintf(dir, sizeof dir, "%s/qgmm-peers-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    FILE *f = NULL;
+    if (!mkdtemp(dir) || (snprintf(path, sizeof path, "%s/cases.json", dir), !(f = fopen(path, "w")))) {
+        fprintf(stderr, "qgmm-bench run: --peers torch: no temporary directory for the cases (%s): no peers\n", dir);
+        g_prog.done += ncases;
+        return;
+    }
+    write_cases_json(f, s, o->filter);
+    fclose(f);
+    bench_cfg cfg;
+    suite_config(s, "torch", 0, &cfg);
+    double budget = o->budget_ms > 0 ? o->budget_ms : cfg.budget_ms;
+    progress(1, "[peers]   torch: %zu cases through ci/peers/torch_peers.py", ncases);
+    run_record pr;
+    rr_init(&pr);
+    int bad = peers_torch_run(path, budget, r->sha, &pr, err, sizeof err);
+    unlink(path);
+    rmdir(dir);
+    if (bad) {
+        if (!g_stop) fprintf(stderr, "qgmm-bench run: --peers torch: %s; the run has no peer results\n", err);
+        g_prog.done += ncases;
+        rr_free(&pr);
+        return;
+    }
+    int ci = -1;
+    for (size_t k = 0; k < r->n_contexts; ++k)
+        if (strcmp(r->contexts[k].backend, pr.contexts[0].backend) == 0 &&
+            strcmp(r->contexts[k].device_name, pr.contexts[0].device_name) == 0)
+            ci = (int)k;
+    if (ci < 0) {
+        rr_context *c = rr_add_context(r), t = *c;
+        *c = pr.contexts[0];
+        pr.contexts[0] = t;
+        ci = (int)r->n_contexts - 1;
+    }
+    if (g_live && store_live_context(g_live, r, ci, &g_ctx_id, &g_dev_id, err, sizeof err)) {
+        fprintf(stderr, "qgmm-bench run: storing the torch context failed: %s\n", err);
+        g_store_failed = 1;
+        rr_free(&pr);
+        return;
+    }
+    for (size_t i = 0; i < pr.n_results && !g_store_failed; ++i) {
+        ++g_prog.done;
+        rr_result *p = &pr.results[i];
+        if (measured_already(r, ci, p->benchmark, p->params_json)) continue;
+        rr_result *x = rr_add_result(r), t = *x;
+        *x = *p;
+        *p = t;
+        x->context = ci;
+        publish(r);
+        x = &r->results[r->n_results - 1];
+        progress(0, "%-8s %s %s  %s", "torch", x->benchmark, x->shape, x->status);
+    }
+    g_prog.done += ncases > pr.n_results ? ncases - pr.n_results : 0;
+    rr_free(&pr);
 }
 
 static int do_run(const run_opts *given)
@@ -645,6 +716,10 @@ static int do_run(const run_opts *given)
                             "--db (and --json)\n");
             return 2;
         }
+    }
+    if (o->peers && peers_parse(o->peers, err, sizeof err)) {
+        fprintf(stderr, "qgmm-bench run: %s\n", err);
+        return 2;
     }
     if (o->db && store_open(o->db, &db, err, sizeof err)) {  /* fail before measuring, not after */
         fprintf(stderr, "qgmm-bench run: %s\n", err);
@@ -736,6 +811,13 @@ static int do_run(const run_opts *given)
     }
     size_t ncases = 0;
     for (size_t k = 0; k < s.n; ++k) if (!o->filter || strstr(s.cases[k].c.id, o->filter)) ++ncases;
+    int with_torch = 0;
+    if (o->peers) {
+        char version[64], why[400];
+        with_torch = peers_torch_probe(version, sizeof version, why, sizeof why);
+        if (with_torch) fprintf(stderr, "qgmm-bench run: --peers torch: torch %s, timed after qgmm's backends\n", version);
+        else fprintf(stderr, "qgmm-bench run: --peers torch: no PyTorch peers on this machine: %s\n", why);
+    }
     memset(&g_prog, 0, sizeof g_prog);
     g_prog.t0 = g_prog.last_line = now_s();
     for (int b = 0; b < nsel; ++b) {
@@ -747,6 +829,7 @@ static int do_run(const run_opts *given)
         for (char *t = strtok_r(list, " ,", &save); t; t = strtok_r(NULL, " ,", &save)) ++nrec;
         g_prog.total += ncases + (o->no_ceilings ? 0 : nrec + 2);
     }
+    if (with_torch) g_prog.total += ncases;
 
     store_live live;
     g_live = NULL;
@@ -887,6 +970,7 @@ static int do_run(const run_opts *given)
         qgmm_context_destroy(ctx);
     }
     qgmm_context_destroy(ref);
+    if (with_torch && !g_stop && !g_store_failed && !setup_error) torch_peers(o, &s, &r, ncases);
     if (g_tty) fprintf(stderr, "\n");
     if (g_refs.dir[0])
         fprintf(stderr, "qgmm-bench run: cpu reference cache %s: %zu found, %zu computed (%zu replacing a corrupt entry)\n",
@@ -961,7 +1045,9 @@ int cmd_run(int argc, char **argv)
         if (opt_value(argc, argv, &i, "--json", &o.json)) continue;
         if (opt_value(argc, argv, &i, "--resume", &o.resume)) continue;
         if (opt_value(argc, argv, &i, "--ref-cache", &o.ref_cache)) continue;
+        if (strcmp(argv[i], "--serial-checks") == 0) { o.serial_checks = 1; continue; }
         ++o.n_measure_opts;
+        if (opt_value(argc, argv, &i, "--peers", &o.peers)) continue;
         if (opt_value(argc, argv, &i, "--suite", &o.suite)) continue;
         if (opt_value(argc, argv, &i, "--backend", &o.backends)) continue;
         if (opt_value(argc, argv, &i, "--reason", &o.reason)) continue;
@@ -975,6 +1061,44 @@ int cmd_run(int argc, char **argv)
         return 2;
     }
     return do_run(&o);
+}
+
+/* The cases of s (those whose id contains filter, when given) as `qgmm-bench cases --json`
+ * writes them: the input of ci/peers/torch_peers.py. */
+static void write_cases_json(FILE *f, const suite *s, const char *filter)
+{
+    fprintf(f, "{\"format\": \"qgmm-cases\", \"version\": 1, \"suite\": \"%s\", \"cases\": [\n", s->name);
+    int first = 1;
+    for (size_t k = 0; k < s->n; ++k) {
+        const qgmm_case *c = &s->cases[k].c;
+        if (filter && !strstr(c->id, filter)) continue;
+        char params[400], shape[96];
+        case_params(c, params, sizeof params, shape, sizeof shape);
+        int32_t offs[4096];
+        int64_t g = qgmm_case_offsets(c, offs, 4096);
+        json_buf b;
+        jb_init(&b);
+        jb_printf(&b, "%s  {\"benchmark\": ", first ? "" : ",\n");
+        first = 0;
+        jb_str(&b, c->name);
+        jb_printf(&b, ", \"id\": ");
+        jb_str(&b, c->id);
+        jb_printf(&b, ", \"params\": %s, \"shape\": ", params);
+        jb_str(&b, shape);
+        jb_printf(&b, ", \"op\": %d, \"family\": %d, \"recipe\": \"%s\", \"gemm_kind\": \"%s\", \"pass\": %d, "
+                      "\"in_dtype\": \"%s\", \"q_dtype\": \"%s\", \"out_dtype\": \"%s\", \"M\": %lld, \"N\": %lld, "
+                      "\"K\": %lld, \"E\": %lld, \"G\": %lld, \"bytes\": %.0f, \"flops\": %.0f, \"ceiling\": \"%s\", \"offs\": [",
+                  (int)c->op, (int)c->family, recipe_name(c->gemm.recipe),
+                  c->gemm.kind == QGMM_GEMM_K_GROUPED ? "k" : "m", (int)c->pass, qgmm_dtype_name(c->in_dtype),
+                  qgmm_dtype_name(c->q_dtype), qgmm_dtype_name(c->out_dtype), (long long)c->shape.M,
+                  (long long)c->shape.N, (long long)c->shape.K, (long long)c->shape.E, (long long)c->shape.G, c->bytes,
+                  c->flops, (c->family == QGMM_FAMILY_GEMM || c->family == QGMM_FAMILY_RECIPE) ? "gemm" : "copy");
+        for (int64_t i = 0; i < g && i < 4096; ++i) jb_printf(&b, "%s%d", i ? "," : "", offs[i]);
+        jb_printf(&b, "]}");
+        fputs(b.data, f);
+        jb_free(&b);
+    }
+    fprintf(f, "\n]}\n");
 }
 
 int cmd_cases(int argc, char **argv)
@@ -991,39 +1115,12 @@ int cmd_cases(int argc, char **argv)
     suite s;
     char err[1200];
     if (suite_load(spec, &s, err, sizeof err)) { fprintf(stderr, "qgmm-bench cases: %s\n", err); return 2; }
-    if (json) printf("{\"format\": \"qgmm-cases\", \"version\": 1, \"suite\": \"%s\", \"cases\": [\n", s.name);
-    for (size_t k = 0; k < s.n; ++k) {
-        const qgmm_case *c = &s.cases[k].c;
-        char params[400], shape[96];
-        case_params(c, params, sizeof params, shape, sizeof shape);
-        if (!json) {
-            printf("%-70s %10.3g B %10.3g FLOP\n", c->id, c->bytes, c->flops);
-            continue;
-        }
-        int32_t offs[4096];
-        int64_t g = qgmm_case_offsets(c, offs, 4096);
-        json_buf b;
-        jb_init(&b);
-        jb_printf(&b, "  {\"benchmark\": ");
-        jb_str(&b, c->name);
-        jb_printf(&b, ", \"id\": ");
-        jb_str(&b, c->id);
-        jb_printf(&b, ", \"params\": %s, \"shape\": ", params);
-        jb_str(&b, shape);
-        jb_printf(&b, ", \"op\": %d, \"family\": %d, \"recipe\": \"%s\", \"gemm_kind\": \"%s\", \"pass\": %d, "
-                      "\"in_dtype\": \"%s\", \"q_dtype\": \"%s\", \"out_dtype\": \"%s\", \"M\": %lld, \"N\": %lld, "
-                      "\"K\": %lld, \"E\": %lld, \"G\": %lld, \"bytes\": %.0f, \"flops\": %.0f, \"ceiling\": \"%s\", \"offs\": [",
-                  (int)c->op, (int)c->family, recipe_name(c->gemm.recipe),
-                  c->gemm.kind == QGMM_GEMM_K_GROUPED ? "k" : "m", (int)c->pass, qgmm_dtype_name(c->in_dtype),
-                  qgmm_dtype_name(c->q_dtype), qgmm_dtype_name(c->out_dtype), (long long)c->shape.M,
-                  (long long)c->shape.N, (long long)c->shape.K, (long long)c->shape.E, (long long)c->shape.G, c->bytes,
-                  c->flops, (c->family == QGMM_FAMILY_GEMM || c->family == QGMM_FAMILY_RECIPE) ? "gemm" : "copy");
-        for (int64_t i = 0; i < g && i < 4096; ++i) jb_printf(&b, "%s%d", i ? "," : "", offs[i]);
-        jb_printf(&b, "]}%s\n", k + 1 < s.n ? "," : "");
-        fputs(b.data, stdout);
-        jb_free(&b);
+    if (json) {
+        write_cases_json(stdout, &s, NULL);
+    } else {
+        for (size_t k = 0; k < s.n; ++k)
+            printf("%-70s %10.3g B %10.3g FLOP\n", s.cases[k].c.id, s.cases[k].c.bytes, s.cases[k].c.flops);
     }
-    if (json) printf("]}\n");
     suite_free(&s);
     return 0;
 }

@@ -7,10 +7,14 @@ write a run document (docs/run-format.md) with backend "torch", for `qgmm-bench 
     qgmm-bench import --db results.db torch.json
 
 Peers per case (same benchmark names and params as qgmm, so the store and the dashboard
-line them up on the same series keys):
-  * grouped GEMMs: torch._grouped_mm (bf16) and torch._scaled_grouped_mm (fp8 rowwise,
-    mxfp8 where the installed torch supports it) with the case's own group offsets;
-  * casts: torch.compile'd versions of the rowwise / MXFP8 / 1x128 blockwise cast rules.
+line them up on the same series keys), each doing its case's work or recorded unsupported:
+  * grouped GEMMs with bf16 output: torch._grouped_mm (bf16) and torch._scaled_grouped_mm
+    (FP8 rowwise, e4m3fn, use_fast_accum=True: the accumulation qgmm's FP8 GEMM uses, stated
+    in each result's message) with the case's own group offsets, M- and K-grouped;
+  * 2D casts: torch.compile'd rowwise (reciprocal scales), MXFP8 dim0 floor and 1x128
+    blockwise rules, reading the case's input dtype (bf16, f32) and writing its fp8 dtype.
+`qgmm-bench run --peers torch` runs this script itself after qgmm's backends and stores
+the results in the same run.
 Timing: warm-up, then N samples of CUDA-event time around one call, N from the budget.
 A case torch has no equivalent for is recorded as status "unsupported" (never a pass);
 a failing call as "error" with the exception text. Numerics of the peers are not judged
@@ -48,81 +52,105 @@ def time_fn(fn, budget_ms, min_n=10, max_n=200, warmup=3):
     return [a.elapsed_time(b) * 1e3 for a, b in evs], warmup + 1
 
 
-# ---- casts (torch.compile of the op-spec rules; the compiled kernel is what users would pick)
-def rowwise_cast(x, fp8, dim):
-    amax = x.float().abs().amax(dim=dim, keepdim=True)
-    scale = (FP8MAX_T[fp8] / amax.double().clamp(min=1e-12)).float()
-    return (x.float() * scale).clamp(-FP8MAX_T[fp8], FP8MAX_T[fp8]).to(tdtype(fp8)), scale
+# ---- casts (torch.compile of the op-spec rules; the compiled kernel is what users would pick).
+# Each peer reads the case's input dtype and writes its fp8 dtype and scale dtype, so it moves
+# the bytes qgmm's op moves; a case whose work this script cannot reproduce is unsupported.
+def rowwise_cast(x, fp8):
+    fmax = FP8MAX[fp8]
+    amax = x.float().abs().amax(dim=1, keepdim=True)
+    scale = (fmax / amax.double().clamp(min=1e-12)).float()
+    return (x.float() * scale).clamp(-fmax, fmax).to(tdtype(fp8)), (1.0 / scale)
 
 
 def mx_cast(x, fp8, M, K):
+    fmax, emax = FP8MAX[fp8], FP8EMAX[fp8]
     xb = x.float().reshape(M, K // 32, 32)
     amax = xb.abs().amax(dim=-1, keepdim=True)
-    e = torch.floor(torch.log2(amax.clamp(min=2.0 ** -127))) - 8
-    q = (xb * torch.exp2(-e)).clamp(-448.0, 448.0).to(tdtype(fp8))
-    return q.reshape(M, K), (e + 127).to(torch.uint8)
+    e = torch.floor(torch.log2(amax.clamp(min=2.0 ** -127))) - emax
+    q = (xb * torch.exp2(-e)).clamp(-fmax, fmax).to(tdtype(fp8))
+    return q.reshape(M, K), (e + 127).to(torch.uint8).reshape(M, K // 32)
 
 
 def block_cast(x, fp8, M, K):
+    fmax = FP8MAX[fp8]
     xb = x.float().reshape(M, K // 128, 128)
     amax = xb.abs().amax(dim=-1, keepdim=True).clamp(min=1e-12)
-    scale = 448.0 / amax
-    return (xb * scale).clamp(-448.0, 448.0).to(tdtype(fp8)).reshape(M, K), (1.0 / scale)
+    scale = fmax / amax
+    return (xb * scale).clamp(-fmax, fmax).to(tdtype(fp8)).reshape(M, K), (1.0 / scale).reshape(M, K // 128)
 
 
-FP8MAX_T = FP8MAX
+FP8EMAX = {"f8e4m3fn": 8, "f8e4m3fnuz": 7, "f8e5m2": 15}
+# What the FP8 GEMM peers accumulate with, stated in every such result: qgmm's FP8 kernels
+# accumulate the products in fp32 without periodic promotion, which is use_fast_accum=True.
+FAST_ACCUM_NOTE = ("torch._scaled_grouped_mm(use_fast_accum=True): the accumulation qgmm's FP8 GEMM uses "
+                   "(fp32, no periodic promotion)")
 
 
 def make_offs(c, dev):
     return torch.tensor(c["offs"], dtype=torch.int32, device=dev)
 
 
+def unsupported(why):
+    raise NotImplementedError(why)
+
+
+def gemm_peer(c, dev):
+    """(callable, note) for a grouped GEMM case, or NotImplementedError."""
+    M, N, K, G = c["M"], c["N"], c["K"], len(c["offs"])
+    kind, recipe = c["gemm_kind"], c["recipe"]
+    if c["out_dtype"] != "bf16":
+        unsupported("torch's grouped GEMMs write bf16 here; this case writes " + c["out_dtype"])
+    if recipe not in ("bf16", "fp8_rowwise"):
+        unsupported("no torch grouped GEMM with " + recipe + " scales on this GPU in this script")
+    if recipe == "fp8_rowwise" and c["q_dtype"] != "f8e4m3fn":
+        unsupported("torch._scaled_grouped_mm takes e4m3fn operands; this case's are " + c["q_dtype"])
+    offs = make_offs(c, dev)
+    dt = torch.bfloat16 if recipe == "bf16" else torch.float8_e4m3fn
+    if kind == "m":   # a (M, K) x b (G, N, K)^T -> (M, N)
+        a = torch.randn(M, K, device=dev).to(dt)
+        b = torch.randn(G, N, K, device=dev).to(dt).transpose(-2, -1)
+        if recipe == "bf16":
+            return (lambda: torch._grouped_mm(a, b, offs=offs, out_dtype=torch.bfloat16)), ""
+        sa = torch.ones(M, device=dev, dtype=torch.float32)
+        sb = torch.ones(G, N, device=dev, dtype=torch.float32)
+        return (lambda: torch._scaled_grouped_mm(a, b, sa, sb, offs=offs, out_dtype=torch.bfloat16,
+                                                  use_fast_accum=True)), FAST_ACCUM_NOTE
+    # K-grouped (wgrad): out (G, N, K) = per group of tokens, X^T (N, M) x Y (M, K)
+    x = torch.randn(N, M, device=dev).to(dt)
+    y = torch.randn(K, M, device=dev).to(dt).t()
+    if recipe == "bf16":
+        return (lambda: torch._grouped_mm(x, y, offs=offs, out_dtype=torch.bfloat16)), ""
+    sx = torch.ones(G * N, device=dev, dtype=torch.float32)
+    sy = torch.ones(G * K, device=dev, dtype=torch.float32)
+    return (lambda: torch._scaled_grouped_mm(x, y, sx, sy, offs=offs, out_dtype=torch.bfloat16,
+                                              use_fast_accum=True)), FAST_ACCUM_NOTE
+
+
+def cast_peer(c, dev):
+    """(callable, note) for a 2D cast case the script reproduces, or NotImplementedError."""
+    name, M, K = c["benchmark"], c["M"], c["K"]
+    xdt, q = c["in_dtype"], c["q_dtype"]
+    if c["E"] != 0 or c["G"] != 0 or c["params"].get("groups", "none") != "none":
+        unsupported("no torch peer for a 3D or grouped cast in this script")
+    if xdt not in ("bf16", "f32", "f16") or q not in FP8MAX or tdtype(q) is None:
+        unsupported(f"no torch peer for {xdt} -> {q}")
+    x = torch.randn(M, K, device=dev, dtype=tdtype(xdt))
+    if name.startswith("fp8_rowwise.row.recip."):
+        f = torch.compile(lambda t: rowwise_cast(t, q))
+    elif name.startswith("mxfp8.dim0.plain.floor."):
+        f = torch.compile(lambda t: mx_cast(t, q, M, K))
+    elif name.startswith("fp8_blockwise.1x128."):
+        f = torch.compile(lambda t: block_cast(t, q, M, K))
+    else:
+        unsupported("no torch equivalent of " + name + " in this script")
+    return (lambda: f(x)), ""
+
+
 def peer_for(c, dev):
-    """Returns a zero-argument callable running the peer once, or raises NotImplementedError."""
-    name, M, N, K, E = c["benchmark"], c["M"], c["N"], c["K"], c["E"]
-    if name.startswith("gemm.m."):
-        G = len(c["offs"])
-        offs = make_offs(c, dev)
-        if c["recipe"] == "bf16":
-            a = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
-            b = torch.randn(G, N, K, device=dev, dtype=torch.bfloat16)
-            return lambda: torch._grouped_mm(a, b.transpose(-2, -1), offs=offs, out_dtype=torch.bfloat16)
-        if c["recipe"] == "fp8_rowwise":
-            a = torch.randn(M, K, device=dev).to(torch.float8_e4m3fn)
-            b = torch.randn(G, N, K, device=dev).to(torch.float8_e4m3fn)
-            sa = torch.ones(M, device=dev, dtype=torch.float32)
-            sb = torch.ones(G, N, device=dev, dtype=torch.float32)
-            return lambda: torch._scaled_grouped_mm(a, b.transpose(-2, -1), sa, sb, offs=offs,
-                                                     out_dtype=torch.bfloat16, use_fast_accum=True)
-        raise NotImplementedError("no torch grouped GEMM for recipe " + c["recipe"] + " in this script")
-    if name.startswith("gemm.k."):
-        G = len(c["offs"])
-        offs = make_offs(c, dev)
-        if c["recipe"] == "bf16":
-            x = torch.randn(N, M, device=dev, dtype=torch.bfloat16)   # X^T: (N, M) row-major
-            y = torch.randn(K, M, device=dev, dtype=torch.bfloat16).t()  # (M, K), M-contiguous
-            return lambda: torch._grouped_mm(x, y, offs=offs, out_dtype=torch.bfloat16)
-        if c["recipe"] == "fp8_rowwise":
-            x = torch.randn(N, M, device=dev).to(torch.float8_e4m3fn)
-            y = torch.randn(K, M, device=dev).to(torch.float8_e4m3fn).t()
-            sx = torch.ones(G * N, device=dev, dtype=torch.float32)
-            sy = torch.ones(G * K, device=dev, dtype=torch.float32)
-            return lambda: torch._scaled_grouped_mm(x, y, sx, sy, offs=offs, out_dtype=torch.bfloat16,
-                                                     use_fast_accum=True)
-        raise NotImplementedError("no torch K-grouped GEMM for recipe " + c["recipe"] + " in this script")
-    if E == 0 and name.startswith("fp8_rowwise.row."):
-        x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
-        f = torch.compile(lambda t: rowwise_cast(t, "f8e4m3fn", 1))
-        return lambda: f(x)
-    if E == 0 and name.startswith("mxfp8.dim0.plain.floor"):
-        x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
-        f = torch.compile(lambda t: mx_cast(t, "f8e4m3fn", M, K))
-        return lambda: f(x)
-    if E == 0 and name.startswith("fp8_blockwise.1x128"):
-        x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
-        f = torch.compile(lambda t: block_cast(t, "f8e4m3fn", M, K))
-        return lambda: f(x)
-    raise NotImplementedError("no torch equivalent in this script")
+    """(zero-argument callable running the peer once, note), or NotImplementedError."""
+    if c["benchmark"].startswith(("gemm.m.", "gemm.k.")):
+        return gemm_peer(c, dev)
+    return cast_peer(c, dev)
 
 
 def main():
@@ -178,8 +206,10 @@ def main():
         if c["flops"] > 0:
             r["flops"] = int(c["flops"])
         try:
-            fn = peer_for(c, dev)
+            fn, note = peer_for(c, dev)
             r["samples_us"], r["warmup"] = time_fn(fn, args.budget_ms)
+            if note:
+                r["message"] = note
         except NotImplementedError as e:
             r["status"], r["message"] = "unsupported", str(e)
         except Exception as e:  # a failing peer is recorded, not fatal
@@ -199,7 +229,7 @@ def main():
         "contexts": [{"backend": "torch",
                       "device": {"name": props.name, "kind": "gpu", "arch": f"sm_{props.major}{props.minor}",
                                  "memory_bytes": props.total_memory},
-                      "describe": f"torch {torch.__version__} on {props.name}",
+                      "describe": f"torch {torch.__version__} on {props.name}; FP8 GEMMs with use_fast_accum=True",
                       "driver": f"NVIDIA {drv}" if drv else "",
                       "runtime": f"torch {torch.__version__}", "code_hash": code_hash}],
         "results": results,
