@@ -157,7 +157,8 @@ struct qgmm_backend_vtable {
     /* Fill the send wire (state nonzero: write nothing). DISPATCH: row (p, i <
      * send_rows[p]) is x's row t = send_src / k (times weights[t, j] in f32, rounded to
      * x's dtype, when weights are given) followed by x_scales' row bytes. COMBINE: row
-     * (p, i < recv_rows[p]) is x's row recv_dst[p * cap + i]. */
+     * (p, i < recv_rows[p]) is x's row recv_dst[p * cap + i]; offs[L-1] above x's rows:
+     * raise, write nothing. */
     qgmm_status (*ep_pack)(qgmm_context *ctx, const qgmm_ep_desc *d, qgmm_ep_dir dir,
                            const qgmm_tensor *x, const qgmm_tensor *x_scales,
                            const qgmm_tensor *weights, const qgmm_tensor *wire, int64_t row_bytes);
@@ -166,7 +167,7 @@ struct qgmm_backend_vtable {
      * scales_blocked the M-groups blocked layout over offs), then receive row (r, i <
      * recv_rows[r]) to row recv_dst[r * cap + i]; offs_out (optional) = offs. COMBINE:
      * out[t] = sum over j in order of weights[t, j] (1 when absent) * the row at pos[t, j],
-     * in f32, for t < T. */
+     * in f32, for t < T; wire's dtype (bf16 or f32) is the rows' dtype. */
     qgmm_status (*ep_unpack)(qgmm_context *ctx, const qgmm_ep_desc *d, qgmm_ep_dir dir,
                              const qgmm_tensor *wire, int64_t row_bytes, const qgmm_tensor *weights,
                              const qgmm_tensor *out, const qgmm_tensor *out_scales,

@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "checked.h"
+#include "cpu_ep.h"
 #include "cpu_ops.h"
 #include "qgmm_fp8_codec.h"
 
@@ -207,6 +208,10 @@ static const qgmm_backend_vtable cpu_vtable = {
     .event_record = cpu_event_record,
     .event_elapsed_ms = cpu_event_elapsed,
     .event_destroy = cpu_event_destroy,
+    .ep_route = qgmm_cpu_ep_route,
+    .ep_layout = qgmm_cpu_ep_layout,
+    .ep_pack = qgmm_cpu_ep_pack,
+    .ep_unpack = qgmm_cpu_ep_unpack,
     .quantize_fp8_rowwise = qgmm_cpu_quantize_fp8_rowwise,
     .quantize_fp8_rowwise_dual = NULL,
     .quantize_mxfp8 = qgmm_cpu_quantize_mxfp8,
