@@ -72,29 +72,43 @@ static int same_text(const char *a, const char *b)
     return a == b || (a && b && !strcmp(a, b));
 }
 
-static int same_use(const qgmm_offsets_use *u, const char *op, const char *arg, const char *rule)
+static int same_use(const qgmm_offsets_use *u, const qgmm_offsets_use *v)
 {
-    return same_text(u->op, op) && same_text(u->arg, arg) && same_text(u->rule, rule);
+    return same_text(u->op, v->op) && same_text(u->arg, v->arg) && same_text(u->rule, v->rule) &&
+           same_text(u->what, v->what);
+}
+
+static qgmm_status record_use(qgmm_context *ctx, qgmm_status s, qgmm_offsets_use u)
+{
+    if (s != QGMM_OK) return s;
+    if (ctx->offsets_owner) {
+        u.op = ctx->offsets_owner;
+        u.arg = ctx->offsets_owner_arg;
+        u.rule = NULL;
+        u.what = NULL;
+    }
+    for (int i = 0; i < ctx->offsets_log_len; ++i)
+        if (same_use(&ctx->offsets_log[i], &u)) return s;
+    if (ctx->offsets_log_len == QGMM_OFFSETS_LOG_CAP) {
+        ++ctx->offsets_log_dropped;
+        return s;
+    }
+    ctx->offsets_log[ctx->offsets_log_len++] = u;
+    return s;
 }
 
 qgmm_status qgmm_offsets_enqueued(qgmm_context *ctx, qgmm_status s, const char *op, const char *arg,
                                   const char *rule)
 {
-    if (s != QGMM_OK) return s;
-    if (ctx->offsets_owner) {
-        op = ctx->offsets_owner;
-        arg = ctx->offsets_owner_arg;
-        rule = NULL;
-    }
-    for (int i = 0; i < ctx->offsets_log_len; ++i)
-        if (same_use(&ctx->offsets_log[i], op, arg, rule)) return s;
-    if (ctx->offsets_log_len == QGMM_OFFSETS_LOG_CAP) {
-        ++ctx->offsets_log_dropped;
-        return s;
-    }
-    const qgmm_offsets_use u = {op, arg, rule};
-    ctx->offsets_log[ctx->offsets_log_len++] = u;
-    return s;
+    const qgmm_offsets_use u = {op, arg, rule, NULL};
+    return record_use(ctx, s, u);
+}
+
+qgmm_status qgmm_device_check_enqueued(qgmm_context *ctx, qgmm_status s, const char *op, const char *arg,
+                                       const char *what)
+{
+    const qgmm_offsets_use u = {op, arg, NULL, what};
+    return record_use(ctx, s, u);
 }
 
 void qgmm_offsets_owner(qgmm_context *ctx, const char *op, const char *arg)
@@ -122,17 +136,29 @@ static qgmm_status bad_offsets(qgmm_context *ctx)
     if (n == 1 && !ctx->offsets_log_dropped) {
         const qgmm_offsets_use *u = &ctx->offsets_log[0];
         return qgmm_set_error(ctx, QGMM_ERR_BAD_OFFSETS, "%s: %s holds %s%s%s (device check); %s wrote nothing",
-                              u->op, u->arg, what, u->rule ? ", or " : "", u->rule ? u->rule : "",
-                              u->op);
+                              u->op, u->arg, u->what ? u->what : what, u->rule ? ", or " : "",
+                              u->rule ? u->rule : "", u->op);
     }
-    qgmm_set_error(ctx, QGMM_ERR_BAD_OFFSETS,
-                   "at least one of the %d ops with device offsets enqueued since the last "
-                   "synchronize read %s (device check) and wrote nothing:",
-                   n + ctx->offsets_log_dropped, what);
+    int any_what = 0; /* a device check of something other than group offsets */
+    for (int i = 0; i < n; ++i) any_what |= ctx->offsets_log[i].what != NULL;
+    if (any_what)
+        qgmm_set_error(ctx, QGMM_ERR_BAD_OFFSETS,
+                       "at least one of the %d ops with device checks enqueued since the last "
+                       "synchronize found bad input (device check) and wrote nothing:",
+                       n + ctx->offsets_log_dropped);
+    else
+        qgmm_set_error(ctx, QGMM_ERR_BAD_OFFSETS,
+                       "at least one of the %d ops with device offsets enqueued since the last "
+                       "synchronize read %s (device check) and wrote nothing:",
+                       n + ctx->offsets_log_dropped, what);
     for (int i = 0; i < n; ++i) {
         const qgmm_offsets_use *u = &ctx->offsets_log[i];
-        qgmm_error_append(ctx, QGMM_ERR_BAD_OFFSETS, "%s %s (%s%s%s)", i ? ";" : "", u->op, u->arg,
-                          u->rule ? ", or " : "", u->rule ? u->rule : "");
+        if (any_what)
+            qgmm_error_append(ctx, QGMM_ERR_BAD_OFFSETS, "%s %s (%s: %s%s%s)", i ? ";" : "", u->op, u->arg,
+                              u->what ? u->what : what, u->rule ? ", or " : "", u->rule ? u->rule : "");
+        else
+            qgmm_error_append(ctx, QGMM_ERR_BAD_OFFSETS, "%s %s (%s%s%s)", i ? ";" : "", u->op, u->arg,
+                              u->rule ? ", or " : "", u->rule ? u->rule : "");
     }
     if (ctx->offsets_log_dropped)
         qgmm_error_append(ctx, QGMM_ERR_BAD_OFFSETS, "; and %d more", ctx->offsets_log_dropped);

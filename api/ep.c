@@ -14,8 +14,8 @@
 #define EP_MAX_RANKS 1024
 #define EP_MAX_TOPK 1024
 
-/* The device check each route records: what qgmm_synchronize names when it fails. */
-static const char route_rule[] =
+/* What the device checks of each op find, as qgmm_synchronize names them. */
+static const char route_check[] =
     "an expert id outside [0, num_experts), more rows for one rank than max_rows_per_peer, "
     "or more received rows than max_recv_rows, on this rank or another";
 
@@ -362,7 +362,7 @@ qgmm_status qgmm_ep_route(qgmm_ep_plan *plan, const qgmm_tensor *expert_ids)
     if (st == QGMM_OK) st = ctx->vt->ep_layout(ctx, d);
     if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
     plan->routed = 1;
-    return qgmm_offsets_enqueued(ctx, st, op, "expert_ids", route_rule);
+    return qgmm_device_check_enqueued(ctx, st, op, "expert_ids", route_check);
 }
 
 qgmm_status qgmm_ep_received_rows(qgmm_ep_plan *plan, int64_t *rows)
@@ -382,7 +382,7 @@ qgmm_status qgmm_ep_received_rows(qgmm_ep_plan *plan, int64_t *rows)
                                       &v[1], sizeof v[1]));
     if (v[0])
         return qgmm_set_error(ctx, QGMM_ERR_BAD_OFFSETS, "%s: the last qgmm_ep_route was refused: %s (device check)",
-                              op, route_rule);
+                              op, route_check);
     *rows = v[1];
     return QGMM_OK;
 }
@@ -516,7 +516,7 @@ qgmm_status qgmm_ep_dispatch(qgmm_ep_plan *plan, const qgmm_tensor *x, const qgm
         st = plan->comm->tvt->alltoallv(plan->comm->t, ctx, &sw, &rw, row_bytes, d->cap, &d->send_rows, &d->recv_rows);
     if (st == QGMM_OK) st = ctx->vt->ep_unpack(ctx, d, QGMM_EP_DISPATCH, &rw, row_bytes, &none, out, os, blocked, of);
     if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
-    return qgmm_offsets_enqueued(ctx, st, op, "out", "more received rows than out holds");
+    return qgmm_device_check_enqueued(ctx, st, op, "out", "fewer rows than this rank receives");
 }
 
 static qgmm_status combine_check(qgmm_ep_plan *plan, qgmm_context *ctx, const qgmm_tensor *y,
@@ -561,5 +561,5 @@ qgmm_status qgmm_ep_combine(qgmm_ep_plan *plan, const qgmm_tensor *y, const qgmm
         st = plan->comm->tvt->alltoallv(plan->comm->t, ctx, &sw, &rw, row_bytes, d->cap, &d->recv_rows, &d->send_rows);
     if (st == QGMM_OK) st = ctx->vt->ep_unpack(ctx, d, QGMM_EP_COMBINE, &rw, row_bytes, w, out, &none, 0, &none);
     if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
-    return qgmm_offsets_enqueued(ctx, st, op, "y", "more received rows than y holds");
+    return qgmm_device_check_enqueued(ctx, st, op, "y", "fewer rows than this rank received");
 }

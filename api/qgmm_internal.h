@@ -21,6 +21,7 @@ typedef struct qgmm_offsets_use {
     const char *op;
     const char *arg;
     const char *rule;
+    const char *what; /* NULL: group offsets; else what the device check found (expert ids) */
 } qgmm_offsets_use;
 
 /* Distinct uses remembered between two synchronizes: one slot for each (op, argument,
@@ -95,6 +96,11 @@ void qgmm_clear_error(const qgmm_context *ctx);
  * op that was enqueued (s == QGMM_OK) is recorded. */
 qgmm_status qgmm_offsets_enqueued(qgmm_context *ctx, qgmm_status s, const char *op, const char *arg,
                                   const char *rule);
+/* context.c: the same record for a device check of something other than group offsets:
+ * `what` says what the check finds ("an expert id outside [0, num_experts)"), and the
+ * BAD_OFFSETS message reads "op: arg holds <what> (device check)". */
+qgmm_status qgmm_device_check_enqueued(qgmm_context *ctx, qgmm_status s, const char *op, const char *arg,
+                                       const char *what);
 /* context.c: while a composite runs, an op with offsets that it enqueues is recorded as a
  * use of the composite's own offsets argument: (op, arg) before its first step, (NULL,
  * NULL) after its last. */

@@ -276,11 +276,30 @@ static void *lowp_rank(void *arg)
     /* exact-size mode: one synchronisation, then a dispatch into exactly that many rows */
     int64_t rows = -1;
     OK(qgmm_ep_received_rows(plan, &rows));
+    OK(qgmm_synchronize(ctx));
     qgmm_buffer *bex = poisoned(ctx, (size_t)rows * D * 2);
     const qgmm_tensor exact = t2(bex, QGMM_BF16, rows, D);
     OK(qgmm_ep_dispatch(plan, &x, NULL, NULL, &exact, NULL, NULL));
     uint8_t *full = download(bo, (size_t)R * D * 2), *ex = download(bex, (size_t)rows * D * 2);
     CHECK(!memcmp(full, ex, (size_t)rows * D * 2), "%s rank %d: exact-size dispatch differs", c->name, r);
+    /* one row short: refused on the device, nothing written */
+    const int64_t few = rows > 0 ? rows - 1 : 0;
+    qgmm_buffer *bfew = poisoned(ctx, (size_t)few * D * 2);
+    const qgmm_tensor short_out = t2(bfew, QGMM_BF16, few, D);
+    OK(qgmm_ep_dispatch(plan, &x, NULL, NULL, &short_out, NULL, NULL));
+    const qgmm_status ss = qgmm_synchronize(ctx);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", qgmm_last_error(ctx));
+    uint8_t *fh = download(bfew, (size_t)few * D * 2);
+    int untouched = 1;
+    for (size_t i = 0; i < (size_t)few * D * 2; ++i) untouched &= fh[i] == 0xA5;
+    if (rows > 0)
+        CHECK(ss == QGMM_ERR_BAD_OFFSETS && strstr(msg, "qgmm_ep_dispatch: out holds fewer rows") && untouched,
+              "%s rank %d: a short out gave %s: %s", c->name, r, qgmm_status_string(ss), msg);
+    else
+        CHECK(ss == QGMM_OK, "%s rank %d: %s", c->name, r, msg);
+    free(fh);
+    qgmm_buffer_free(bfew);
     /* each format: quantize x, dispatch data + scales; quantize the bf16 dispatch output */
     for (int f = 0; f < 4; ++f) {
         const int mx = f >= 2, blocked = f == 3, blockwise = f == 1;
