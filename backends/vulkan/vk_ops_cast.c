@@ -97,6 +97,7 @@ static void fast_segments(const vk_tuning *t, int64_t *p, int64_t seglen, int co
     if (U == 4) ls = 2;
     /* long rows: up to 16 units per lane (fewer lanes and barriers per row) */
     if (U > 64 && mode != VK_LANES_V1) while (ls > 1 && (U + ls / 2 - 1) / (ls / 2) <= 16) ls >>= 1;
+    if (ls > 256) return; /* v1 layouts: rows of more than 2048 units stay generic */
     p[CP_FAST] = 1;
     p[CP_LS] = ls;
     p[CP_KPS] = (U + ls - 1) / ls;
