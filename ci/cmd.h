@@ -12,6 +12,7 @@ int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_upload(int argc, char **argv);
 int cmd_changepoints(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* Shared option helpers: returns 1 and the value when argv[*i] is `name VALUE` or
  * `name=VALUE` (advancing *i), 0 otherwise; exits 2 on a missing value. */

@@ -19,6 +19,7 @@
 #include "qgmm.h"
 #include "qgmm_cases.h"
 #include "refcache.h"
+#include "refworker.h"
 #include "run_peers.h"
 #include "report.h"
 #include "store.h"
@@ -401,8 +402,31 @@ static void canary(qgmm_context *ctx, const bench_cfg *cfg, run_record *r, int c
     publish(r);
 }
 
-/* The CPU reference of exact cases (refcache.h): computed once per run, kept on disk. */
+/* The CPU reference of exact cases (refcache.h): computed once per run, kept on disk; by
+ * the reference worker (refworker.h) ahead of the device cases unless --serial-checks. */
 static refcache g_refs;
+static refworker g_rw;
+static int g_rw_on;
+
+static int over_check_limit(const qgmm_case *c, const bench_cfg *cfg)
+{
+    return cfg->exact_check_max_bytes > 0 && c->bytes > (double)cfg->exact_check_max_bytes;
+}
+
+static void skip_over_limit(const qgmm_case *c, const bench_cfg *cfg, qgmm_case_result *cr)
+{
+    memset(cr, 0, sizeof *cr);
+    cr->verdict = QGMM_VERDICT_SKIPPED;
+    snprintf(cr->message, sizeof cr->message,
+             "%.0f MiB is over the exact-check limit of %lld MiB (@exact_check_max_mib / --check-max-mib) and its "
+             "CPU reference is not cached; conformance checks this op at smaller shapes",
+             c->bytes / 1048576.0, cfg->exact_check_max_bytes >> 20);
+}
+
+static uint64_t ref_key(const qgmm_case *c, const char *params)
+{
+    return refcache_key(&g_refs, c->id, params, c->seed, (int)c->in_dtype, (int)c->q_dtype, (int)c->out_dtype);
+}
 
 /* An exact check through the reference cache. The case is checked against a second instance
  * on its own backend (poison, coverage, determinism: all on the device, fast), then its output
@@ -415,16 +439,11 @@ static qgmm_status check_exact(const qgmm_case *c, const char *params, qgmm_case
                                qgmm_case_result *cr, int *hashed)
 {
     *hashed = 0;
-    uint64_t key = refcache_key(&g_refs, c->id, params, c->seed, (int)c->in_dtype, (int)c->q_dtype, (int)c->out_dtype);
+    uint64_t key = ref_key(c, params);
     uint64_t want = 0;
     int have = refcache_get(&g_refs, key, c->id, &want);
-    if (!have && cfg->exact_check_max_bytes > 0 && c->bytes > (double)cfg->exact_check_max_bytes) {
-        memset(cr, 0, sizeof *cr);
-        cr->verdict = QGMM_VERDICT_SKIPPED;
-        snprintf(cr->message, sizeof cr->message,
-                 "%.0f MiB is over the exact-check limit of %lld MiB (@exact_check_max_mib / --check-max-mib) and its "
-                 "CPU reference is not cached; conformance checks this op at smaller shapes",
-                 c->bytes / 1048576.0, cfg->exact_check_max_bytes >> 20);
+    if (!have && over_check_limit(c, cfg)) {
+        skip_over_limit(c, cfg, cr);
         return QGMM_OK;
     }
     int on_ref_backend = strcmp(qgmm_context_backend_name(ctx), qgmm_context_backend_name(ref)) == 0;
@@ -446,7 +465,43 @@ static qgmm_status check_exact(const qgmm_case *c, const char *params, qgmm_case
     return st;
 }
 
-static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, const bench_cfg *cfg, rr_result *x)
+/* check_exact split around the timing, for a case the reference worker computes: first
+ * the size limit (a case over it is checked only when its reference is cached) and the
+ * check on the case's own backend; *deferred when that passed, and then exact_finish,
+ * after timing, compares the output hash with the worker's reference, or the bytes with
+ * the CPU's when they differ. The verdicts and messages are check_exact's. */
+static qgmm_status exact_start(const qgmm_case *c, const char *params, qgmm_case_instance *inst, qgmm_context *ctx,
+                               const bench_cfg *cfg, const qgmm_check_options *opts, qgmm_case_result *cr,
+                               int *deferred)
+{
+    *deferred = 0;
+    uint64_t want;
+    if (over_check_limit(c, cfg) && !refcache_get(&g_refs, ref_key(c, params), c->id, &want)) {
+        skip_over_limit(c, cfg, cr);
+        return QGMM_OK;
+    }
+    qgmm_status st = qgmm_case_check(inst, ctx, opts, cr);
+    *deferred = st == QGMM_OK && cr->verdict == QGMM_VERDICT_PASS;
+    return st;
+}
+
+static qgmm_status exact_finish(const qgmm_case *c, const char *params, size_t job, qgmm_case_instance *inst,
+                                qgmm_context *ref, const qgmm_check_options *opts, qgmm_case_result *cr, int *hashed)
+{
+    uint64_t want = 0;
+    *hashed = 0;
+    if (refworker_wait(&g_rw, job, &want) && cr->output_hash == want) {
+        *hashed = 1;
+        return QGMM_OK;
+    }
+    qgmm_status st = qgmm_case_check(inst, ref, opts, cr);
+    if (st == QGMM_OK && cr->verdict == QGMM_VERDICT_PASS) refcache_put(&g_refs, ref_key(c, params), c->id, cr->output_hash);
+    return st;
+}
+
+/* job: the case's reference-worker job, or -1 (its reference is computed in line). */
+static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, const bench_cfg *cfg, long job,
+                     rr_result *x)
 {
     char params[400], shape[96];
     case_params(c, params, sizeof params, shape, sizeof shape);
@@ -472,10 +527,25 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
     }
     qgmm_check_options opts = {cfg->gemm_check_elems};
     qgmm_case_result cr;
-    int hashed = 0;
-    if (c->check == QGMM_CHECK_EXACT) st = check_exact(c, params, inst, ctx, ref, cfg, &opts, &cr, &hashed);
-    else st = qgmm_case_check(inst, ref, &opts, &cr);
+    int hashed = 0, timed = 0, time_failed = 0;
+    bench_samples s;
+    memset(&s, 0, sizeof s);
+    if (c->check == QGMM_CHECK_EXACT && job >= 0) {
+        int deferred = 0;
+        st = exact_start(c, params, inst, ctx, cfg, &opts, &cr, &deferred);
+        if (st == QGMM_OK && deferred) {
+            /* the worker computes the reference while the device is timed */
+            time_failed = bench_time(ctx, exec_case, inst, cfg, g_flush, &s);
+            timed = 1;
+            st = exact_finish(c, params, (size_t)job, inst, ref, &opts, &cr, &hashed);
+        }
+    } else if (c->check == QGMM_CHECK_EXACT) {
+        st = check_exact(c, params, inst, ctx, ref, cfg, &opts, &cr, &hashed);
+    } else {
+        st = qgmm_case_check(inst, ref, &opts, &cr);
+    }
     if (st != QGMM_OK) {
+        bench_samples_free(&s);
         char m[600];
         snprintf(m, sizeof m, "check harness: %s", qgmm_status_string(st));
         record_failure(x, st, m);
@@ -516,12 +586,14 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
         rr_set(&x->message, msg);
         if (cr.status != QGMM_OK) {  /* the op itself failed: nothing to time */
             rr_set(&x->status, "error");
+            bench_samples_free(&s);
             qgmm_case_release(inst);
             return;
         }
         break;
     case QGMM_VERDICT_UNSUPPORTED:
         record_failure(x, QGMM_ERR_UNSUPPORTED, msg);
+        bench_samples_free(&s);
         qgmm_case_release(inst);
         return;
     case QGMM_VERDICT_SKIPPED: {
@@ -532,8 +604,8 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
         break;
     }
     }
-    bench_samples s;
-    if (bench_time(ctx, exec_case, inst, cfg, g_flush, &s)) {
+    if (!timed) time_failed = bench_time(ctx, exec_case, inst, cfg, g_flush, &s);
+    if (time_failed) {
         char m[800];
         snprintf(m, sizeof m, "timing: %s", s.message);
         rr_set(&x->status, s.status == QGMM_ERR_UNSUPPORTED ? "unsupported" : "error");
@@ -634,6 +706,15 @@ static void env_append(run_record *r, const char *key, const char *value)
 }
 
 static void write_cases_json(FILE *f, const suite *s, const char *filter);
+
+/* The case is run on this device: selected by the filter (o NULL: not asked) and within the
+ * suite's @max_case_mib / @max_case_gflop for it. */
+static int runs_here(const qgmm_case *cs, const run_opts *o, const bench_cfg *cfg)
+{
+    if (o && o->filter && !strstr(cs->id, o->filter)) return 0;
+    return !((cfg->max_case_bytes > 0 && cs->bytes > (double)cfg->max_case_bytes) ||
+             (cfg->max_case_flops > 0 && cs->flops > cfg->max_case_flops));
+}
 
 /* --peers torch: ci/peers/torch_peers.py on the run's cases, its context and results added
  * to the run and stored like qgmm's (a resumed run skips those already stored). A script
@@ -860,6 +941,9 @@ static int do_run(const run_opts *given)
                 (long long)live.run_id, o->db);
     }
 
+    qgmm_check_options ref_opts = {0};
+    g_rw_on = !o->serial_checks && refworker_start(&g_rw, &g_refs, &ref_opts) == 0;
+    long *jobs = calloc(s.n ? s.n : 1, sizeof *jobs);
     char skipped_note[512] = "";
     size_t skipped_total = 0, already = r.n_results;
     int setup_error = 0;
@@ -922,6 +1006,18 @@ static int do_run(const run_opts *given)
                     cfg.flush_bytes >> 20, qgmm_last_error(ctx));
             g_flush = NULL;
         }
+        /* a device backend's exact cases go to the reference worker first, so it computes
+         * ahead while the device measures ceilings and cases */
+        for (size_t k = 0; k < s.n; ++k) {
+            const qgmm_case *cs = &s.cases[k].c;
+            jobs[k] = -1;
+            if (!g_rw_on || strcmp(names[b], "cpu") == 0 || cs->check != QGMM_CHECK_EXACT || !runs_here(cs, o, &cfg))
+                continue;
+            char params[400], shape[96];
+            case_params(cs, params, sizeof params, shape, sizeof shape);
+            if (!measured_already(&r, ci, cs->name, params))
+                jobs[k] = (long)refworker_add(&g_rw, cs, ref_key(cs, params), cfg.exact_check_max_bytes);
+        }
         if (!o->no_ceilings) {
             ++g_prog.done;
             progress(0, "[ceiling] %-8s ceiling.copy %lld MiB", names[b], cfg.copy_bytes >> 20);
@@ -938,8 +1034,7 @@ static int do_run(const run_opts *given)
             const qgmm_case *cs = &s.cases[k].c;
             if (o->filter && !strstr(cs->id, o->filter)) continue;
             ++g_prog.done;
-            if ((cfg.max_case_bytes > 0 && cs->bytes > (double)cfg.max_case_bytes) ||
-                (cfg.max_case_flops > 0 && cs->flops > cfg.max_case_flops)) {
+            if (!runs_here(cs, NULL, &cfg)) {
                 /* not run and not recorded: a missing result is never read as a pass */
                 ++skipped;
                 progress(0, "%-8s %s  not run here (over @max_case_mib / @max_case_gflop)", names[b], cs->id);
@@ -951,7 +1046,8 @@ static int do_run(const run_opts *given)
             progress(0, "%-8s %s ...", names[b], cs->id);
             rr_result *x = rr_add_result(&r);
             x->context = ci;
-            run_case(ctx, ref, cs, &cfg, x);
+            if (jobs[k] >= 0) refworker_at(&g_rw, (size_t)jobs[k]);
+            run_case(ctx, ref, cs, &cfg, jobs[k], x);
             publish(&r);
             x = &r.results[r.n_results - 1];
             char med[32];
@@ -975,7 +1071,17 @@ static int do_run(const run_opts *given)
     if (g_refs.dir[0])
         fprintf(stderr, "qgmm-bench run: cpu reference cache %s: %zu found, %zu computed (%zu replacing a corrupt entry)\n",
                 g_refs.dir, g_refs.hits, g_refs.misses + g_refs.rejected, g_refs.rejected);
-    refcache_free(&g_refs);
+    if (g_rw_on && g_rw.computed)
+        fprintf(stderr, "qgmm-bench run: the reference worker computed %zu references in %.1f s beside the device\n",
+                g_rw.computed, g_rw.busy_s);
+    if (g_stop && g_rw_on) {
+        refworker_abandon(&g_rw); /* its cache and jobs stay until the process exits */
+    } else {
+        refworker_stop(&g_rw);
+        free(jobs);
+        refcache_free(&g_refs);
+    }
+    g_rw_on = 0;
     int stopped = g_stop;
     int complete = !stopped && !g_store_failed && !setup_error;
     r.finished_at = (int64_t)time(NULL);

@@ -15,6 +15,7 @@ static const char *const HELP =
     "  compare  two runs side by side (text table)\n"
     "  history  one series over time (text table)\n"
     "  runs     list the stored runs\n"
+    "  report   the performance summary of a run as Markdown (docs/PERF.md's tables)\n"
     "  cases    list the cases a suite resolves to (--json: input of ci/peers/torch_peers.py)\n"
     "  export   one run as the JSON run document (docs/run-format.md)\n"
     "  import   store run documents (peers, other machines); idempotent by uuid\n"
@@ -49,7 +50,7 @@ int main(int argc, char **argv)
         {"run", cmd_run},         {"gate", cmd_gate},     {"compare", cmd_compare},
         {"history", cmd_history}, {"runs", cmd_runs},     {"cases", cmd_cases},
         {"export", cmd_export},   {"import", cmd_import}, {"upload", cmd_upload},
-        {"changepoints", cmd_changepoints},
+        {"changepoints", cmd_changepoints}, {"report", cmd_report},
     };
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         fputs(HELP, argc < 2 ? stderr : stdout);

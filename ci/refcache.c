@@ -24,6 +24,7 @@ static void mkdirs(const char *dir)
 void refcache_init(refcache *rc, const char *dir, uint64_t code_version)
 {
     memset(rc, 0, sizeof *rc);
+    pthread_mutex_init(&rc->mu, NULL);
     rc->code_version = code_version;
     if (dir && dir[0]) {
         snprintf(rc->dir, sizeof rc->dir, "%s", dir);
@@ -36,6 +37,7 @@ void refcache_free(refcache *rc)
     free(rc->mem);
     rc->mem = NULL;
     rc->n = rc->cap = 0;
+    pthread_mutex_destroy(&rc->mu);
 }
 
 uint64_t refcache_key(const refcache *rc, const char *case_id, const char *params_json, uint64_t seed, int in_dtype,
@@ -100,7 +102,7 @@ static int read_entry(const refcache *rc, uint64_t key, const char *case_id, uin
     return 1;
 }
 
-int refcache_get(refcache *rc, uint64_t key, const char *case_id, uint64_t *hash)
+static int get_locked(refcache *rc, uint64_t key, const char *case_id, uint64_t *hash)
 {
     for (size_t i = 0; i < rc->n; ++i)
         if (rc->mem[i].key == key) { *hash = rc->mem[i].hash; return 1; }
@@ -122,7 +124,15 @@ int refcache_get(refcache *rc, uint64_t key, const char *case_id, uint64_t *hash
     return 0;
 }
 
-int refcache_put(refcache *rc, uint64_t key, const char *case_id, uint64_t hash)
+int refcache_get(refcache *rc, uint64_t key, const char *case_id, uint64_t *hash)
+{
+    pthread_mutex_lock(&rc->mu);
+    int r = get_locked(rc, key, case_id, hash);
+    pthread_mutex_unlock(&rc->mu);
+    return r;
+}
+
+static int put_locked(refcache *rc, uint64_t key, const char *case_id, uint64_t hash)
 {
     remember(rc, key, hash);
     if (!rc->dir[0]) return 0;
@@ -138,4 +148,12 @@ int refcache_put(refcache *rc, uint64_t key, const char *case_id, uint64_t hash)
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) { unlink(tmp); return -1; }
     return 0;
+}
+
+int refcache_put(refcache *rc, uint64_t key, const char *case_id, uint64_t hash)
+{
+    pthread_mutex_lock(&rc->mu);
+    int r = put_locked(rc, key, case_id, hash);
+    pthread_mutex_unlock(&rc->mu);
+    return r;
 }

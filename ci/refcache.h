@@ -8,11 +8,13 @@
  * reference code version): computed once per run at most, and not at all while the cache
  * holds it. Each entry is one small text file ending in a checksum of the lines before it;
  * a file that is truncated, corrupted or written for another key is counted, removed and
- * recomputed, never trusted.
+ * recomputed, never trusted. The calls are thread-safe (the runner's reference worker and
+ * its main thread share one cache).
  */
 #ifndef QGMM_CI_REFCACHE_H
 #define QGMM_CI_REFCACHE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +26,7 @@ typedef struct refcache {
     refcache_entry *mem;
     size_t n, cap;
     size_t hits, misses, rejected;   /* disk lookups found, absent, refused (corrupt) */
+    pthread_mutex_t mu;
 } refcache;
 
 /* dir: the cache directory (created when absent), or NULL / "" for none. */

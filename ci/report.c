@@ -267,3 +267,174 @@ int report_runs(sqlite3 *db, int limit, FILE *out, char *err, size_t cap)
     sqlite3_finalize(st);
     return 0;
 }
+
+/* ---- report --markdown: the performance summary of one run, per family */
+typedef struct md_row {
+    char *benchmark, *params, *shape, *role, *backend, *status, *verdict;
+    double median, gbps, tflops, pct;
+} md_row;
+
+static char *dup_s(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* The family a benchmark's table is under: "gemm.m.fp8_rowwise" for GEMMs, the first
+ * component otherwise ("fp8_rowwise", "mxfp8", "to_blocked", "pad_token_groups"). */
+static void family_of(const char *benchmark, char *out, size_t cap)
+{
+    int parts = strncmp(benchmark, "gemm.", 5) == 0 ? 3 : 1;
+    size_t i = 0;
+    for (int seen = 0; benchmark[i] && i + 1 < cap; ++i)
+        if (benchmark[i] == '.' && ++seen == parts) break;
+    snprintf(out, cap, "%.*s", (int)i, benchmark);
+}
+
+static void md_rate(const md_row *x, char *out, size_t cap, size_t *suspect)
+{
+    if (strcmp(x->status, "ok") != 0) { snprintf(out, cap, "%s", x->status); return; }
+    char rate[32], pct[24] = "";
+    if (isfinite(x->tflops)) snprintf(rate, sizeof rate, "%.3g TFLOP/s", x->tflops);
+    else if (isfinite(x->gbps)) snprintf(rate, sizeof rate, "%.4g GB/s", x->gbps);
+    else snprintf(rate, sizeof rate, "-");
+    if (isfinite(x->pct)) {
+        snprintf(pct, sizeof pct, " (%.0f %%%s)", x->pct, x->pct > 100.0 ? SUSPECT_MARK : "");
+        *suspect += x->pct > 100.0;
+    }
+    const char *v = strcmp(x->role, "case") != 0 || strcmp(x->backend, "torch") == 0 ? ""
+                    : strcmp(x->verdict, "fail") == 0                               ? " **FAIL**"
+                    : strcmp(x->verdict, "unchecked") == 0                          ? " (unchecked)"
+                                                                                    : "";
+    snprintf(out, cap, "%s%s%s", rate, pct, v);
+}
+
+/* Index of (benchmark, params, backend) in rows[lo, hi), or -1. */
+static long md_find(md_row *rows, size_t lo, size_t hi, const char *backend)
+{
+    for (size_t i = lo; i < hi; ++i)
+        if (strcmp(rows[i].backend, backend) == 0) return (long)i;
+    return -1;
+}
+
+int report_markdown(sqlite3 *db, int64_t run_id, FILE *out, char *err, size_t cap)
+{
+    sqlite3_stmt *st;
+    if (prep(db,
+             "SELECT r.uuid, r.suite, v.sha, datetime(r.started_at, 'unixepoch'), s.state, "
+             "(SELECT group_concat(DISTINCT d.name) FROM context c JOIN device d ON d.id = c.device_id "
+             "WHERE c.run_id = r.id AND c.backend <> 'cpu') FROM run r JOIN revision v ON v.id = r.revision_id "
+             "JOIN run_status s ON s.run_id = r.id WHERE r.id = ?1",
+             &st, err, cap))
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        snprintf(err, cap, "no run %lld", (long long)run_id);
+        return -1;
+    }
+    fprintf(out, "Run %lld (`%s`), suite %s, revision %.12s, %s UTC, %s; devices: %s. Written by "
+                 "`qgmm-bench report --markdown`.\n",
+            (long long)run_id, cs(st, 0), cs(st, 1), cs(st, 2), cs(st, 3), cs(st, 4), cs(st, 5)[0] ? cs(st, 5) : "cpu");
+    sqlite3_finalize(st);
+    if (prep(db,
+             "SELECT s.benchmark, s.params, s.shape, s.role, s.backend, x.status, x.verdict, x.median_us, x.gbps, "
+             "x.tflops, x.pct_of_ceiling FROM result x JOIN series s ON s.id = x.series_id WHERE x.run_id = ?1 "
+             "ORDER BY s.role <> 'ceiling', s.role <> 'canary', s.benchmark, s.params, s.backend",
+             &st, err, cap))
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    md_row *rows = NULL;
+    size_t n = 0, capr = 0;
+    char backends[16][16];
+    int nb = 0, torch = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (n == capr) {
+            capr = capr ? 2 * capr : 256;
+            md_row *r2 = realloc(rows, capr * sizeof *r2);
+            if (!r2) break;
+            rows = r2;
+        }
+        md_row *x = &rows[n++];
+        x->benchmark = dup_s(cs(st, 0));
+        x->params = dup_s(cs(st, 1));
+        x->shape = dup_s(cs(st, 2));
+        x->role = dup_s(cs(st, 3));
+        x->backend = dup_s(cs(st, 4));
+        x->status = dup_s(cs(st, 5));
+        x->verdict = dup_s(cs(st, 6));
+        x->median = sqlite3_column_type(st, 7) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 7);
+        x->gbps = sqlite3_column_type(st, 8) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 8);
+        x->tflops = sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 9);
+        x->pct = sqlite3_column_type(st, 10) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 10);
+        if (strcmp(x->backend, "torch") == 0) { torch = 1; continue; }
+        int known = 0;
+        for (int b = 0; b < nb; ++b) known |= strcmp(backends[b], x->backend) == 0;
+        if (!known && nb < 16) snprintf(backends[nb++], sizeof backends[0], "%s", x->backend);
+    }
+    sqlite3_finalize(st);
+    size_t suspect = 0;
+    char family[96] = "", cell[96];
+    for (size_t i = 0; i < n;) {
+        /* rows of one (benchmark, params) are adjacent */
+        size_t j = i + 1;
+        while (j < n && strcmp(rows[j].benchmark, rows[i].benchmark) == 0 && strcmp(rows[j].params, rows[i].params) == 0)
+            ++j;
+        char fam[96];
+        if (strcmp(rows[i].role, "case") == 0) family_of(rows[i].benchmark, fam, sizeof fam);
+        else snprintf(fam, sizeof fam, "Ceilings and canary");
+        if (strcmp(fam, family) != 0) {
+            snprintf(family, sizeof family, "%s", fam);
+            fprintf(out, "\n### %s\n\n| case | shape |", family);
+            for (int b = 0; b < nb; ++b) fprintf(out, " %s |", backends[b]);
+            if (torch) {
+                fprintf(out, " torch |");
+                for (int b = 0; b < nb; ++b) fprintf(out, " %s / torch |", backends[b]);
+            }
+            fprintf(out, "\n|---|---|");
+            for (int b = 0; b < nb * (torch ? 2 : 1) + torch; ++b) fprintf(out, "---:|");
+            fprintf(out, "\n");
+        }
+        const char *name = rows[i].benchmark;
+        if (strncmp(name, family, strlen(family)) == 0 && name[strlen(family)] == '.') name += strlen(family) + 1;
+        fprintf(out, "| %s | %s |", name, rows[i].shape[0] ? rows[i].shape : rows[i].params);
+        for (int b = 0; b < nb; ++b) {
+            long k = md_find(rows, i, j, backends[b]);
+            if (k < 0) snprintf(cell, sizeof cell, "-");
+            else md_rate(&rows[k], cell, sizeof cell, &suspect);
+            fprintf(out, " %s |", cell);
+        }
+        if (torch) {
+            long t = md_find(rows, i, j, "torch");
+            if (t < 0) snprintf(cell, sizeof cell, "-");
+            else md_rate(&rows[t], cell, sizeof cell, &suspect);
+            fprintf(out, " %s |", cell);
+            for (int b = 0; b < nb; ++b) {
+                long k = md_find(rows, i, j, backends[b]);
+                /* speed relative to torch: its median time over ours (> 1: qgmm faster) */
+                if (k >= 0 && t >= 0 && isfinite(rows[k].median) && isfinite(rows[t].median) && rows[k].median > 0)
+                    fprintf(out, " %.2fx |", rows[t].median / rows[k].median);
+                else
+                    fprintf(out, " - |");
+            }
+        }
+        fprintf(out, "\n");
+        i = j;
+    }
+    fprintf(out, "\nRates at the median; (%%) = of the same backend's ceiling in this run (copy for casts, layout "
+                 "and padding; the recipe's dense GEMM for GEMMs)%s.\n",
+            torch ? "; X / torch = torch's median time over X's (above 1: qgmm is faster)" : "");
+    if (suspect)
+        fprintf(out, "%s %zu value%s above 100 %% of a ceiling: that ceiling is suspect (measured slower than work "
+                     "moving the same bytes), not the result.\n",
+                SUSPECT_MARK, suspect, suspect == 1 ? " is" : "s are");
+    for (size_t i = 0; i < n; ++i) {
+        md_row *x = &rows[i];
+        free(x->benchmark); free(x->params); free(x->shape); free(x->role); free(x->backend); free(x->status);
+        free(x->verdict);
+    }
+    free(rows);
+    return 0;
+}

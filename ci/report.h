@@ -25,6 +25,12 @@ int report_history(sqlite3 *db, const char *series, int limit, FILE *out, char *
 /* The newest `limit` runs. */
 int report_runs(sqlite3 *db, int limit, FILE *out, char *err, size_t err_cap);
 
+/* The performance summary of one run as Markdown (docs/PERF.md's tables): per family
+ * (ceilings and canary first, then each cast family and each GEMM kind and recipe) one row per
+ * case with every qgmm backend's rate and % of its ceiling, the torch peer's rate and each
+ * backend's speed relative to it when the run holds peers. Returns 0 or -1 (err). */
+int report_markdown(sqlite3 *db, int64_t run_id, FILE *out, char *err, size_t err_cap);
+
 /* "1.23 ms" style with a fixed width. */
 void report_fmt_us(double us, char *out, size_t cap);
 

@@ -95,6 +95,7 @@ enum vk_pipe {
     VKP_GEMM_COOP_BF16_WG_KHR, /* the same on workgroup-scope matrices, two steps of loads in flight */
     VKP_GEMM_COOP_FP8_WG_KHR,  /* FP8 rowwise (fp8 -> f16) on workgroup-scope matrices, the same way */
     VKP_GEMM_ZERO,             /* gemm_zero.comp: the K-grouped GEMM's empty groups */
+    VKP_COPY,                  /* copy.comp: qgmm_buffer_copy of 16-byte aligned ranges */
     VKP_COUNT
 };
 typedef struct vk_spirv { const char *name; const uint32_t *code; size_t bytes; } vk_spirv;

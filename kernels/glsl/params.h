@@ -16,6 +16,12 @@
 #define FILL_BYTES 1
 #define FILL_VALUE 2
 
+/* ---- copy.comp: 16-byte units, COPY_PER_LANE per lane */
+#define COPY_SRC 0
+#define COPY_DST 1
+#define COPY_UNITS 2
+#define COPY_PER_LANE 8
+
 /* ---- offs_prep.comp: validate offsets, build the group table */
 #define OP_OFFS 0      /* i32 (G) */
 #define OP_G 1
