@@ -538,23 +538,25 @@ static void blocked_op(int64_t G, qgmm_blocked_variant variant, const pair *po, 
     pair_free(&in); pair_free(&out); pair_free(&starts); pair_free(&in2); pair_free(&back);
 }
 
+/* M-groups: (T + 5, 2) scales, groups over rows; K-groups: (3, T/32 + 1) scales, groups over
+ * K elements in multiples of 32. */
 static void layout_ops(int64_t G)
 {
+    static const struct { qgmm_blocked_variant variant; int64_t multiple, max_units; } kinds[] = {
+        {QGMM_BLOCKED_M_GROUPS, 1, 40},
+        {QGMM_BLOCKED_K_GROUPS, 32, 3},
+    };
     int32_t *offs = malloc(sizeof(int32_t) * (size_t)G);
-    /* M-groups: (T + 5, 2) scales, groups over rows */
-    int64_t T = make_offs(offs, G, 1, 40);
-    pair po = pair_upload(offs, 4 * (size_t)G);
-    void *plain = e8m0_values((size_t)((T + 5) * 2));
-    blocked_op(G, QGMM_BLOCKED_M_GROUPS, &po, plain, T + 5, 2, 1, NULL, NULL);
-    free(plain);
-    pair_free(&po);
-    /* K-groups: (3, K/32) scales, groups over K elements in multiples of 32 */
-    T = make_offs(offs, G, 32, 3);
-    po = pair_upload(offs, 4 * (size_t)G);
-    plain = e8m0_values((size_t)(3 * (T / 32 + 1)));
-    blocked_op(G, QGMM_BLOCKED_K_GROUPS, &po, plain, 3, T / 32 + 1, 1, NULL, NULL);
-    free(plain);
-    pair_free(&po);
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; ++i) {
+        const int64_t T = make_offs(offs, G, kinds[i].multiple, kinds[i].max_units);
+        const int mg = kinds[i].variant == QGMM_BLOCKED_M_GROUPS;
+        const int64_t R = mg ? T + 5 : 3, C = mg ? 2 : T / 32 + 1;
+        pair po = pair_upload(offs, 4 * (size_t)G);
+        void *plain = e8m0_values((size_t)(R * C));
+        blocked_op(G, kinds[i].variant, &po, plain, R, C, 1, NULL, NULL);
+        free(plain);
+        pair_free(&po);
+    }
     free(offs);
 }
 
