@@ -8,6 +8,7 @@
  * no driver or no device.
  */
 #include "cuda_internal.h"
+#include "gemm_problem.cuh"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,10 @@ static qgmm_status cu_context_create(qgmm_context *ctx, int device, void *native
         c->max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
         snprintf(c->device_name, sizeof c->device_name, "%s", prop.name);
         c->gemm_path = qgmm_cuda_gemm_path_env();
+        if (c->gemm_path < 0)
+            st = qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                                "cuda: QGMM_CUDA_GEMM_PATH=\"%s\": expected auto, portable or hopper",
+                                getenv("QGMM_CUDA_GEMM_PATH"));
     }
     if (st == QGMM_OK) {
         if (native_stream) {
@@ -175,10 +180,12 @@ static void cu_context_describe(qgmm_backend_ctx *bctx, char *out, size_t cap)
     snprintf(out, cap,
              "cuda device %d: %s, sm_%d%d, %d SMs, L2 %zu KiB, driver %d.%d, runtime %d.%d, "
              "%s stream; casts: vectorised single-pass (MX/blockwise/rowwise), colwise in one read "
-             "through a cluster where that measured faster (bf16), else two passes",
+             "through a cluster where that measured faster (bf16), else two passes; "
+             "tuning: QGMM_CUDA_GEMM_PATH=%s",
              c->device, c->device_name, c->cc_major, c->cc_minor, c->sm_count, c->l2_bytes / 1024,
              drv / 1000, (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10,
-             c->owns_stream ? "own" : "adopted");
+             c->owns_stream ? "own" : "adopted",
+             c->gemm_path == QG_PATH_PORTABLE ? "portable" : c->gemm_path == QG_PATH_HOPPER ? "hopper" : "auto");
 }
 
 static qgmm_status cu_synchronize(qgmm_context *ctx, uint32_t *device_status)

@@ -52,23 +52,23 @@ extern "C" unsigned qgmm_cuda_grid(const qgmm_context *ctx, int64_t work_blocks,
     return (unsigned)(n < 1 ? 1 : n);
 }
 /* ---- contexts, buffers, events over host memory */
-static int emu_arch(void)
-{
-    const char *e = getenv("QGMM_HIPEMU_ARCH");
-    return e && !strcmp(e, "gfx90a") ? 0x90a : 0x942;
-}
 static int emu_device_count(void) { return 1; }
 static qgmm_status emu_context_create(qgmm_context *ctx, int device, void *stream, qgmm_backend_ctx **out)
 {
     (void)stream;
     if (device != 0) return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "hipemu: device = %d, only 0 exists", device);
+    /* the emulated arch, read here once: it fixes the GEMM path for the context's life */
+    const char *e = getenv("QGMM_HIPEMU_ARCH");
+    if (e && e[0] && strcmp(e, "gfx90a") && strcmp(e, "gfx942"))
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "hipemu: QGMM_HIPEMU_ARCH=\"%s\": expected gfx90a or gfx942", e);
+    const int arch = e && !strcmp(e, "gfx90a") ? 0x90a : 0x942;
     qgmm_cuda_ctx *c = (qgmm_cuda_ctx *)calloc(1, sizeof *c);
     if (!c) return qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "hipemu: context");
     c->sm_count = 2; /* a small grid: the grid-stride loops and the persistent GEMM loop get exercised */
-    c->cc_major = emu_arch() >> 8;
-    c->cc_minor = emu_arch() & 0xFF;
+    c->cc_major = arch >> 8;
+    c->cc_minor = arch & 0xFF;
     c->status_dev = (uint32_t *)calloc(1, sizeof(uint32_t));
-    snprintf(c->device_name, sizeof c->device_name, "host emulation of gfx%x", emu_arch());
+    snprintf(c->device_name, sizeof c->device_name, "host emulation of gfx%x", arch);
     *out = c;
     return QGMM_OK;
 }
