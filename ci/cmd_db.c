@@ -64,7 +64,9 @@ static const char *const IMPORT_HELP =
     "a malformed file is refused with the field that is wrong and changes nothing; the rules\n"
     "are the dashboard's ingest rules (one validator decides for both), and at most 16 MiB is\n"
     "read of a file (the dashboard's default and largest --max-body). Importing a\n"
-    "uuid already present changes nothing (idempotent). Exit 1 if any file was refused.\n";
+    "uuid already present changes nothing: the same run again is reported as already\n"
+    "present (idempotent), a different run under that uuid is refused. Exit 1 if any file\n"
+    "was refused.\n";
 
 static int open_rw(const char *db, sqlite3 **out, const char *cmd)
 {
@@ -296,6 +298,11 @@ int cmd_import(int argc, char **argv)
         long long id = 0;
         if (qgmm_store_import_json(db, text, len, "import", &already, &id, uuid, err, sizeof err)) {
             fprintf(stderr, "qgmm-bench import: %s refused (nothing written): %s\n", files[k], err);
+            ++refused;
+        } else if (already == STORE_RUN_DIFFERENT) {
+            /* The dashboard answers 409 to the same upload. */
+            fprintf(stderr, "qgmm-bench import: %s refused (nothing written): a different run with uuid %s is "
+                    "already stored as run %lld\n", files[k], uuid, id);
             ++refused;
         } else if (already) {
             printf("%s: run %s already present as run %lld (nothing changed)\n", files[k], uuid, id);

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define JSON_MAX_DEPTH 32
 #define JSON_MAX_KEYS 4096  /* per object: the duplicate-key check stays cheap */
 
 typedef struct parser {
@@ -56,9 +55,7 @@ static int put_utf8(char *out, size_t *n, uint32_t cp)
     return 0;
 }
 
-/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs, no surrogates,
- * nothing above U+10FFFF), or 0. */
-static size_t utf8_seq(const unsigned char *p, const unsigned char *end)
+size_t json_utf8_seq(const unsigned char *p, const unsigned char *end)
 {
     uint32_t cp, min;
     size_t n;
@@ -105,7 +102,7 @@ static char *parse_string_raw(parser *ps)
         if (c == '"') { ++ps->p; out[n] = 0; return out; }
         if (c < 0x20) { perr(ps, "control character in string"); free(out); return NULL; }
         if (c >= 0x80) {
-            size_t k = utf8_seq((const unsigned char *)ps->p, (const unsigned char *)ps->end);
+            size_t k = json_utf8_seq((const unsigned char *)ps->p, (const unsigned char *)ps->end);
             if (!k) { perr(ps, "invalid UTF-8"); free(out); return NULL; }
             memcpy(out + n, ps->p, k);
             n += k;
@@ -283,9 +280,9 @@ json_value *json_value_parse(const char *text, size_t len, char *err, size_t err
     parser ps = {text, text + len, text, err, err_cap, 0};
     json_value *v = calloc(1, sizeof *v);
     if (!v) { if (err) snprintf(err, err_cap, "out of memory"); return NULL; }
-    /* A byte order mark is not JSON (RFC 8259 8.1 lets a parser refuse it); the dashboard
-     * refuses it too. */
-    if (parse_value(&ps, v, 0) == 0) {
+    /* A byte order mark is not JSON (RFC 8259 8.1 lets a parser refuse it). The top-level
+     * value is nesting level 1. */
+    if (parse_value(&ps, v, 1) == 0) {
         skip_ws(&ps);
         if (ps.p != ps.end) perr(&ps, "trailing characters after the JSON value");
     }

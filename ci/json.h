@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#define JSON_MAX_DEPTH 32   /* deepest nesting the reader accepts */
+
 typedef enum json_type { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT } json_type;
 
 typedef struct json_value json_value;
@@ -27,15 +29,18 @@ struct json_value {
 };
 
 /* Parses `text` (len bytes): RFC 8259 with strings in well-formed UTF-8, no duplicate
- * keys, no \u0000, no byte order mark, nesting at most 32. Returns NULL with a message
- * "line L col C: ..." in err. (Named json_value_* so qgmm-dash, whose own reader is
- * json_parse, can link this library.) */
+ * keys, no \u0000, no byte order mark, nesting at most JSON_MAX_DEPTH. Returns NULL with a
+ * message "line L col C: ..." in err. */
 json_value *json_value_parse(const char *text, size_t len, char *err, size_t err_cap);
 void json_value_free(json_value *v);
 
 /* Object member lookup (NULL when absent). */
 const json_value *json_value_get(const json_value *obj, const char *key);
 const char *json_type_name(json_type t);
+
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs, no surrogates,
+ * nothing above U+10FFFF), or 0. */
+size_t json_utf8_seq(const unsigned char *p, const unsigned char *end);
 
 /* ---- writer: streams to a FILE* or into a growable buffer */
 typedef struct json_buf {

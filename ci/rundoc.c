@@ -229,18 +229,33 @@ static int get_flat(jctx *j, const json_value *o, const char *base, const char *
     return flat_object(j, v, join(f, sizeof f, base, key), strict, dst);
 }
 
-static int parse_context(jctx *j, const json_value *c, size_t i, run_record *r)
+/* Member `key` of o, which must be of type t when present: *out is NULL when it is absent
+ * or null, which is a refusal when it is required. */
+static int member(jctx *j, const json_value *o, const char *base, const char *key, json_type t, int required,
+                  const json_value **out)
 {
-    char path[64], dpath[80];
-    snprintf(path, sizeof path, "contexts[%zu]", i);
-    if (c->type != JSON_OBJECT) return ferr(j, path, "expected an object, got %s", json_type_name(c->type));
+    char f[160];
+    const json_value *v = json_value_get(o, key);
+    *out = NULL;
+    if (!v || v->type == JSON_NULL)
+        return required ? ferr(j, join(f, sizeof f, base, key), "missing (required %s)",
+                               t == JSON_OBJECT ? "object" : "array")
+                        : 0;
+    if (v->type != t)
+        return ferr(j, join(f, sizeof f, base, key), "expected %s, got %s", json_type_name(t), json_type_name(v->type));
+    *out = v;
+    return 0;
+}
+
+static int parse_context(jctx *j, const json_value *c, const char *path, size_t i, run_record *r)
+{
     rr_context *x = rr_add_context(r);
     if (!x) return ferr(j, path, "out of memory");
-    if (get_str(j, c, path, "backend", 1, 64, &x->backend)) return -1;
-    const json_value *d = json_value_get(c, "device");
+    char dpath[80];
+    const json_value *d;
     snprintf(dpath, sizeof dpath, "%s.device", path);
-    if (!d) return ferr(j, dpath, "missing (required object)");
-    if (d->type != JSON_OBJECT) return ferr(j, dpath, "expected an object, got %s", json_type_name(d->type));
+    if (get_str(j, c, path, "backend", 1, 64, &x->backend) || member(j, c, path, "device", JSON_OBJECT, 1, &d))
+        return -1;
     if (get_str(j, d, dpath, "name", 1, RUN_DOC_MAX_NAME, &x->device_name) ||
         get_str(j, d, dpath, "kind", 0, 16, &x->device_kind) || get_str(j, d, dpath, "arch", 0, 64, &x->device_arch) ||
         get_nonneg(j, d, dpath, "memory_bytes", &x->device_memory_bytes))
@@ -259,23 +274,22 @@ static int parse_context(jctx *j, const json_value *c, size_t i, run_record *r)
     return 0;
 }
 
-static int parse_result(jctx *j, const json_value *o, size_t i, run_record *r)
+static int parse_result(jctx *j, const json_value *o, const char *path, size_t i, run_record *r)
 {
-    char path[64], f[160];
-    snprintf(path, sizeof path, "results[%zu]", i);
-    if (o->type != JSON_OBJECT) return ferr(j, path, "expected an object, got %s", json_type_name(o->type));
+    (void)i;
     rr_result *x = rr_add_result(r);
     if (!x) return ferr(j, path, "out of memory");
+    char f[160];
     int64_t ctx = -1;
     if (get_int(j, o, path, "context", 1, &ctx)) return -1;
     if (ctx < 0 || (size_t)ctx >= r->n_contexts)
         return ferr(j, join(f, sizeof f, path, "context"), "%lld is not an index into contexts (%zu entries)",
                     (long long)ctx, r->n_contexts);
     x->context = (int)ctx;
-    if (get_str(j, o, path, "benchmark", 1, 128, &x->benchmark)) return -1;
-    const json_value *p = json_value_get(o, "params");
-    if (!p) return ferr(j, join(f, sizeof f, path, "params"), "missing (required object)");
-    if (flat_object(j, p, join(f, sizeof f, path, "params"), 1, &x->params_json)) return -1;
+    const json_value *p;
+    if (get_str(j, o, path, "benchmark", 1, 128, &x->benchmark) || member(j, o, path, "params", JSON_OBJECT, 1, &p) ||
+        flat_object(j, p, join(f, sizeof f, path, "params"), 1, &x->params_json))
+        return -1;
     if (get_str(j, o, path, "label", 0, RUN_DOC_MAX_NAME, &x->label) ||
         get_str(j, o, path, "shape", 0, RUN_DOC_MAX_NAME, &x->shape) || get_str(j, o, path, "role", 0, 16, &x->role) ||
         get_str(j, o, path, "metric", 0, 64, &x->metric) || get_str(j, o, path, "unit", 0, 16, &x->unit) ||
@@ -297,10 +311,9 @@ static int parse_result(jctx *j, const json_value *o, size_t i, run_record *r)
     if (strcmp(x->status, "ok") != 0 && strcmp(x->verdict, "pass") == 0)
         return ferr(j, join(f, sizeof f, path, "verdict"), "\"pass\" with status \"%s\" (a case that did not run cannot pass)",
                     x->status);
-    const json_value *s = json_value_get(o, "samples_us");
+    const json_value *s;
+    if (member(j, o, path, "samples_us", JSON_ARRAY, 1, &s)) return -1;
     join(f, sizeof f, path, "samples_us");
-    if (!s) return ferr(j, f, "missing (required array of numbers)");
-    if (s->type != JSON_ARRAY) return ferr(j, f, "expected an array, got %s", json_type_name(s->type));
     if (s->count) {
         x->samples_us = malloc(s->count * sizeof(double));
         if (!x->samples_us) return ferr(j, f, "out of memory");
@@ -315,11 +328,11 @@ static int parse_result(jctx *j, const json_value *o, size_t i, run_record *r)
     }
     if (strcmp(x->status, "ok") == 0 && x->n_samples == 0)
         return ferr(j, f, "empty for status \"ok\" (an ok result has measurements)");
-    const json_value *n = json_value_get(o, "numerics");
-    if (n && n->type != JSON_NULL) {
+    const json_value *n;
+    if (member(j, o, path, "numerics", JSON_OBJECT, 0, &n)) return -1;
+    if (n) {
         char npath[80];
         snprintf(npath, sizeof npath, "%s.numerics", path);
-        if (n->type != JSON_OBJECT) return ferr(j, npath, "expected an object, got %s", json_type_name(n->type));
         if (get_nonneg(j, n, npath, "mismatched_bytes", &x->mismatched_bytes) ||
             get_nonneg(j, n, npath, "checked_bytes", &x->checked_bytes) ||
             get_num(j, n, npath, "max_abs_err", &x->max_abs_err) || get_num(j, n, npath, "rel_err", &x->rel_err) ||
@@ -330,36 +343,31 @@ static int parse_result(jctx *j, const json_value *o, size_t i, run_record *r)
     return 0;
 }
 
-/* Series identity within a run (docs/run-format.md): benchmark, canonical params,
- * device, backend, metric. */
-static int cmp_series(const run_record *r, const rr_result *x, const rr_result *y)
+/* The array `key` of the document: at most `max` objects, each read by one(). */
+typedef int (*item_fn)(jctx *j, const json_value *o, const char *path, size_t i, run_record *r);
+static int parse_items(jctx *j, const json_value *root, const char *key, size_t max, item_fn one, run_record *r)
 {
-    int c = strcmp(x->benchmark, y->benchmark);
-    if (!c) c = strcmp(x->params_json, y->params_json);
-    if (!c) c = strcmp(r->contexts[x->context].device_name, r->contexts[y->context].device_name);
-    if (!c) c = strcmp(r->contexts[x->context].backend, r->contexts[y->context].backend);
-    if (!c) c = strcmp(x->metric, y->metric);
-    return c;
+    const json_value *a;
+    if (member(j, root, "", key, JSON_ARRAY, 1, &a)) return -1;
+    if (a->count > max) return ferr(j, key, "%zu %s, more than the %zu allowed", a->count, key, max);
+    for (size_t i = 0; i < a->count; ++i) {
+        char path[64];
+        snprintf(path, sizeof path, "%s[%zu]", key, i);
+        if (a->items[i].type != JSON_OBJECT)
+            return ferr(j, path, "expected an object, got %s", json_type_name(a->items[i].type));
+        if (one(j, &a->items[i], path, i, r)) return -1;
+    }
+    return 0;
 }
 
-static int cmp_result_idx(const void *a, const void *b, void *rec)
-{
-    const run_record *r = rec;
-    size_t i = *(const size_t *)a, k = *(const size_t *)b;
-    int c = cmp_series(r, &r->results[i], &r->results[k]);
-    return c ? c : (i < k ? -1 : i > k);
-}
-
-/* One result per series: sorted indices, neighbours compared (both results named). */
+/* One result per series: indices in series order, neighbours compared (both results named). */
 static int unique_series(jctx *j, const run_record *r)
 {
-    size_t *idx = malloc((r->n_results + 1) * sizeof *idx);
+    size_t *idx = rr_series_order(r);
     if (!idx) return ferr(j, "results", "out of memory");
-    for (size_t i = 0; i < r->n_results; ++i) idx[i] = i;
-    qsort_r(idx, r->n_results, sizeof *idx, cmp_result_idx, (void *)r);
     int rc = 0;
     for (size_t k = 1; k < r->n_results && !rc; ++k)
-        if (cmp_series(r, &r->results[idx[k - 1]], &r->results[idx[k]]) == 0) {
+        if (rr_cmp_series(r, idx[k - 1], idx[k]) == 0) {
             char f[64];
             snprintf(f, sizeof f, "results[%zu]", idx[k]);
             rc = ferr(j, f, "duplicate series of results[%zu]", idx[k - 1]);
@@ -398,16 +406,15 @@ static int parse_root(jctx *j, const json_value *root, run_record *r)
         get_str(j, root, "", "runner_version", 1, 64, &r->runner_version) || get_flat(j, root, "", "env", 0, &r->env_json))
         return -1;
     if (r->finished_at < r->started_at) return ferr(j, "finished_at", "before started_at");
-    const json_value *m = json_value_get(root, "machine");
-    if (!m || m->type != JSON_OBJECT) return ferr(j, "machine", "%s", m ? "expected an object" : "missing (required object)");
-    if (get_str(j, m, "machine", "hostname", 1, RUN_DOC_MAX_NAME, &r->hostname) ||
+    const json_value *m, *v;
+    if (member(j, root, "", "machine", JSON_OBJECT, 1, &m) ||
+        get_str(j, m, "machine", "hostname", 1, RUN_DOC_MAX_NAME, &r->hostname) ||
         get_str(j, m, "machine", "cpu", 1, RUN_DOC_MAX_NAME, &r->cpu) ||
         get_str(j, m, "machine", "os", 0, RUN_DOC_MAX_NAME, &r->os) || get_nonneg(j, m, "machine", "cores", &r->cores) ||
         get_nonneg(j, m, "machine", "memory_bytes", &r->memory_bytes))
         return -1;
-    const json_value *v = json_value_get(root, "revision");
-    if (!v || v->type != JSON_OBJECT) return ferr(j, "revision", "%s", v ? "expected an object" : "missing (required object)");
-    if (get_str(j, v, "revision", "sha", 1, 64, &r->sha) || get_time(j, v, "revision", "commit_time", 0, &r->commit_time) ||
+    if (member(j, root, "", "revision", JSON_OBJECT, 1, &v) || get_str(j, v, "revision", "sha", 1, 64, &r->sha) ||
+        get_time(j, v, "revision", "commit_time", 0, &r->commit_time) ||
         get_str(j, v, "revision", "subject", 0, RUN_DOC_MAX_NAME, &r->subject) ||
         get_str(j, v, "revision", "branch", 0, RUN_DOC_MAX_NAME, &r->branch))
         return -1;
@@ -418,18 +425,11 @@ static int parse_root(jctx *j, const json_value *root, run_record *r)
         if (dirty->type != JSON_BOOL) return ferr(j, "revision.dirty", "expected a boolean, got %s", json_type_name(dirty->type));
         r->dirty = dirty->boolean;
     }
-    const json_value *cs = json_value_get(root, "contexts");
-    if (!cs || cs->type != JSON_ARRAY) return ferr(j, "contexts", "%s", cs ? "expected an array" : "missing (required array)");
-    if (cs->count > RUN_DOC_MAX_CONTEXTS)
-        return ferr(j, "contexts", "%zu contexts, more than the %d allowed", cs->count, RUN_DOC_MAX_CONTEXTS);
-    const json_value *rs = json_value_get(root, "results");
-    if (!rs || rs->type != JSON_ARRAY) return ferr(j, "results", "%s", rs ? "expected an array" : "missing (required array)");
-    if (rs->count > RUN_DOC_MAX_RESULTS)
-        return ferr(j, "results", "%zu results, more than the %d allowed", rs->count, RUN_DOC_MAX_RESULTS);
-    for (size_t i = 0; i < cs->count; ++i)
-        if (parse_context(j, &cs->items[i], i, r)) return -1;
-    for (size_t i = 0; i < rs->count; ++i)
-        if (parse_result(j, &rs->items[i], i, r)) return -1;
+    const json_value *rs;
+    if (member(j, root, "", "results", JSON_ARRAY, 1, &rs)) return -1; /* both arrays exist before either is read */
+    if (parse_items(j, root, "contexts", RUN_DOC_MAX_CONTEXTS, parse_context, r) ||
+        parse_items(j, root, "results", RUN_DOC_MAX_RESULTS, parse_result, r))
+        return -1;
     return unique_series(j, r);
 }
 

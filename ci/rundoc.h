@@ -4,8 +4,8 @@
  * (POST /api/v1/runs) all call it, so a document one of them stores is never refused by
  * another, and a document one refuses is refused by all.
  *
- * Built into the small library qgmm_rundoc (this file, json.c, runrec.c, stats.c), which
- * has no SQLite dependency so that qgmm-dash links it.
+ * Part of the store library qgmm_store (ci/shared.cmake), which qgmm-bench and qgmm-dash
+ * both link.
  */
 #ifndef QGMM_CI_RUNDOC_H
 #define QGMM_CI_RUNDOC_H

@@ -109,6 +109,33 @@ rr_result *rr_add_result(run_record *r)
     return x;
 }
 
+int rr_cmp_series(const run_record *r, size_t i, size_t k)
+{
+    const rr_result *x = &r->results[i], *y = &r->results[k];
+    int c = strcmp(x->benchmark, y->benchmark);
+    if (!c) c = strcmp(x->params_json, y->params_json);
+    if (!c) c = strcmp(r->contexts[x->context].device_name, r->contexts[y->context].device_name);
+    if (!c) c = strcmp(r->contexts[x->context].backend, r->contexts[y->context].backend);
+    if (!c) c = strcmp(x->metric, y->metric);
+    return c;
+}
+
+static int by_series(const void *a, const void *b, void *rec)
+{
+    size_t i = *(const size_t *)a, k = *(const size_t *)b;
+    int c = rr_cmp_series(rec, i, k);
+    return c ? c : (i < k ? -1 : i > k);
+}
+
+size_t *rr_series_order(const run_record *r)
+{
+    size_t *idx = malloc((r->n_results + 1) * sizeof *idx);
+    if (!idx) return NULL;
+    for (size_t i = 0; i < r->n_results; ++i) idx[i] = i;
+    qsort_r(idx, r->n_results, sizeof *idx, by_series, (void *)r);
+    return idx;
+}
+
 double rr_median(const rr_result *res)
 {
     if (res->n_samples == 0) return NAN;

@@ -81,6 +81,11 @@ void rr_derive(run_record *r);
 void rr_derive_one(run_record *r, size_t i);
 /* Removes the last context added (a resumed run found it already stored). */
 void rr_drop_last_context(run_record *r);
+/* Series identity within a run (docs/run-format.md): orders results i and k by benchmark,
+ * canonical params, device, backend, metric; 0 when they are of the same series. */
+int rr_cmp_series(const run_record *r, size_t i, size_t k);
+/* The result indices in series order (ties by index): malloc'ed, NULL when out of memory. */
+size_t *rr_series_order(const run_record *r);
 /* Median of a result's samples (NAN when none). */
 double rr_median(const rr_result *res);
 

@@ -134,15 +134,9 @@ static int migrate(sqlite3 *db, const char *path, int target, char *err, size_t 
     }
 }
 
-static int open_common(const char *path, int flags, sqlite3 **out, char *err, size_t cap)
+/* Every connection checks foreign keys. Hands db over to *out, or closes it. */
+static int foreign_keys_on(sqlite3 *db, const char *path, sqlite3 **out, char *err, size_t cap)
 {
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
-        snprintf(err, cap, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
-        sqlite3_close(db);
-        return -1;
-    }
-    sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
     char e[256];
     if (exec(db, "PRAGMA foreign_keys = ON", e, sizeof e)) {
         snprintf(err, cap, "%s: %s", path, e);
@@ -153,13 +147,28 @@ static int open_common(const char *path, int flags, sqlite3 **out, char *err, si
     return 0;
 }
 
+static int open_common(const char *path, int flags, sqlite3 **out, char *err, size_t cap)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
+        snprintf(err, cap, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return -1;
+    }
+    sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+    return foreign_keys_on(db, path, out, err, cap);
+}
+
 /* One attempt at opening a store for writing; *busy is set when another process held a
- * lock that SQLite does not wait for (the switch to WAL on a fresh file). */
-static int open_for_writing(const char *path, int version, sqlite3 **out, char *err, size_t cap, int *busy)
+ * lock that SQLite does not wait for (the switch to WAL on a fresh file). Without create,
+ * neither a file nor a schema is made. *state says what the file was (STORE_OK once open). */
+static int open_for_writing(const char *path, int version, int create, sqlite3 **out, char *err, size_t cap,
+                            int *busy, store_state *state)
 {
     sqlite3 *db;
     *busy = 0;
-    if (open_common(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &db, err, cap)) return -1;
+    *state = STORE_ERROR;
+    if (open_common(path, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), &db, err, cap)) return -1;
     /* A file that holds something else never gets the schema installed into it. Its version
      * and tables are read in one transaction: another writer creating the schema between two
      * reads would otherwise make a fresh store look foreign. */
@@ -167,8 +176,9 @@ static int open_for_writing(const char *path, int version, sqlite3 **out, char *
     const int txn = exec(db, "BEGIN", e, sizeof e) == 0;
     store_state s = store_identify(db, path, store_latest_version(), NULL, err, cap);
     if (txn) exec(db, "COMMIT", e, sizeof e);
-    if (s != STORE_OK && s != STORE_EMPTY && s != STORE_TOO_OLD) {
+    if ((s != STORE_OK && s != STORE_EMPTY && s != STORE_TOO_OLD) || (s == STORE_EMPTY && !create)) {
         *busy = sqlite3_errcode(db) == SQLITE_BUSY;
+        *state = s;
         sqlite3_close(db);
         return -1;
     }
@@ -186,12 +196,15 @@ static int open_for_writing(const char *path, int version, sqlite3 **out, char *
         sqlite3_close(db);
         return -1;
     }
+    *state = STORE_OK;
     *out = db;
     return 0;
 }
 
-int store_open_version(const char *path, int version, sqlite3 **out, char *err, size_t cap)
+static int open_writer(const char *path, int version, int create, sqlite3 **out, char *err, size_t cap,
+                       store_state *state)
 {
+    *state = STORE_ERROR;
     if (access(path, F_OK) == 0 && !store_writable(path)) {
         snprintf(err, cap, "%s is read-only here: this command writes the store and needs write access to the file "
                  "and its directory", path);
@@ -201,10 +214,28 @@ int store_open_version(const char *path, int version, sqlite3 **out, char *err, 
      * migration retries (within the busy timeout) instead of failing. */
     for (int waited_ms = 0;; waited_ms += 20) {
         int busy = 0;
-        if (open_for_writing(path, version, out, err, cap, &busy) == 0) return 0;
+        if (open_for_writing(path, version, create, out, err, cap, &busy, state) == 0) return 0;
         if (!busy || waited_ms >= STORE_BUSY_TIMEOUT_MS) return -1;
         usleep(20000);
     }
+}
+
+int store_open_version(const char *path, int version, sqlite3 **out, char *err, size_t cap)
+{
+    store_state s;
+    return open_writer(path, version, 1, out, err, cap, &s);
+}
+
+store_state store_open_upgrade(const char *path, sqlite3 **out, char *err, size_t cap)
+{
+    *out = NULL;
+    if (access(path, F_OK) != 0) {
+        snprintf(err, cap, "%s: no such results store", path);
+        return STORE_MISSING;
+    }
+    store_state s;
+    open_writer(path, store_latest_version(), 0, out, err, cap, &s);
+    return s;
 }
 
 int store_open(const char *path, sqlite3 **out, char *err, size_t cap)
@@ -224,14 +255,7 @@ int store_open_readonly(const char *path, sqlite3 **out, char *err, size_t cap)
         sqlite3_close(db);
         return -1;
     }
-    char e[256];
-    if (exec(db, "PRAGMA foreign_keys = ON", e, sizeof e)) {
-        snprintf(err, cap, "%s: %s", path, e);
-        sqlite3_close(db);
-        return -1;
-    }
-    *out = db;
-    return 0;
+    return foreign_keys_on(db, path, out, err, cap);
 }
 
 int store_open_existing(const char *path, sqlite3 **out, char *err, size_t cap)
@@ -283,14 +307,39 @@ static void bind_opt_d(sqlite3_stmt *st, int i, double v)
     if (isfinite(v)) sqlite3_bind_double(st, i, v); else sqlite3_bind_null(st, i);
 }
 
-/* Runs a statement with RETURNING id / or SELECT id; returns the id or -1. */
-static int64_t step_id(wctx *w, sqlite3_stmt *st, const char *what)
+/* The statement in *slot (prepared on first use, reset and unbound after). */
+static sqlite3_stmt *cached(wctx *w, sqlite3_stmt **slot, const char *sql)
+{
+    if (!*slot) return *slot = prep(w, sql);
+    sqlite3_reset(*slot);
+    sqlite3_clear_bindings(*slot);
+    return *slot;
+}
+
+void store_w_end(store_wctx *w)
+{
+    sqlite3_finalize(w->series);
+    sqlite3_finalize(w->result);
+    sqlite3_finalize(w->sample);
+    w->series = w->result = w->sample = NULL;
+}
+
+/* Runs a statement with RETURNING id / or SELECT id and resets it; returns the id or -1. */
+static int64_t step_id_keep(wctx *w, sqlite3_stmt *st, const char *what)
 {
     int64_t id = -1;
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) id = sqlite3_column_int64(st, 0);
     else fail(w, what);
     while (rc == SQLITE_ROW) rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return id;
+}
+
+/* The same for a statement used once. */
+static int64_t step_id(wctx *w, sqlite3_stmt *st, const char *what)
+{
+    int64_t id = step_id_keep(w, st, what);
     sqlite3_finalize(st);
     return id;
 }
@@ -299,7 +348,7 @@ static int64_t upsert_machine(wctx *w, const run_record *r)
 {
     sqlite3_stmt *st = prep(w,
         "INSERT INTO machine(hostname, cpu, os, cores, memory_bytes) VALUES(?1,?2,?3,?4,?5) "
-        "ON CONFLICT(hostname, cpu) DO UPDATE SET os = excluded.os, "
+        "ON CONFLICT(hostname, cpu) DO UPDATE SET os = CASE WHEN excluded.os <> '' THEN excluded.os ELSE os END, "
         "cores = coalesce(excluded.cores, cores), memory_bytes = coalesce(excluded.memory_bytes, memory_bytes) "
         "RETURNING id");
     if (!st) return -1;
@@ -342,7 +391,7 @@ static int64_t upsert_series(wctx *w, const run_record *r, const rr_context *c, 
     char fp[32];
     store_series_fingerprint(x->benchmark, x->params_json, r->hostname, r->cpu, c->device_name,
                              c->backend, x->metric, fp);
-    sqlite3_stmt *st = prep(w,
+    sqlite3_stmt *st = cached(w, &w->series,
         "INSERT INTO series(fingerprint, benchmark, params, label, shape, role, device_id, backend, metric, unit) "
         "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) "
         "ON CONFLICT(fingerprint) DO UPDATE SET "
@@ -353,7 +402,7 @@ static int64_t upsert_series(wctx *w, const run_record *r, const rr_context *c, 
     bind_text(st, 4, x->label); bind_text(st, 5, x->shape); bind_text(st, 6, x->role);
     sqlite3_bind_int64(st, 7, device_id);
     bind_text(st, 8, c->backend); bind_text(st, 9, x->metric); bind_text(st, 10, x->unit);
-    return step_id(w, st, "series");
+    return step_id_keep(w, st, "series");
 }
 
 /* Test hook: QGMM_BENCH_TEST_KILL_AFTER_RESULTS=N makes the writer SIGKILL itself after
@@ -423,14 +472,13 @@ int store_w_result(wctx *w, int64_t run_id, const run_record *r, size_t i, int64
     const rr_context *c = &r->contexts[x->context];
     int64_t sid = upsert_series(w, r, c, device_id, x);
     if (sid < 0) return -1;
-    sqlite3_stmt *ins = prep(w,
+    sqlite3_stmt *ins = cached(w, &w->result,
         "INSERT INTO result(run_id, series_id, context_id, status, verdict, message, n_samples, warmup, "
         "min_us, q1_us, median_us, q3_us, max_us, mean_us, stddev_us, bytes, flops, gbps, tflops, ceiling, "
         "pct_of_ceiling, mismatched_bytes, checked_bytes, max_abs_err, rel_err, sqnr_db, threshold, output_hash, code_hash) "
         "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29)");
-    sqlite3_stmt *smp = prep(w, "INSERT INTO sample(result_id, idx, time_us) VALUES(?1,?2,?3)");
-    int rc = -1;
-    if (!ins || !smp) goto out;
+    sqlite3_stmt *smp = cached(w, &w->sample, "INSERT INTO sample(result_id, idx, time_us) VALUES(?1,?2,?3)");
+    if (!ins || !smp) return -1;
     sample_stats ss = stats_describe(x->samples_us, x->n_samples);
     sqlite3_bind_int64(ins, 1, run_id); sqlite3_bind_int64(ins, 2, sid); sqlite3_bind_int64(ins, 3, ctx_id);
     bind_text(ins, 4, x->status); bind_text(ins, 5, x->verdict); bind_text(ins, 6, x->message);
@@ -454,7 +502,7 @@ int store_w_result(wctx *w, int64_t run_id, const run_record *r, size_t i, int64
                      i, x->benchmark, x->params_json, c->backend, c->device_name);
         else
             snprintf(w->err, w->cap, "results[%zu]: %s", i, sqlite3_errmsg(w->db));
-        goto out;
+        return -1;
     }
     int64_t res_id = sqlite3_last_insert_rowid(w->db);
     for (size_t k = 0; k < x->n_samples; ++k) {
@@ -462,13 +510,9 @@ int store_w_result(wctx *w, int64_t run_id, const run_record *r, size_t i, int64
         sqlite3_bind_int64(smp, 1, res_id);
         sqlite3_bind_int64(smp, 2, (int64_t)k);
         sqlite3_bind_double(smp, 3, x->samples_us[k]);
-        if (sqlite3_step(smp) != SQLITE_DONE) { fail(w, "sample"); goto out; }
+        if (sqlite3_step(smp) != SQLITE_DONE) return fail(w, "sample");
     }
-    rc = 0;
-out:
-    sqlite3_finalize(ins);
-    sqlite3_finalize(smp);
-    return rc;
+    return 0;
 }
 
 static int write_body(wctx *w, run_record *r, const char *source, int64_t *run_id)
@@ -493,6 +537,7 @@ static int write_body(wctx *w, run_record *r, const char *source, int64_t *run_i
     *run_id = rid;
     rc = 0;
 out:
+    store_w_end(w);
     free(ctx_ids);
     free(dev_ids);
     return rc;
@@ -518,21 +563,25 @@ int store_write_run(sqlite3 *db, run_record *r, const char *source, int *already
     *already = 0;
     if (validate_record(r, err, cap)) return -1;
     rr_derive(r);
-    wctx w = {db, err, cap};
+    wctx w = {.db = db, .err = err, .cap = cap};
     char e[256];
     if (exec(db, "BEGIN IMMEDIATE", e, sizeof e)) {
         snprintf(err, cap, "cannot start the write transaction: %s", e);
-        return -1;
+        return STORE_WRITE_BUSY;
     }
     sqlite3_stmt *st = prep(&w, "SELECT id FROM run WHERE uuid = ?1");
     if (!st) { exec(db, "ROLLBACK", e, sizeof e); return -1; }
     bind_text(st, 1, r->uuid);
     if (sqlite3_step(st) == SQLITE_ROW) {
         *run_id = sqlite3_column_int64(st, 0);
-        *already = 1;
         sqlite3_finalize(st);
+        /* Compared inside the transaction: the stored run cannot change meanwhile. */
+        char mine[65], stored[65];
+        int rc = store_run_digest(r, mine) || store_run_digest_db(db, r->uuid, stored) ? -1 : 0;
+        if (rc) snprintf(err, cap, "reading the stored run %s failed: %s", r->uuid, sqlite3_errmsg(db));
+        else *already = strcmp(mine, stored) == 0 ? STORE_RUN_SAME : STORE_RUN_DIFFERENT;
         exec(db, "ROLLBACK", e, sizeof e);
-        return 0;
+        return rc;
     }
     sqlite3_finalize(st);
     if (write_body(&w, r, source, run_id)) {
@@ -542,7 +591,7 @@ int store_write_run(sqlite3 *db, run_record *r, const char *source, int *already
     if (exec(db, "COMMIT", e, sizeof e)) {
         snprintf(err, cap, "commit failed: %s", e);
         exec(db, "ROLLBACK", e, sizeof e);
-        return -1;
+        return STORE_WRITE_BUSY;
     }
     return 0;
 }
@@ -564,7 +613,7 @@ static double col_opt_d(sqlite3_stmt *st, int i)
 
 int store_load_run(sqlite3 *db, int64_t run_id, run_record *r, char *err, size_t cap)
 {
-    wctx w = {db, err, cap};
+    wctx w = {.db = db, .err = err, .cap = cap};
     sqlite3_stmt *st = prep(&w,
         "SELECT run.uuid, suite, reason, started_at, finished_at, runner, runner_version, dirty, env, "
         "m.hostname, m.cpu, m.os, m.cores, m.memory_bytes, v.sha, v.commit_time, v.subject, v.branch "

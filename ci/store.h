@@ -41,11 +41,34 @@ int store_open_readonly(const char *path, sqlite3 **out, char *err, size_t err_c
 int store_open_existing(const char *path, sqlite3 **out, char *err, size_t err_cap);
 void store_close(sqlite3 *db);
 
+/* Opens an existing store read-write and applies its pending migrations, creating
+ * nothing: for writers that are not where stores begin (qgmm-dash's ingest, triage and
+ * token commands). Returns STORE_OK with *out, or with a sentence in err: STORE_MISSING (no
+ * file), STORE_EMPTY (an SQLite file without a qgmm schema), STORE_FOREIGN, STORE_TOO_NEW,
+ * STORE_ERROR (cannot open or write it, or a migration failed). */
+store_state store_open_upgrade(const char *path, sqlite3 **out, char *err, size_t err_cap);
+
+/* What store_write_run found under r->uuid (*already). */
+enum { STORE_RUN_NEW = 0, STORE_RUN_SAME = 1, STORE_RUN_DIFFERENT = 2 };
+/* store_write_run's return when the store stayed locked or the commit failed: nothing was
+ * written and the same call may succeed later. */
+#define STORE_WRITE_BUSY (-2)
+
 /* Writes r (rr_derive is applied first) in one transaction. source: "local", "import"
- * or "upload". If r->uuid is already stored nothing changes and *already is 1.
- * Returns 0 (with *run_id) or -1 with err; on -1 nothing was written. */
+ * or "upload". If r->uuid is already stored nothing changes and *already says whether
+ * the stored run has the same content (store_run_digest) or not; *run_id is the stored
+ * run's. Returns 0 (with *run_id), STORE_WRITE_BUSY, or -1 with err; on any non-zero
+ * return nothing was written. */
 int store_write_run(sqlite3 *db, run_record *r, const char *source, int *already, int64_t *run_id,
                     char *err, size_t err_cap);
+
+/* The digest that decides "the same run" for a uuid already stored (docs/dashboard.md,
+ * "Idempotent on uuid"): SHA-256 in lower-case hex of the run's identity fields and, per
+ * series in series order, status, verdict and raw samples. Result order, env, clocks,
+ * statistics and rates do not enter it. Returns 0, or -1 (out of memory; for the stored
+ * run also: no run with that uuid, or a failed read). */
+int store_run_digest(const run_record *r, char hex[65]);
+int store_run_digest_db(sqlite3 *db, const char *uuid, char hex[65]);
 
 /* Loads run `run_id` into r (rr_init'ed by the caller). */
 int store_load_run(sqlite3 *db, int64_t run_id, run_record *r, char *err, size_t err_cap);

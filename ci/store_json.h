@@ -18,8 +18,9 @@
 void run_to_json(const run_record *r, json_buf *out, int pretty);
 
 /* Parse + store in one transaction, idempotent on uuid. source: "import" or "upload".
- * Returns 0 (stored; *already = 1 when the uuid was present and nothing changed), or -1
- * with err; on -1 the database is unchanged. uuid_out (>= 40 bytes, may be NULL)
+ * Returns 0 (stored; when the uuid was present nothing changed and *already says whether
+ * the stored run is the same, as store_write_run), or non-zero with err; then the
+ * database is unchanged. uuid_out (>= 40 bytes, may be NULL)
  * receives the run's uuid. */
 int qgmm_store_import_json(sqlite3 *db, const char *text, size_t len, const char *source,
                            int *already, long long *run_id, char *uuid_out, char *err, size_t err_cap);

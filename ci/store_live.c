@@ -16,11 +16,13 @@
 typedef int (*txn_fn)(store_live *L, store_wctx *w, void *u);
 static int in_txn(store_live *L, txn_fn body, void *u, char *err, size_t cap)
 {
-    store_wctx w = {L->db, err, cap};
+    store_wctx w = {.db = L->db, .err = err, .cap = cap};
     for (int attempt = 0;; ++attempt) {
         int rc = sqlite3_exec(L->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
         if (rc == SQLITE_OK) {
-            if (body(L, &w, u) == 0 && (rc = sqlite3_exec(L->db, "COMMIT", NULL, NULL, NULL)) == SQLITE_OK) return 0;
+            int failed = body(L, &w, u);
+            store_w_end(&w);
+            if (!failed && (rc = sqlite3_exec(L->db, "COMMIT", NULL, NULL, NULL)) == SQLITE_OK) return 0;
             rc = sqlite3_extended_errcode(L->db);
             if (!err[0] || (rc & 0xff) == SQLITE_BUSY) snprintf(err, cap, "%s", sqlite3_errmsg(L->db));
             sqlite3_exec(L->db, "ROLLBACK", NULL, NULL, NULL);

@@ -5,7 +5,7 @@
  * connection is SQLITE_OPEN_READONLY, nothing is created, installed or migrated, and a
  * store on read-only media or owned by another user reads as well as a writable one.
  *
- * Part of the small library qgmm_store_ro (SQLite only), which qgmm-dash links too.
+ * Part of the store library qgmm_store (ci/shared.cmake), which qgmm-dash links too.
  */
 #ifndef QGMM_CI_STORE_RO_H
 #define QGMM_CI_STORE_RO_H

@@ -16,7 +16,13 @@ typedef struct store_wctx {
     sqlite3 *db;
     char *err;
     size_t cap;
+    /* The per-result statements, prepared once per transaction (a run of 150,000 results
+     * would otherwise spend most of its time compiling SQL); store_w_end finalizes them. */
+    sqlite3_stmt *series, *result, *sample;
 } store_wctx;
+
+/* Releases what the steps kept; call once the transaction's steps are done. */
+void store_w_end(store_wctx *w);
 
 /* Inserts the run row (machine and revision upserted; *machine_id set) in `state`
  * ("complete" for a whole run; "running" for a live one, with heartbeat and pid). */

@@ -1,4 +1,4 @@
-# Turns the static assets (uPlot, our JS/CSS, the runner's schema) into one C file so the
+# Turns the static assets (uPlot, our JS/CSS, the favicon) into one C file so the
 # binary serves nothing from disk. Run as:
 #   cmake -DOUT=assets_data.c -DLIST=assets_list.cmake -P embed_assets.cmake
 # where LIST sets ASSETS to "name|kind|path;..." (kind: js, css, svg, txt).

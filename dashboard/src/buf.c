@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
+
 static int grow(buf *b, size_t need) {
   if (b->oom) return 0;
   if (b->len + need + 1 <= b->cap) return 1;
@@ -71,24 +73,6 @@ void buf_html(buf *b, const char *s) {
   }
 }
 
-size_t utf8_seq(const unsigned char *p, const unsigned char *end) {
-  unsigned c = p[0];
-  size_t n;
-  unsigned cp, min;
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) n = 2, cp = c & 0x1F, min = 0x80;
-  else if ((c & 0xF0) == 0xE0) n = 3, cp = c & 0x0F, min = 0x800;
-  else if ((c & 0xF8) == 0xF0) n = 4, cp = c & 0x07, min = 0x10000;
-  else return 0;
-  if ((size_t)(end - p) < n) return 0;
-  for (size_t i = 1; i < n; i++) {
-    if ((p[i] & 0xC0) != 0x80) return 0;
-    cp = cp << 6 | (p[i] & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
 void buf_json_str(buf *b, const char *s) {
   buf_putc(b, '"');
   if (s) {
@@ -98,7 +82,7 @@ void buf_json_str(buf *b, const char *s) {
       if (c >= 0x80) {
         /* Whatever a store holds, the answer stays valid JSON: a byte that starts no
          * well-formed UTF-8 sequence becomes U+FFFD. */
-        size_t n = utf8_seq(p, end);
+        size_t n = json_utf8_seq(p, end);
         if (n) buf_put(b, p, n), p += n - 1;
         else buf_puts(b, "\\ufffd");
       } else if (c == '"') buf_puts(b, "\\\"");

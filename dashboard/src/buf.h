@@ -20,12 +20,9 @@ void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Text into HTML element content or a double-quoted attribute: & < > " ' escaped. */
 void buf_html(buf *b, const char *s);
 /* A JSON string literal, quotes included; control characters as \u00XX, bytes of
- * malformed UTF-8 as \ufffd; '<', '>' and '&'
+ * malformed UTF-8 (ci/json.h json_utf8_seq) as \ufffd; '<', '>' and '&'
  * also escaped so a JSON answer can never be sniffed as markup. */
 void buf_json_str(buf *b, const char *s);
-/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs, no surrogates,
- * nothing above U+10FFFF), or 0. */
-size_t utf8_seq(const unsigned char *p, const unsigned char *end);
 /* Percent-encodes everything but unreserved characters (RFC 3986), for query values. */
 void buf_url(buf *b, const char *s);
 /* A double in JSON form: integers exactly, otherwise up to 15 significant digits;

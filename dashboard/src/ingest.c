@@ -10,8 +10,9 @@
 #include <unistd.h>
 
 #include "db.h"
+#include "json.h"
 #include "rundoc.h"
-#include "store_ro.h"
+#include "store.h"
 #include "tokens.h"
 
 #define TRIAGE_MAX_BODY 65536
@@ -48,11 +49,11 @@ static int is_json(req *r) {
 static int open_authorized(req *r, const char *scope, sqlite3 **db) {
   char msg[512];
   *db = NULL;
-  db_state s = access(r->cfg->db_path, F_OK) == 0 && !store_writable(r->cfg->db_path)
-                   ? DB_ERROR
-                   : db_open_rw(r->cfg->db_path, 0, db, msg, sizeof msg);
-  if (s != DB_OK) {
-    if (s == DB_MISSING || s == DB_EMPTY)
+  store_state s = access(r->cfg->db_path, F_OK) == 0 && !store_writable(r->cfg->db_path)
+                      ? STORE_ERROR
+                      : store_open_upgrade(r->cfg->db_path, db, msg, sizeof msg);
+  if (s != STORE_OK) {
+    if (s == STORE_MISSING || s == STORE_EMPTY)
       /* Without a store there are no tokens, so nobody can be authorised: say how to start. */
       reply_api_error(r, 503, "the store is not initialised: create a token first with "
                               "`qgmm-dash --db FILE token add NAME`", NULL);
@@ -89,40 +90,34 @@ void ingest_handle(req *r) {
     reply_api_error(r, st, m, NULL);
     goto done;
   }
-  /* The runner's validator decides (ci/rundoc.h): what qgmm-bench import refuses is
-   * refused here with the same sentence, and the reverse. */
-  char dfield[160], why_doc[1024];
-  if (rundoc_check(body.p ? body.p : "", body.len, dfield, sizeof dfield, why_doc, sizeof why_doc)) {
-    reply_api_error(r, 400, why_doc, dfield[0] ? dfield : NULL);
+  /* The runner's validator decides (ci/rundoc.h) and the runner's store writes: what
+   * qgmm-bench import refuses is refused here with the same sentence, and the reverse. */
+  char field[160], why[1024];
+  run_record run;
+  rr_init(&run);
+  if (run_from_json_field(body.p ? body.p : "", body.len, &run, field, sizeof field, why, sizeof why)) {
+    reply_api_error(r, 400, why, field[0] ? field : NULL);
+    rr_free(&run);
     goto done;
   }
-  json_err je;
-  jval *doc = json_parse(&r->a, body.p ? body.p : "", body.len, &je);
-  if (!doc) {
-    char m[200];
-    snprintf(m, sizeof m, "invalid JSON at byte %zu: %s", je.offset, je.msg);
-    reply_api_error(r, 400, m, NULL);
-    goto done;
-  }
-  run_doc d;
-  const char *field = NULL, *why = NULL;
-  if (run_validate(&r->a, doc, &d, &field, &why)) {
-    char *m = arena_printf(&r->a, "%s%s%s", field && *field ? field : "", field && *field ? ": " : "", why);
-    reply_api_error(r, 400, m ? m : why, field && *field ? field : NULL);
-    goto done;
-  }
-  char msg[512];
-  st = run_store(db, &d, msg, sizeof msg);
-  if (st == 200 || st == 201) {
+  int already = 0;
+  int64_t run_id = 0;
+  int rc = store_write_run(db, &run, "upload", &already, &run_id, why, sizeof why);
+  if (rc == 0 && already == STORE_RUN_DIFFERENT) {
+    char m[128];
+    snprintf(m, sizeof m, "a different run with uuid %s is already stored", run.uuid);
+    reply_api_error(r, 409, m, "uuid");
+  } else if (rc == 0) {
     jval *o = jobj(&r->a);
-    jset_str(&r->a, o, "status", st == 201 ? "stored" : "already_present");
-    jset_str(&r->a, o, "uuid", d.uuid);
-    jset_num(&r->a, o, "results", (double)d.n_res);
-    jset_str(&r->a, o, "url", arena_printf(&r->a, "/runs/%s", d.uuid));
-    reply_json(r, st, o);
+    jset_str(&r->a, o, "status", already ? "already_present" : "stored");
+    jset_str(&r->a, o, "uuid", run.uuid);
+    jset_num(&r->a, o, "results", (double)run.n_results);
+    jset_str(&r->a, o, "url", arena_printf(&r->a, "/runs/%s", run.uuid));
+    reply_json(r, already ? 200 : 201, o);
   } else {
-    reply_api_error(r, st, msg, st == 409 ? "uuid" : NULL);
+    reply_api_error(r, rc == STORE_WRITE_BUSY ? 503 : 500, why, NULL);
   }
+  rr_free(&run);
 done:
   buf_free(&body);
   sqlite3_close(db);
@@ -143,33 +138,34 @@ void triage_handle(req *r, const char *idtext) {
   }
   sqlite3 *db;
   if (open_authorized(r, "triage", &db)) return;
+  json_value *doc = NULL;
   buf body = {0};
   int st = read_body(r, TRIAGE_MAX_BODY, &body);
   if (st) {
     reply_api_error(r, st, st == 413 ? "body too large" : "incomplete body", NULL);
     goto done;
   }
-  json_err je;
-  jval *doc = json_parse(&r->a, body.p ? body.p : "", body.len, &je);
-  if (!doc || doc->t != J_OBJ) {
+  char jerr[160];
+  doc = json_value_parse(body.p ? body.p : "", body.len, jerr, sizeof jerr);
+  if (!doc || doc->type != JSON_OBJECT) {
     reply_api_error(r, 400, "expected a JSON object {\"status\": ..., \"note\": ...}", NULL);
     goto done;
   }
-  jval *sv = json_get(doc, "status"), *nv = json_get(doc, "note");
-  if ((!sv && !nv) || (sv && sv->t != J_STR) || (nv && nv->t != J_STR)) {
+  const json_value *sv = json_value_get(doc, "status"), *nv = json_value_get(doc, "note");
+  if ((!sv && !nv) || (sv && sv->type != JSON_STRING) || (nv && nv->type != JSON_STRING)) {
     reply_api_error(r, 400, "status and note must be strings; give at least one",
-                    sv && sv->t != J_STR ? "status" : nv && nv->t != J_STR ? "note" : NULL);
+                    sv && sv->type != JSON_STRING ? "status" : nv && nv->type != JSON_STRING ? "note" : NULL);
     goto done;
   }
   if (sv) {
     int known = 0;
-    for (int i = 0; TRIAGE_STATES[i]; i++) known |= strcmp(sv->s, TRIAGE_STATES[i]) == 0;
+    for (int i = 0; TRIAGE_STATES[i]; i++) known |= strcmp(sv->string, TRIAGE_STATES[i]) == 0;
     if (!known) {
       reply_api_error(r, 400, "status: expected detected, acknowledged, fixed or ignored", "status");
       goto done;
     }
   }
-  if (nv && nv->len > 4096) {
+  if (nv && strlen(nv->string) > 4096) {
     reply_api_error(r, 400, "note: longer than 4096 bytes", "note");
     goto done;
   }
@@ -185,9 +181,9 @@ void triage_handle(req *r, const char *idtext) {
     reply_api_error(r, 500, sqlite3_errmsg(db), NULL);
     goto done;
   }
-  if (sv) sqlite3_bind_text(up, 1, sv->s, -1, SQLITE_STATIC);
+  if (sv) sqlite3_bind_text(up, 1, sv->string, -1, SQLITE_STATIC);
   else sqlite3_bind_null(up, 1);
-  if (nv) sqlite3_bind_text(up, 2, nv->s, -1, SQLITE_STATIC);
+  if (nv) sqlite3_bind_text(up, 2, nv->string, -1, SQLITE_STATIC);
   else sqlite3_bind_null(up, 2);
   sqlite3_bind_int64(up, 3, (sqlite3_int64)time(NULL));
   sqlite3_bind_int64(up, 4, id);
@@ -204,6 +200,7 @@ void triage_handle(req *r, const char *idtext) {
     reply_json(r, 200, o);
   }
 done:
+  json_value_free(doc);
   buf_free(&body);
   sqlite3_close(db);
 }

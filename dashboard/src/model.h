@@ -5,7 +5,7 @@
 #define QGMM_DASH_MODEL_H
 #include <sqlite3.h>
 
-#include "json.h"
+#include "dom.h"
 #include "server.h"
 
 typedef struct {

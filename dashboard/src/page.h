@@ -3,7 +3,7 @@
 #ifndef QGMM_DASH_PAGE_H
 #define QGMM_DASH_PAGE_H
 #include "buf.h"
-#include "json.h"
+#include "dom.h"
 #include "server.h"
 
 void page_begin(req *r, const char *title, const char *nav, const char *api_href);

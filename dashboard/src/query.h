@@ -6,7 +6,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
-#include "json.h"
+#include "dom.h"
 
 /* binds: one char per parameter: 'i' int64_t, 'd' double, 't' const char* (NULL binds
  * NULL). Returns an array of row objects, or NULL on an SQL error (message in *err,

@@ -2,7 +2,7 @@
  * into r->body. Every value from the store goes through buf_html(). */
 #ifndef QGMM_DASH_RENDER_H
 #define QGMM_DASH_RENDER_H
-#include "json.h"
+#include "dom.h"
 #include "server.h"
 
 typedef void (*render_fn)(req *r, const jval *model);

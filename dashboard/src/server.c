@@ -145,19 +145,19 @@ static void serve_view(req *r, const view *v, const char *arg, int api) {
   sqlite3 *db = NULL;
   char msg[512];
   int uv = 0;
-  db_state st = db_open_ro(r->cfg->db_path, &db, &uv, msg, sizeof msg);
-  if (st != DB_OK) {
+  store_state st = db_open_ro(r->cfg->db_path, &db, &uv, msg, sizeof msg);
+  if (st != STORE_OK) {
     if (api) {
       jval *o = jobj(&r->a);
       jset_str(&r->a, o, "error", msg);
       jset(&r->a, o, "field", jnull(&r->a));
       jset_str(&r->a, o, "store",
-               st == DB_MISSING ? "missing" : st == DB_EMPTY ? "empty" : st == DB_TOO_NEW ? "too_new"
-               : st == DB_TOO_OLD ? "too_old" : st == DB_FOREIGN ? "foreign" : "error");
+               st == STORE_MISSING ? "missing" : st == STORE_EMPTY ? "empty" : st == STORE_TOO_NEW ? "too_new"
+               : st == STORE_TOO_OLD ? "too_old" : st == STORE_FOREIGN ? "foreign" : "error");
       reply_json(r, 503, o);
     } else {
       r->status = 503;
-      render_message(r, st == DB_MISSING || st == DB_EMPTY ? "No results yet" : "Store unavailable", msg);
+      render_message(r, st == STORE_MISSING || st == STORE_EMPTY ? "No results yet" : "Store unavailable", msg);
     }
     return;
   }
@@ -181,7 +181,7 @@ static void serve_view(req *r, const view *v, const char *arg, int api) {
 }
 
 static void serve_asset(req *r, const char *name) {
-  const dash_asset *as = strcmp(name, "schema.sql") ? dash_asset_find(name) : NULL;
+  const dash_asset *as = dash_asset_find(name);
   if (!as) {
     r->status = 404;
     r->ctype = "text/plain; charset=utf-8";

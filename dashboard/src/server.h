@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "buf.h"
-#include "json.h"
+#include "dom.h"
 
 struct mg_connection;
 

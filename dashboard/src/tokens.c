@@ -7,6 +7,7 @@
 
 #include "db.h"
 #include "sha256.h"
+#include "store.h"
 
 #define TOKEN_PREFIX "qgmmdash_"
 
@@ -170,8 +171,9 @@ int token_cli(const char *db_path, int argc, char **argv) {
   char msg[512];
   /* Adding a token to a new file creates the store (with the runner's schema), so a
    * central dashboard can be set up before any run exists. */
-  int create = strcmp(argv[0], "add") == 0;
-  if (db_open_rw(db_path, create, &db, msg, sizeof msg) != DB_OK) {
+  int failed = strcmp(argv[0], "add") == 0 ? store_open(db_path, &db, msg, sizeof msg) != 0
+                                             : store_open_upgrade(db_path, &db, msg, sizeof msg) != STORE_OK;
+  if (failed) {
     fprintf(stderr, "qgmm-dash: %s\n", msg);
     return 1;
   }

@@ -1,5 +1,5 @@
 /* API tokens: `qgmm-dash token add NAME` prints a random token once; the store keeps only
- * "sha256:<hex>" of it (SHA-256 from sha256.c), with a scope and a revocation time. */
+ * "sha256:<hex>" of it (SHA-256 from ci/sha256.c), with a scope and a revocation time. */
 #ifndef QGMM_DASH_TOKENS_H
 #define QGMM_DASH_TOKENS_H
 #include <sqlite3.h>

@@ -1,3 +1,4 @@
+/* sha256.c — see sha256.h. */
 #include "sha256.h"
 
 #include <string.h>
@@ -79,16 +80,20 @@ void sha256_final(sha256_ctx *c, uint8_t out[32]) {
   }
 }
 
-void sha256_hex(const void *data, size_t n, char hex[65]) {
+void sha256_final_hex(sha256_ctx *c, char hex[65]) {
   static const char dig[] = "0123456789abcdef";
-  sha256_ctx c;
   uint8_t d[32];
-  sha256_init(&c);
-  sha256_update(&c, data, n);
-  sha256_final(&c, d);
+  sha256_final(c, d);
   for (int i = 0; i < 32; i++) {
     hex[2 * i] = dig[d[i] >> 4];
     hex[2 * i + 1] = dig[d[i] & 15];
   }
   hex[64] = 0;
+}
+
+void sha256_hex(const void *data, size_t n, char hex[65]) {
+  sha256_ctx c;
+  sha256_init(&c);
+  sha256_update(&c, data, n);
+  sha256_final_hex(&c, hex);
 }

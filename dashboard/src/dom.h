@@ -1,16 +1,11 @@
-/* A small, strict JSON reader and a DOM the views build their answers in.
- * Strict on purpose: the ingest endpoint takes bytes from the network. The reader rejects
- * invalid UTF-8, lone surrogates, \u0000, duplicate object keys, nesting deeper than
- * JSON_MAX_DEPTH, more than JSON_MAX_NODES values, and trailing bytes; every error comes
- * with the byte offset and a reason. All memory comes from the caller's arena. */
-#ifndef QGMM_DASH_JSON_H
-#define QGMM_DASH_JSON_H
+/* The JSON tree every API answer (and the page built from it) is assembled in, and its
+ * writer. All memory comes from the request's arena. Reading JSON is the store library's
+ * (ci/json.h): the ingest and triage routes parse request bodies with it. */
+#ifndef QGMM_DASH_DOM_H
+#define QGMM_DASH_DOM_H
 #include <stddef.h>
 
 #include "buf.h"
-
-#define JSON_MAX_DEPTH 32
-#define JSON_MAX_NODES 2000000
 
 typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype;
 
@@ -19,20 +14,12 @@ struct jval {
   jtype t;
   int b;            /* J_BOOL */
   double n;         /* J_NUM */
-  int is_int;       /* J_NUM written without fraction or exponent */
-  const char *s;    /* J_STR (NUL-terminated; \u0000 is refused so strlen is the length) */
+  const char *s;    /* J_STR (NUL-terminated) */
   size_t len;       /* J_STR length; J_ARR/J_OBJ element count */
   jval **items;     /* J_ARR/J_OBJ children */
   const char **keys;/* J_OBJ keys, parallel to items */
   size_t cap;
 };
-
-typedef struct {
-  size_t offset;
-  char msg[128];
-} json_err;
-
-jval *json_parse(arena *a, const char *text, size_t n, json_err *err);
 
 /* Lookup helpers: NULL when absent or `o` is not an object/array. */
 jval *json_get(const jval *o, const char *key);
