@@ -1,4 +1,5 @@
-"""Helpers shared by the qgmm-dash tests: start/stop a server, HTTP calls, fixture runs."""
+"""Helpers shared by the qgmm-dash tests: the check tally, start/stop a server, HTTP calls,
+fixture runs."""
 import hashlib
 import http.client
 import json
@@ -9,6 +10,24 @@ import sqlite3
 import subprocess
 import time
 import uuid as uuidlib
+
+CHECKS = 0
+FAILS = []
+
+
+def check(cond, what):
+    """Counts one check; a failing one is printed at once and kept for the summary."""
+    global CHECKS
+    CHECKS += 1
+    if not cond:
+        FAILS.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def summary(name):
+    """Prints the tally of every check so far; returns the test's exit status."""
+    print("%s: %d checks, %d failed" % (name, CHECKS, len(FAILS)))
+    return 1 if FAILS else 0
 
 
 class Server:

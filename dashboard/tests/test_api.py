@@ -21,16 +21,7 @@ import uuid as uuidlib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dashlib  # noqa: E402
 
-CHECKS = 0
-FAILS = []
-
-
-def check(cond, what):
-    global CHECKS
-    CHECKS += 1
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what, flush=True)
+check = dashlib.check
 
 
 def counts(db):
@@ -556,8 +547,7 @@ def main():
     test_slow_and_malformed_clients(a.dash, a.workdir, db)
     test_missing_and_empty(a.dash, a.workdir)
     test_listen_default(a.dash, a.workdir, db)
-    print("dash api: %d checks, %d failed" % (CHECKS, len(FAILS)))
-    sys.exit(1 if FAILS else 0)
+    sys.exit(dashlib.summary("dash api"))
 
 
 if __name__ == "__main__":

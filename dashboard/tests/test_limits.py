@@ -24,16 +24,7 @@ import uuid as uuidlib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dashlib  # noqa: E402
 
-CHECKS = 0
-FAILS = []
-
-
-def check(cond, what):
-    global CHECKS
-    CHECKS += 1
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what, flush=True)
+check = dashlib.check
 
 
 def is_json(data):
@@ -235,8 +226,7 @@ def main():
     finally:
         srv.stop()
     test_store_access(a, db, tok)
-    print("test_limits: %d checks, %d failed" % (CHECKS, len(FAILS)))
-    return 1 if FAILS else 0
+    return dashlib.summary("test_limits")
 
 
 if __name__ == "__main__":

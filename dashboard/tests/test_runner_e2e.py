@@ -18,15 +18,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dashlib  # noqa: E402
 
-CHECKS, FAILS = 0, []
-
-
-def check(cond, what):
-    global CHECKS
-    CHECKS += 1
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what, flush=True)
+check = dashlib.check
 
 
 def rows(db, q):
@@ -194,8 +186,7 @@ def main():
     check(len(ra) == len(rb) and all(close(x, y) for u, v in zip(ra, rb) for x, y in zip(u, v)),
           "central store has the runner's fingerprints and statistics")
     check(rows(central, "SELECT source FROM run") == [("upload",)], "central run is marked source=upload")
-    print("dash runner e2e: %d checks, %d failed" % (CHECKS, len(FAILS)))
-    sys.exit(1 if FAILS else 0)
+    sys.exit(dashlib.summary("dash runner e2e"))
 
 
 if __name__ == "__main__":
