@@ -15,11 +15,6 @@
  *    variables (kernels/glsl/gemm_coopmat.comp);
  *  - loads and stores take an integer MemoryLayout id before the stride instead of a bool
  *    after it; the other opcodes are renumbered.
- * --tensor (VK_NV_cooperative_matrix2, tensor addressing): every matrix load from a
- * PhysicalStorageBuffer pointer becomes OpCooperativeMatrixLoadTensorNV of the same
- * matrix at the same address, row pitch = the load's stride, a column-major load through a
- * transposing tensor view — which glslang 11.13 cannot write. Its loads must come from
- * buffers of the matrix component type (float16_t, with --bf16 bfloat16).
  * Anything this tool does not understand is an error at build time, never a silent
  * miscompile. --help: usage.
  */
@@ -35,10 +30,7 @@ enum {
     OP_CONSTANT_FALSE = 42, OP_CONSTANT = 43, OP_SPEC_CONSTANT_OP = 52, OP_FUNCTION_CALL = 57,
     OP_VARIABLE = 59, OP_LOAD = 61, OP_STORE = 62, OP_ACCESS_CHAIN = 65, OP_IN_BOUNDS_ACCESS_CHAIN = 66,
     OP_DECORATE = 71, OP_MEMBER_DECORATE = 72, OP_COPY_OBJECT = 83, OP_SELECT = 169, OP_PHI = 245,
-    OP_UNDEF = 1, OP_TYPE_BOOL = 20, OP_IADD = 128, OP_IMUL = 132,
-    TN_LOAD = 5367, TN_TYPE_LAYOUT = 5370, TN_TYPE_VIEW = 5371, TN_CREATE_LAYOUT = 5372, TN_SET_DIM = 5373,
-    TN_SET_STRIDE = 5374, TN_SLICE = 5375, TN_CREATE_VIEW = 5377, CAP_COOP_TENSOR = 5433, CAP_TENSOR = 5439,
-    SC_PHYSICAL_STORAGE_BUFFER = 5349,
+    OP_UNDEF = 1,
     NV_TYPE = 5358, NV_LOAD = 5359, NV_STORE = 5360, NV_MULADD = 5361, NV_LENGTH = 5362,
     KHR_TYPE = 4456, KHR_LOAD = 4457, KHR_STORE = 4458, KHR_MULADD = 4459, KHR_LENGTH = 4460,
     CAP_FLOAT16 = 9, CAP_COOP_NV = 5357, CAP_COOP_KHR = 6022, CAP_BF16_TYPE = 5116, CAP_BF16_COOP = 5118,
@@ -89,23 +81,20 @@ static void put_string_inst(uint16_t op, const char *s)
 
 int main(int argc, char **argv)
 {
-    int bf16 = 0, tensor = 0;
+    int bf16 = 0;
     const char *in = NULL, *outp = NULL;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: spirv_coop_khr [--bf16] [--tensor] IN.spv OUT.inc\n"
+            printf("usage: spirv_coop_khr [--bf16] IN.spv OUT.inc\n"
                    "  rewrites a GL_NV_cooperative_matrix SPIR-V module to SPV_KHR_cooperative_matrix\n"
-                   "  (--bf16: its 16-bit float type becomes bfloat16; --tensor: matrix loads from\n"
-                   "  buffer pointers become VK_NV_cooperative_matrix2 tensor loads) and writes a C\n"
-                   "  array initializer\n");
+                   "  (--bf16: its 16-bit float type becomes bfloat16) and writes a C array initializer\n");
             return 0;
         } else if (!strcmp(argv[i], "--bf16")) bf16 = 1;
-        else if (!strcmp(argv[i], "--tensor")) tensor = 1;
         else if (!in) in = argv[i];
         else if (!outp) outp = argv[i];
         else { fprintf(stderr, "spirv_coop_khr: unexpected argument %s\n", argv[i]); return 2; }
     }
-    if (!in || !outp) { fprintf(stderr, "usage: spirv_coop_khr [--bf16] [--tensor] IN.spv OUT.inc\n"); return 2; }
+    if (!in || !outp) { fprintf(stderr, "usage: spirv_coop_khr [--bf16] IN.spv OUT.inc\n"); return 2; }
     g_in = in;
     FILE *f = fopen(in, "rb");
     if (!f) { perror(in); return 1; }
@@ -125,14 +114,9 @@ int main(int argc, char **argv)
     bound0 = bound;
     uint32_t *ptr_pointee = calloc(bound, 4), *is_coop = calloc(bound, 4);
     uint32_t *coop_comp = calloc(bound, 4), *use_mask = calloc(bound, 4), *bool_val = calloc(bound, 4);
-    uint32_t *ptr_class = calloc(bound, 4), *coop_rows = calloc(bound, 4), *coop_cols = calloc(bound, 4);
     parent = malloc(bound * 4 + 64);
-    if (!type_of || !ptr_pointee || !is_coop || !coop_comp || !use_mask || !bool_val || !parent || !ptr_class ||
-        !coop_rows || !coop_cols)
+    if (!type_of || !ptr_pointee || !is_coop || !coop_comp || !use_mask || !bool_val || !parent)
         die("out of memory", 0);
-    uint32_t uint32_type = 0, bool_type = 0; /* --tensor */
-    size_t *def_pos = calloc(bound, sizeof *def_pos); /* --tensor: where an id is defined */
-    if (!def_pos) die("out of memory", 0);
     for (uint32_t i = 0; i < bound; ++i) parent[i] = i;
     uint32_t int32_type = 0, half_type = 0;
     size_t first_coop_type = 0, int32_pos = 0;
@@ -144,18 +128,14 @@ int main(int argc, char **argv)
         switch (op) {
         case OP_TYPE_INT:
             if (o[1] == 32 && !int32_type) { int32_type = o[0]; int32_pos = p; }
-            if (o[1] == 32 && !o[2] && !uint32_type) uint32_type = o[0];
             break;
         case OP_TYPE_FLOAT: if (o[1] == 16) half_type = o[0]; break;
-        case OP_TYPE_POINTER: ptr_pointee[o[0]] = o[2]; ptr_class[o[0]] = o[1]; break;
-        case OP_TYPE_BOOL: bool_type = o[0]; break;
+        case OP_TYPE_POINTER: ptr_pointee[o[0]] = o[2]; break;
         case OP_CONSTANT_TRUE: bool_val[o[1]] = 2; break;
         case OP_CONSTANT_FALSE: bool_val[o[1]] = 1; break;
         case NV_TYPE:
             is_coop[o[0]] = 1;
             coop_comp[o[0]] = o[1];
-            coop_rows[o[0]] = o[3];
-            coop_cols[o[0]] = o[4];
             if (!first_coop_type) first_coop_type = p;
             any_nv = 1;
             break;
@@ -168,16 +148,10 @@ int main(int argc, char **argv)
             op == 46 /* ConstantNull */ || op == 80 /* CompositeConstruct */ || op == 82 /* CompositeInsert */ ||
             op == 127 /* FNegate */ || op == 129 /* FAdd */ || op == 131 /* FSub */ || op == 143 /* MatrixTimesScalar */)
             if (wc >= 3) type_of[o[1]] = o[0];
-        if ((op == OP_ACCESS_CHAIN || op == OP_IN_BOUNDS_ACCESS_CHAIN || op == OP_IADD || op == OP_IMUL) && wc >= 3 &&
-            o[1] < bound)
-            def_pos[o[1]] = p;
         p += wc;
     }
     if (!any_nv) die("no OpTypeCooperativeMatrixNV: nothing to rewrite", 0);
     if (!int32_type || int32_pos > first_coop_type) die("no 32-bit integer type before the first matrix type", 0);
-    /* the tensor types and their constants go before the first function: any place of the
-     * unsigned type among the declarations will do */
-    if (tensor && !uint32_type) die("--tensor: no 32-bit unsigned integer type", 0);
 
     /* ---- pass 2: which use each matrix type has (MulAdd operands) */
     for (size_t p = 5; p < nw; p += w[p] >> 16) {
@@ -248,16 +222,6 @@ int main(int argc, char **argv)
     const uint32_t split_b = split ? bound++ : 0, split_b_ptr = split ? bound++ : 0;
     const uint32_t c_use[3] = {bound, bound + 1, bound + 2};
     bound += 3;
-    /* --tensor: unsigned 0, 1, 2 and "unbounded", false, the layout and the transposing view types */
-    uint32_t t_c[4] = {0}, t_false = 0, t_layout = 0, t_view = 0, t_bool = bool_type;
-    if (tensor) {
-        for (int i = 0; i < 4; ++i) t_c[i] = bound++;
-        t_false = bound++;
-        t_layout = bound++;
-        t_view = bound++;
-        if (!t_bool) t_bool = bound++;
-    }
-    int tensor_types_done = 0;
 #define IN_B(id) (split && (id) < bound0 && label[find(id)] == 2)
 
     /* ---- pass 4: emit */
@@ -278,20 +242,11 @@ int main(int argc, char **argv)
                 put((2u << 16) | OP_CAPABILITY); put(CAP_BF16_TYPE);
                 put((2u << 16) | OP_CAPABILITY); put(CAP_BF16_COOP);
             }
-            if (p == last_cap && tensor) {
-                if (copied) { for (uint32_t k = 0; k < wc; ++k) put(w[p + k]); copied = 0; }
-                put((2u << 16) | OP_CAPABILITY); put(CAP_TENSOR);
-                put((2u << 16) | OP_CAPABILITY); put(CAP_COOP_TENSOR);
-            }
             break;
         case OP_EXTENSION:
             if (!strcmp((const char *)o, "SPV_NV_cooperative_matrix")) {
                 put_string_inst(OP_EXTENSION, "SPV_KHR_cooperative_matrix");
                 if (bf16) put_string_inst(OP_EXTENSION, "SPV_KHR_bfloat16");
-                if (tensor) {
-                    put_string_inst(OP_EXTENSION, "SPV_NV_tensor_addressing");
-                    put_string_inst(OP_EXTENSION, "SPV_NV_cooperative_matrix2");
-                }
             } else copied = 1;
             break;
         case OP_TYPE_INT:
@@ -306,19 +261,6 @@ int main(int argc, char **argv)
             if (bf16 && o[0] == half_type) { put((4u << 16) | OP_TYPE_FLOAT); put(o[0]); put(16); put(0 /* BFloat16KHR */); }
             else copied = 1;
             break;
-        case 54 /* OpFunction: the tensor types go after every global declaration */:
-            if (tensor && !tensor_types_done) {
-                static const uint32_t cval[4] = {0, 1, 2, 0x40000000u};
-                for (int i = 0; i < 4; ++i) { put((4u << 16) | OP_CONSTANT); put(uint32_type); put(t_c[i]); put(cval[i]); }
-                if (!bool_type) { put((2u << 16) | OP_TYPE_BOOL); put(t_bool); }
-                put((3u << 16) | OP_CONSTANT_FALSE); put(t_bool); put(t_false);
-                /* two dimensions, clamp mode Undefined: the loads stay inside the tensor */
-                put((4u << 16) | TN_TYPE_LAYOUT); put(t_layout); put(t_c[2]); put(t_c[0]);
-                put((6u << 16) | TN_TYPE_VIEW); put(t_view); put(t_c[2]); put(t_false); put(t_c[1]); put(t_c[0]);
-                tensor_types_done = 1;
-            }
-            copied = 1;
-            break;
         case NV_TYPE: {
             const uint32_t m = use_mask[o[0]];
             const uint32_t use = (m & (1u << USE_A)) ? USE_A : (m & (1u << USE_B)) ? USE_B
@@ -332,50 +274,6 @@ int main(int argc, char **argv)
         }
         case NV_LOAD: { /* rtype id ptr stride colmajor [mem...] -> rtype id ptr layout stride [mem...] */
             if (!bool_val[o[4]]) die("column-major flag of a load is not a constant", o[1]);
-            const uint32_t rtype = IN_B(o[1]) ? split_b : o[0];
-            if (tensor && TY(o[2]) && ptr_class[TY(o[2])] == SC_PHYSICAL_STORAGE_BUFFER) {
-                if (ptr_pointee[TY(o[2])] != coop_comp[o[0]])
-                    die("--tensor: a buffer load whose element type is not the matrix component type", o[1]);
-                const int colmajor = bool_val[o[4]] == 2;
-                const uint32_t l0 = bound++, l1 = bound++, l2 = bound++, l3 = bound++, v = bound++, u = bound++;
-                const uint32_t r0 = coop_rows[o[0]], c0 = coop_cols[o[0]];
-                /* where the element index is row * stride + col (stride: the load's), the tensor
-                 * is the whole buffer: base pointer, slice at (row, col); otherwise the slice
-                 * starts at the load's own address */
-                uint32_t ptr = o[2], row = t_c[0], col = t_c[0];
-                const size_t ac = o[2] < bound0 ? def_pos[o[2]] : 0;
-                if (ac && (w[ac] >> 16) == 6 && (w[ac] & 0xFFFF) == OP_ACCESS_CHAIN && w[ac + 5] < bound0 && def_pos[w[ac + 5]]) {
-                    const size_t add = def_pos[w[ac + 5]];
-                    for (int side = 0; side < 2 && (w[add] & 0xFFFF) == OP_IADD; ++side) {
-                        const uint32_t mul_id = w[add + 3 + side], other = w[add + 4 - side];
-                        const size_t mul = mul_id < bound0 ? def_pos[mul_id] : 0;
-                        if (!mul || (w[mul] & 0xFFFF) != OP_IMUL) continue;
-                        if (w[mul + 4] == o[3]) row = w[mul + 3];
-                        else if (w[mul + 3] == o[3]) row = w[mul + 4];
-                        else continue;
-                        col = other;
-                        ptr = bound++;
-                        put((6u << 16) | OP_ACCESS_CHAIN); put(w[ac + 1]); put(ptr); put(w[ac + 3]); put(w[ac + 4]); put(t_c[0]);
-                        break;
-                    }
-                }
-                put((3u << 16) | TN_CREATE_LAYOUT); put(t_layout); put(l0);
-                put((6u << 16) | TN_SET_DIM); put(t_layout); put(l1); put(l0); put(t_c[3]); put(o[3]);
-                put((6u << 16) | TN_SET_STRIDE); put(t_layout); put(l2); put(l1); put(o[3]); put(t_c[1]);
-                /* a column-major matrix is the transpose of the row-major block at the same place */
-                put((8u << 16) | TN_SLICE); put(t_layout); put(l3); put(l2);
-                put(row); put(colmajor ? c0 : r0); put(col); put(colmajor ? r0 : c0);
-                if (colmajor) { put((3u << 16) | TN_CREATE_VIEW); put(t_view); put(v); }
-                put((3u << 16) | OP_UNDEF); put(rtype); put(u);
-                const uint32_t nmem = wc > 6 ? wc - 6 : 0;
-                put(((7u + (nmem ? nmem : 1) + (colmajor ? 1 : 0)) << 16) | TN_LOAD);
-                put(rtype); put(o[1]); put(ptr); put(u); put(l3);
-                if (nmem) for (uint32_t k = 5; k < wc - 1; ++k) put(o[k]);
-                else put(0);
-                put(colmajor ? 1u : 0u);
-                if (colmajor) put(v);
-                break;
-            }
             put((wc << 16) | KHR_LOAD);
             put(IN_B(o[1]) ? split_b : o[0]); put(o[1]); put(o[2]); put(c_use[bool_val[o[4]] - 1]); put(o[3]);
             for (uint32_t k = 5; k < wc - 1; ++k) put(o[k]);
@@ -413,8 +311,6 @@ int main(int argc, char **argv)
             if (op == OP_TYPE_VECTOR || op == OP_TYPE_ARRAY || op == OP_TYPE_RUNTIME_ARRAY) bad = o[1] == half_type;
             if (op == OP_TYPE_STRUCT || op == OP_TYPE_FUNCTION)
                 for (uint32_t k = 1; k < wc - 1; ++k) bad |= o[k] == half_type;
-            /* --tensor: buffers of the component type are what the tensor loads read */
-            if (tensor && (op == OP_TYPE_POINTER || op == OP_TYPE_RUNTIME_ARRAY || op == OP_TYPE_STRUCT)) bad = 0;
             if (bad) die("--bf16: the 16-bit float type is used outside a matrix type", half_type);
         }
         p += wc;
@@ -427,6 +323,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < nout; ++i) fprintf(g, "0x%08x%s", out[i], i + 1 == nout ? "}\n" : (i % 4 == 3 ? ",\n" : ","));
     if (fclose(g)) { perror(outp); return 1; }
     free(w); free(out); free(type_of); free(ptr_pointee); free(is_coop); free(coop_comp); free(use_mask);
-    free(bool_val); free(parent); free(label); free(ptr_class); free(coop_rows); free(coop_cols); free(def_pos);
+    free(bool_val); free(parent); free(label);
     return 0;
 }

@@ -6,11 +6,11 @@
 # path (coopmat = KHR, coopmat-nv, tiled), the same under VK_LAYER_KHRONOS_validation
 # (tests/vulkan_validation.sh), the GEMM reference and composite tests, then vk_gemm_bench
 # (tiled vs coopmat) and torch._grouped_mm on the same shapes; then, where DIR has them,
-# the casts: test_kat_casts / test_props_casts on vulkan, vk_cast_bench and its --verify.
-# Logs under $OUT.
+# the casts: test_kat_casts / test_props_casts on vulkan, vk_cast_bench and its --verify, and
+# the torch.compile peers of the casts with PyTorch's copy_ rate (torch_cols_peer.py). Logs under $OUT.
 # Env: VALIDATE="coopmat coopmat-nv" (paths under the layer), ONLY_VALIDATE=1 stops there.
 # usage: device_run.sh DIR [BENCH ARGS...]     --help: this text.
-case "$1" in -h|--help|"") sed -n 2,13p "$0"; exit 0;; esac
+case "$1" in -h|--help|"") sed -n 2,12p "$0"; exit 0;; esac
 B=$(cd "$1" && pwd); shift
 OUT=${OUT:-/tmp/vk_out}; mkdir -p "$OUT"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -45,8 +45,10 @@ if [ -x "$B/bin/vk_cast_bench" ]; then
   echo "cast verify rc=$? $(tail -1 "$OUT/cast_verify.log")" >> "$OUT/env.txt"
   timeout 40 "$B/bin/vk_cast_bench" --rows 2048 --iters 3 --verify --exhaustive > "$OUT/cast_verify_exh.log" 2>&1
   echo "cast verify exhaustive rc=$? $(tail -1 "$OUT/cast_verify_exh.log")" >> "$OUT/env.txt"
+  timeout 120 python3 bench/vulkan/torch_cols_peer.py --rows-ops > "$OUT/cast_torch.md" 2>&1
+  echo "cast torch peers rc=$?" >> "$OUT/env.txt"
 fi
 cat "$OUT/env.txt"
 for f in "$OUT"/validation_*.log; do echo "== $f"; tail -8 "$f" | cut -c1-300; done
 cat "$OUT/bench.md" "$OUT/torch.md"; grep -v "^\[" "$OUT/bench.err" | grep "coop" | sort -u | cut -c1-220
-[ -f "$OUT/cast_bench.md" ] && grep -v "^# vulkan:" "$OUT/cast_bench.md"
+[ -f "$OUT/cast_bench.md" ] && grep -v "^# vulkan:" "$OUT/cast_bench.md" && cat "$OUT/cast_torch.md"

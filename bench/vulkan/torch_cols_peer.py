@@ -3,9 +3,9 @@
 vk_cast_bench, on the same shapes: ops 8-11 (colwise, jagged rowwise with 16 column groups,
 jagged colwise with 16 row groups and column-major q, the 3D per-(e, c) cast with q
 transposed per expert) and, with --rows-ops, ops 0, 1, 3, 4, 5 (rowwise, MX dim0, MX dim1,
-1x128, 128x128 as (1, M, K) tiles). The math is bench/cuda/torch_peer.py's (torchao is not
-installed on the lent machine). Bytes counted as vk_cast_bench counts them: x read + q
-written + scales written. Median of --reps CUDA-event-timed calls after 5 warm-ups; x
+1x128, 128x128 as (1, M, K) tiles), after PyTorch's copy_ of 1 GiB (the copy-rate yardstick,
+read + write). The math is bench/cuda/torch_peer.py's (torchao is not installed on the lent
+machine). Bytes counted as vk_cast_bench counts them: x read + q written + scales written. Median of --reps CUDA-event-timed calls after 5 warm-ups; x
 random normal, bf16 or (--f32) f32.
 
 usage: torch_cols_peer.py [--rows M] [--cols K] [--reps N] [--f32] [--rows-ops]
@@ -55,6 +55,12 @@ def main():
     dt = "f32" if a.f32 else "bf16"
     print(f"# torch {torch.__version__}, {torch.cuda.get_device_name()}, x {dt} ({M}, {K}), median of {a.reps}")
     print("| op (torch.compile peer) | ms | GB/s |\n|---|---|---|")
+    src = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
+    src.random_(0, 255)
+    dst = torch.empty_like(src)
+    us = tp.time_us(lambda: dst.copy_(src), a.reps)
+    print(f"| torch copy_ 1 GiB (read + write) | {us / 1e3:.4f} | {2 * src.numel() / (us * 1e3):.0f} |", flush=True)
+    del src, dst
     for name, fn, args, nbytes in ops:
         us = tp.time_us(lambda: fn(*args), a.reps)
         print(f"| {name} | {us / 1e3:.4f} | {nbytes / (us * 1e3):.0f} |", flush=True)

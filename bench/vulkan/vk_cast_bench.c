@@ -4,8 +4,7 @@
  * then the median of --iters individually timed runs. Bytes = input read + q written +
  * scales written (pad: x read + every output row written; unpad: the real rows read and
  * written). Also times qgmm_buffer_copy (vkCmdCopyBuffer) of 1 GiB, counted as read + write.
- * The copy-shader and PyTorch copy_ baselines are separate programs (vk_copy_probe.c and
- * cast_device_run.sh) so that this one only touches the public API.
+ * The PyTorch copy_ baseline is timed by bench/vulkan/device_run.sh in the same call.
  *
  * --verify runs every op once more on a cpu context and compares q, scales and padded
  * outputs byte for byte with the Vulkan ones (exit status 1 on a difference) (the conformance suite is the numerics proof;

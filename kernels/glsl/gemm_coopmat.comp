@@ -64,8 +64,8 @@ layout(local_size_x = NT) in;
 #endif
 // Specialization constants (set by vk_ops_gemm.c from the parameters it also passes):
 // folded at pipeline creation, so the driver compiles the fp8 decode and the epilogue for
-// the actual recipe and formats instead of every combination (FP8 rowwise: 10 -> 60
-// TFLOP/s on the H100). The grouping kind and the operand layouts stay runtime values:
+// the actual recipe and formats instead of every combination (an unspecialized pipeline is
+// several times slower). The grouping kind and the operand layouts stay runtime values:
 // as specialization constants, the NVIDIA 580 driver left whole K-grouped output tiles
 // unwritten (root cause not found; see docs/backends-vulkan.md).
 layout(constant_id = 0) const int SC_RECIPE = 0;
@@ -80,8 +80,8 @@ layout(constant_id = 2) const int SC_BFMT = 4;
 #define BK 32
 // QG_WGSCOPE=1 (BF16, FP8 rowwise): the MMAs on workgroup-scope matrices (VK_NV_cooperative_matrix2),
 // two 64x128 accumulators per 128x128 tile; the driver spreads them over the subgroups.
-// QG_SETS=2: two register sets of prefetched chunks (gemm_coop_step.glsl). Measured on the
-// H100 by bench/vulkan/vk_wg_gemm_probe.c: see docs/backends-vulkan.md.
+// QG_SETS=2: two register sets of prefetched chunks (gemm_coop_step.glsl); why these two
+// settings: docs/backends-vulkan.md.
 #ifndef QG_WGSCOPE
 #define QG_WGSCOPE 0
 #endif
@@ -159,9 +159,8 @@ uint fp8_to_h16(uint b, int fmt)
 // nonzero 7-bit byte (no carry leaves a byte). Words holding a NaN byte: the workgroup-scope
 // build patches the NaN halves without a branch, the subgroup-scope builds take a per-byte
 // path behind a branch. This code is inlined at every staging store, and each build is
-// fastest its way on the H100 (2026-11-23): the branch-free form halved the workgroup-scope
-// build's code (FP8 rowwise 1.4-1.6x faster) but took the subgroup-scope builds to 251-255
-// registers and 0.5-0.8x their speed; the patch behind a branch was no better there
+// fastest its way on the H100: the branch-free form halves the workgroup-scope build's
+// code but takes the subgroup-scope builds to the register limit, where they slow down
 // (docs/backends-vulkan.md).
 uvec2 fp8x4_to_h16(uint w, int fmt)
 {
