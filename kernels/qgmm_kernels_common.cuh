@@ -174,17 +174,6 @@ QGMM_DEV int qgmm_block_offsets_ok(const int32_t *offs, int64_t offs_stride, int
     return !bad;
 }
 
-/* Loads G offsets (validated) into shared memory as int64 cumulative ends when they fit
- * (cap entries), for binary searches; returns 1 when loaded. */
-QGMM_DEV int qgmm_block_load_offs(const int32_t *offs, int64_t stride, int64_t groups,
-                                  int32_t *sm, int64_t cap)
-{
-    if (groups > cap) return 0;
-    for (int64_t g = QGMM_TID; g < groups; g += QGMM_NTHREADS) sm[g] = offs[g * stride];
-    QGMM_SYNC();
-    return 1;
-}
-
 /* Group owning index i given cumulative ends (qgmm_group_of on any pointer). */
 QGMM_DEV int64_t qgmm_k_group_of(const int32_t *ends, int64_t stride, int64_t groups, int64_t i)
 {

@@ -126,7 +126,7 @@ qgmm_status qgmm_cuda_group_row_ids(qgmm_context *ctx, const qgmm_tensor *offs,
  * plugin and its emulation, which compile the same launcher files). */
 void qgmm_cuda_fill_cast_ops(qgmm_backend_vtable *v);
 
-/* Implemented by the GEMM files (backends/cuda/gemm_*.cu); gemm_stub.cu until they land.
+/* Implemented by the GEMM files (backends/cuda/gemm_entry.cu and the gemm_*.cu it calls).
  * Must return QGMM_ERR_UNSUPPORTED (with qgmm_set_error) for combinations it lacks. */
 qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
                                    const qgmm_tensor *a, const qgmm_tensor *b,
@@ -137,14 +137,6 @@ qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_pa
 int qgmm_cuda_gemm_path_env(void);
 
 #ifdef __cplusplus
-}
-#endif
-
-#ifdef __CUDACC__
-/* Raises bits of the context status word from a kernel (pass ctx->status_dev). */
-static __device__ __forceinline__ void qgmm_cuda_raise_status(uint32_t *status_dev, uint32_t bits)
-{
-    atomicOr(status_dev, bits);
 }
 #endif
 
