@@ -65,8 +65,8 @@ static qgmm_status rowreg_launch(qgmm_context *ctx, const qgmm_kquant &a, int nt
 }
 
 #if defined(QGMM_K_NVIDIA)
-/* The colstrip plans that measured faster than the three passes on the H100 (docs/PERF.md,
- * "CUDA casts"), by the pieces of 128 rows a segment is planned for: up to 4 pieces, one
+/* The colstrip plans that measured faster than the three passes on the H100
+ * (docs/backends-cuda.md), by the pieces of 128 rows a segment is planned for: up to 4 pieces, one
  * block holds the whole segment (no cluster); 40 to 144 pieces, a cluster of 8 blocks of
  * at most 6 piece slots (96 KiB, two blocks per SM; longer segments take rounds, up to
  * three). Clusters of small blocks (5-39 pieces) and blocks of 8 slots (one per SM)

@@ -21,7 +21,6 @@
 // in blocks of 8 consecutive rows laid on the grid of multiples of 8 (rows outside the
 // segment masked), so that transposed q (SC_QT 1, QR == 1) leaves as one 8-byte store per
 // column and block; SC_QT 0 (rows of q contiguous) stores 8 bytes per row.
-// cast.comp's generic path ran these at 73-198 GB/s on the H100 (one lane per column).
 // The QG_XF32 build takes f32 x: a lane's 8 columns of a row are two 16-byte loads (w, w2),
 // at most 8 rows per lane. The host (vk_ops_cast.c cols_plan / cols_run) says when this runs.
 #extension GL_KHR_shader_subgroup_basic : require
