@@ -14,9 +14,7 @@
 //    the CPU) and the first stores it.
 // Segments are (group, row) pairs in group-major order, 256 / LS at a time per workgroup, so
 // a warp's segments have one width; the workgroups are persistent (each lane group takes
-// every stride-th segment, the next one's bounds loaded ahead). cast.comp's generic path
-// ran this cast at 100 GB/s on the H100 (a workgroup per segment, one element per lane and
-// step).
+// every stride-th segment, the next one's bounds loaded ahead).
 // The QG_XF32 build takes f32 x: a unit of 8 columns is two 16-byte loads (w, w2). Without
 // a group table (CP_TABLE 0) a segment is a whole row: the plain rowwise cast of rows longer
 // than the register paths hold.

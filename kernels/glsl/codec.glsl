@@ -244,8 +244,7 @@ uint f32_div_rn(uint a, uint b)
     // q = floor(ma * 2^25 / mb), in (2^24, 2^26): a float estimate (Vulkan's division is
     // within 2.5 ulp, so |q - estimate| <= 21), then fixed by the remainder, whose low word
     // is exact while |r| < 2^31 (here < 64 mb < 2^30). One 64-bit product checks the result;
-    // a driver outside the bound takes the 64-bit division, which is emulated on GPUs (it
-    // was 12 % of the jagged rowwise cast's time on the H100).
+    // a driver outside the bound takes the 64-bit division, which GPUs emulate slowly.
     const uint64_t num = uint64_t(ma) << 25;
     uint q = uint(clamp(float(ma) * 33554432.0 / float(mb), 16777216.0, 67108864.0));
     int r = int((ma << 25) - q * mb);

@@ -13,9 +13,8 @@
 // Scales (cpu_gemm.c order): blockwise / MX block sums are promoted in f32 as
 // total += (sa * sb) * block_sum; rowwise: epilogue (total * ra) * rb.
 //
-// Why the shape of this kernel (see docs/backends-vulkan.md): the earlier version staged one
-// byte per lane per load through 64-bit index math and was staging-bound at 2 % of the
-// peer. Here every lane moves 16-byte chunks along whichever dim of an operand is
+// Why the shape of this kernel (see docs/backends-vulkan.md): staging bounds a GEMM here,
+// so every lane moves 16-byte chunks along whichever dim of an operand is
 // contiguous in memory, tiles are double-buffered in shared memory (the next K step's
 // global loads are in flight in registers while the MMAs run, one barrier per step), and
 // the shared tile keeps the global orientation so that the fragment load's row/column-major
