@@ -12,7 +12,7 @@
 #define QGMM_MAX_EXTENT ((int64_t)1 << 40)
 /* The largest buffer: byte offsets and spans are int64 on every backend. */
 #define QGMM_MAX_BUFFER_BYTES ((size_t)INT64_MAX)
-#define QGMM_DESCRIBE_CAP 2048 /* the Vulkan line names its cast and GEMM paths: on the H100 it was cut at 512 */
+#define QGMM_DESCRIBE_CAP 2048 /* room for the Vulkan line, which names its cast and GEMM paths */
 
 /* An op that read device-side group offsets, as qgmm_synchronize names it when the status
  * word says some offsets were bad: the op, its offsets argument, and the op's own rule

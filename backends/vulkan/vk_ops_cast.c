@@ -163,7 +163,7 @@ static void cast_spec(const int64_t *p, int32_t *sc)
 /* Whether cast.comp path `path` gets a pipeline of its own (QGMM_VULKAN_CAST_SPEC: none, the
  * default set, all). By default the generic path (0) and MX dim1 (2): specialized, the
  * driver compiled the other fast paths to fewer registers plus local memory, and they ran
- * slower on the H100 (docs/backends-vulkan.md, "Casts and padding"). */
+ * slower on the H100 (docs/backends-vulkan.md, "Casts"). */
 static int spec_wanted(const vk_tuning *t, int path)
 {
     if (t->cast_spec != VK_SPEC_DEFAULT) return t->cast_spec == VK_SPEC_ALL;
@@ -213,8 +213,8 @@ enum { RC_LS, RC_KPS, RC_SPL, RC_RULE, RC_ENC, RC_NIT, RC_COUNT };
  * of 16 units or more. Segments per lane group: up to QGMM_VULKAN_CAST_ROWS_SPL (default 2)
  * consecutive ones of a row, at most 8 units per lane. So rows of 5120 take 128 lanes of 5
  * units, 1x128 blocks 4 lanes of 4 units x 2 blocks, MX blocks 2 lanes of 2 units x 2
- * blocks: the fastest of the settings timed on the H100 (docs/backends-vulkan.md, "Casts on
- * few lanes"). A workgroup takes one lane-group round. Returns the workgroup count, 0 when
+ * blocks: the fastest of the settings timed on the H100 (docs/backends-vulkan.md,
+ * "Casts"). A workgroup takes one lane-group round. Returns the workgroup count, 0 when
  * the cast stays on cast.comp: the device lacks the subgroup operations, a segment needs
  * more than 8 units per lane, one expert's blocked scales exceed 2^31 bytes, or
  * QGMM_VULKAN_CAST_ROWS=0. The shader takes its layout from the constants; of the parameters

@@ -6,7 +6,7 @@
 // some of them reduce and encode, the others' loads are in flight.
 // cast.comp's segment path holds up to 16 units per lane and combines lanes through a
 // shared-memory tree, which left two workgroups per multiprocessor and the memory idle while
-// they encoded (docs/backends-vulkan.md, "Casts and padding").
+// they encoded (docs/backends-vulkan.md, "Casts").
 //
 // Layout: SC_LS consecutive lanes (in subgroup order) form a lane group, which takes SC_SPL
 // consecutive segments of one row; lane lr holds units lr, lr + LS, ... (at most SC_KPS) of
