@@ -356,6 +356,7 @@ qgmm_status qgmm_ep_route(qgmm_ep_plan *plan, const qgmm_tensor *expert_ids)
     if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
     qgmm_ep_desc *d = &plan->d;
     d->tokens = expert_ids->shape[0];
+    plan->routed = 0; /* the tables change from here on: only a whole route makes them usable */
     st = ctx->vt->ep_route(ctx, d, expert_ids);
     if (st == QGMM_OK) st = plan->comm->tvt->exchange_counts(plan->comm->t, ctx, &d->send_counts, &d->recv_counts,
                                                              d->local_max + 1);

@@ -19,6 +19,7 @@ typedef struct lb_group {
     void **stage;      /* per rank: what it sends, host memory */
     size_t *stage_cap; /* bytes of each stage */
     int32_t *rows;     /* (n, n): rows rank r sends rank p, at [r * n + p] */
+    int64_t *shape;    /* (n, 2): each rank's (per_peer) or (row_bytes, cap_rows) of this step */
 } lb_group;
 
 typedef struct lb_rank {
@@ -37,6 +38,27 @@ static int stage_reserve(lb_group *g, int r, size_t bytes)
     return 1;
 }
 
+/* Before the first barrier each rank posts the sizes of its step; after it every rank
+ * checks that all agree (plans made with different num_experts, top_k or widths would
+ * otherwise read past each other's rows), so all of them refuse a mismatched step alike. */
+static void post_shape(lb_group *g, int r, int64_t a, int64_t b)
+{
+    g->shape[2 * r] = a;
+    g->shape[2 * r + 1] = b;
+}
+
+static qgmm_status check_shapes(const lb_group *g, qgmm_context *ctx, int r, const char *what)
+{
+    for (int p = 0; p < g->n; ++p)
+        if (g->shape[2 * p] != g->shape[2 * r] || g->shape[2 * p + 1] != g->shape[2 * r + 1])
+            return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                                  "loopback transport: rank %d's %s is (%lld, %lld) but rank %d's is (%lld, %lld); "
+                                  "every rank's plan and call must agree", p, what, (long long)g->shape[2 * p],
+                                  (long long)g->shape[2 * p + 1], r, (long long)g->shape[2 * r],
+                                  (long long)g->shape[2 * r + 1]);
+    return QGMM_OK;
+}
+
 /* Every rank passes both barriers whatever happened, so one rank's error never leaves the
  * others waiting; the error is reported by the rank that saw it. */
 static qgmm_status lb_exchange_counts(qgmm_ep_transport *tp, qgmm_context *ctx, const qgmm_tensor *send,
@@ -51,7 +73,10 @@ static qgmm_status lb_exchange_counts(qgmm_ep_transport *tp, qgmm_context *ctx, 
         st = qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "loopback transport: no host memory for %zu bytes", bytes);
     else
         st = qgmm_buffer_download(send->buffer, send->offset, g->stage[r], bytes);
+    post_shape(g, r, per_peer, 0);
     pthread_barrier_wait(&g->bar);
+    const qgmm_status agree = check_shapes(g, ctx, r, "counts per peer");
+    if (st == QGMM_OK) st = agree;
     int32_t *mine = st == QGMM_OK ? malloc(bytes ? bytes : 1) : NULL;
     if (st == QGMM_OK && !mine)
         st = qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "loopback transport: no host memory for %zu bytes", bytes);
@@ -83,7 +108,10 @@ static qgmm_status lb_alltoallv(qgmm_ep_transport *tp, qgmm_context *ctx, const 
         st = qgmm_buffer_download(send->buffer, send->offset + p * slot, (char *)g->stage[r] + p * slot,
                                   (size_t)rows[p] * (size_t)row_bytes);
     if (st != QGMM_OK) memset(rows, 0, (size_t)n * sizeof(int32_t)); /* send nothing */
+    post_shape(g, r, row_bytes, cap_rows);
     pthread_barrier_wait(&g->bar);
+    const qgmm_status agree = check_shapes(g, ctx, r, "(wire row bytes, rows per slot)");
+    if (st == QGMM_OK) st = agree;
     for (int p = 0; p < n && st == QGMM_OK; ++p) {
         const size_t nb = (size_t)g->rows[(size_t)p * n + r] * (size_t)row_bytes;
         if (nb) st = qgmm_buffer_upload(recv->buffer, recv->offset + p * slot,
@@ -106,6 +134,7 @@ static void lb_destroy(qgmm_ep_transport *tp)
     free(g->stage);
     free(g->stage_cap);
     free(g->rows);
+    free(g->shape);
     pthread_barrier_destroy(&g->bar);
     pthread_mutex_destroy(&g->mu);
     free(g);
@@ -127,8 +156,9 @@ qgmm_status qgmm_ep_loopback_create(int n, qgmm_ep_transport **t, const qgmm_ep_
     g->stage = calloc((size_t)n, sizeof *g->stage);
     g->stage_cap = calloc((size_t)n, sizeof *g->stage_cap);
     g->rows = calloc((size_t)n * n, sizeof *g->rows);
+    g->shape = calloc((size_t)n * 2, sizeof *g->shape);
     lb_rank **ranks = calloc((size_t)n, sizeof *ranks);
-    int ok = g->stage && g->stage_cap && g->rows && ranks;
+    int ok = g->stage && g->stage_cap && g->rows && g->shape && ranks;
     for (int i = 0; ok && i < n; ++i) {
         ranks[i] = calloc(1, sizeof **ranks);
         ok = ranks[i] != NULL;
@@ -148,6 +178,7 @@ qgmm_status qgmm_ep_loopback_create(int n, qgmm_ep_transport **t, const qgmm_ep_
         free(g->stage);
         free(g->stage_cap);
         free(g->rows);
+        free(g->shape);
         free(g);
         return QGMM_ERR_OUT_OF_MEMORY;
     }

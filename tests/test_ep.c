@@ -363,6 +363,26 @@ static void *lowp_rank(void *arg)
     return NULL;
 }
 
+/* Ranks whose plans disagree (4 and 6 experts over 2 ranks): the loopback transport refuses
+ * the route on both, naming the mismatch, instead of reading past the other's counts. */
+static void *mismatch_rank(void *arg)
+{
+    rank_job *j = arg;
+    qgmm_context *ctx = j->W->ctx[j->r];
+    qgmm_ep_plan_params pp = QGMM_EP_PLAN_PARAMS_INIT(j->r ? 6 : 4, 1, 4, 256);
+    qgmm_ep_plan *plan = NULL;
+    OK(qgmm_ep_plan_create(j->W->comm[j->r], &pp, &plan));
+    const int32_t ids[4] = {0, 1, 2, 3};
+    qgmm_buffer *b = upload(ctx, ids, sizeof ids);
+    const qgmm_tensor t = t2(b, QGMM_I32, 4, 1);
+    const qgmm_status s = qgmm_ep_route(plan, &t);
+    CHECK(s == QGMM_ERR_INVALID_ARGUMENT && strstr(qgmm_last_error(ctx), "must agree"),
+          "rank %d: plans that disagree gave %s: %s", j->r, qgmm_status_string(s), qgmm_last_error(ctx));
+    qgmm_buffer_free(b);
+    qgmm_ep_plan_destroy(plan);
+    return NULL;
+}
+
 static void build_world(world *W, const config *c)
 {
     memset(W, 0, sizeof *W);
@@ -529,6 +549,11 @@ int main(int argc, char **argv)
     bad.bad_rank = 2;
     run_layer(&bad);
     world W;
+    config mm = base[0];
+    mm.name = "2 ranks, plans that disagree";
+    memset(&W, 0, sizeof W);
+    W.c = &mm;
+    run_ranks(&W, mismatch_rank);
     config lp = base[2];
     lp.name = "4 ranks low-precision dispatch";
     build_world(&W, &lp);
