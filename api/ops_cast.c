@@ -130,6 +130,17 @@ qgmm_status qgmm_quantize_fp8_rowwise_dual(qgmm_context *ctx, const qgmm_fp8_row
 }
 
 /* ---------------------------------------------------------------- MXFP8 */
+static const char *qgmm_scale_layout_name(qgmm_scale_layout l)
+{
+    switch (l) {
+    case QGMM_SCALES_PLAIN: return "QGMM_SCALES_PLAIN";
+    case QGMM_SCALES_BLOCKED: return "QGMM_SCALES_BLOCKED";
+    case QGMM_SCALES_BLOCKED_M_GROUPS: return "QGMM_SCALES_BLOCKED_M_GROUPS";
+    case QGMM_SCALES_BLOCKED_K_GROUPS: return "QGMM_SCALES_BLOCKED_K_GROUPS";
+    }
+    return "not a qgmm_scale_layout";
+}
+
 static qgmm_status check_mx(qgmm_context *ctx, const qgmm_mxfp8_params *p, const char *data_name,
                             const qgmm_tensor *data, const qgmm_tensor *scales)
 {
@@ -137,6 +148,11 @@ static qgmm_status check_mx(qgmm_context *ctx, const qgmm_mxfp8_params *p, const
     if (p->mode != QGMM_MX_FLOOR && p->mode != QGMM_MX_RCEIL)
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "p->mode is %d; not a qgmm_mx_mode",
                               (int)p->mode);
+    if (p->scale_layout == QGMM_SCALES_BLOCKED_M_GROUPS || p->scale_layout == QGMM_SCALES_BLOCKED_K_GROUPS)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "p->scale_layout is %s; the grouped layouts need the group offsets: "
+                              "qgmm_quantize_mxfp8_grouped writes them, qgmm_scales_from_blocked "
+                              "reads them back to PLAIN", qgmm_scale_layout_name(p->scale_layout));
     if (p->scale_layout != QGMM_SCALES_PLAIN && p->scale_layout != QGMM_SCALES_BLOCKED)
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
                               "p->scale_layout is %d; not a qgmm_scale_layout", (int)p->scale_layout);
@@ -188,6 +204,71 @@ qgmm_status qgmm_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p, c
 {
     QGMM_TRY(qgmm_validate_quantize_mxfp8(ctx, p, x, q, scales));
     return ctx->vt->quantize_mxfp8(ctx, p, x, q, scales);
+}
+
+/* The grouped layouts: x (T, D) with offs over T, the block dim fixed by the layout. */
+static qgmm_status check_mx_grouped(qgmm_context *ctx, const qgmm_mxfp8_params *p, const qgmm_tensor *x,
+                                    const qgmm_tensor *offs, const qgmm_tensor *scales)
+{
+    static const char op[] = "qgmm_quantize_mxfp8_grouped";
+    if (!p) return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "%s: p is NULL", op);
+    if (p->mode != QGMM_MX_FLOOR && p->mode != QGMM_MX_RCEIL)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "%s: p->mode is %d; not a qgmm_mx_mode", op,
+                              (int)p->mode);
+    const int mg = p->scale_layout == QGMM_SCALES_BLOCKED_M_GROUPS;
+    if (p->scale_layout < QGMM_SCALES_PLAIN || p->scale_layout > QGMM_SCALES_BLOCKED_K_GROUPS)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "%s: p->scale_layout is %d; not a qgmm_scale_layout",
+                              op, (int)p->scale_layout);
+    if (!mg && p->scale_layout != QGMM_SCALES_BLOCKED_K_GROUPS)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "%s: p->scale_layout is %s; it writes QGMM_SCALES_BLOCKED_M_GROUPS or "
+                              "QGMM_SCALES_BLOCKED_K_GROUPS (qgmm_quantize_mxfp8 writes PLAIN and BLOCKED)",
+                              op, qgmm_scale_layout_name(p->scale_layout));
+    if (x->rank != 2)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "%s: x has rank %d; the grouped layouts take rank-2 (tokens, D) x", op, x->rank);
+    const int want = mg ? 1 : 0;
+    if (p->block_dim != want)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "%s: p->block_dim is %d; %s blocks run along %s, block_dim %d", op, p->block_dim,
+                              qgmm_scale_layout_name(p->scale_layout), mg ? "D (the last dim)" : "the tokens",
+                              want);
+    const int64_t T = x->shape[0], D = x->shape[1], L = x->shape[want];
+    if (L % 32)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                              "%s: x.shape[%d] is %lld; MX blocks need a multiple of 32", op, want, (long long)L);
+    QGMM_TRY(qgmm_check_offsets(ctx, "offs", offs));
+    QGMM_TRY(qgmm_check_tensor(ctx, "scales", scales, QGMM_MASK_E8M0, 1, 1));
+    QGMM_TRY(qgmm_check_contiguous(ctx, "scales", scales));
+    const int64_t G = offs->shape[0];
+    if (mg) return qgmm_check_blocked_shape(ctx, "scales", scales, QGMM_BLOCKED_M_GROUPS, G, T, D / 32);
+    return qgmm_check_blocked_shape(ctx, "scales", scales, QGMM_BLOCKED_K_GROUPS, G, D, T / 32);
+}
+
+qgmm_status qgmm_validate_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params *p,
+                                                 const qgmm_tensor *x, const qgmm_tensor *offs,
+                                                 const qgmm_tensor *q, const qgmm_tensor *scales)
+{
+    static const char op[] = "qgmm_quantize_mxfp8_grouped";
+    QGMM_TRY(qgmm_check_ctx(ctx));
+    QGMM_TRY(qgmm_check_tensor(ctx, "x", x, QGMM_MASK_HP, 2, 3));
+    QGMM_TRY(qgmm_check_tensor(ctx, "q", q, QGMM_MASK_FP8, 2, 3));
+    QGMM_TRY(qgmm_check_same_shape(ctx, "q", q, "x", x));
+    QGMM_TRY(check_mx_grouped(ctx, p, x, offs, scales));
+    const qgmm_arg outs[] = {{"q", q}, {"scales", scales}}, ins[] = {{"x", x}, {"offs", offs}};
+    QGMM_TRY(qgmm_check_aliasing(ctx, op, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
+    return ctx->vt->quantize_mxfp8_grouped ? QGMM_OK : qgmm_unsupported_op(ctx, op);
+}
+
+qgmm_status qgmm_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params *p, const qgmm_tensor *x,
+                                        const qgmm_tensor *offs, const qgmm_tensor *q, const qgmm_tensor *scales)
+{
+    QGMM_TRY(qgmm_validate_quantize_mxfp8_grouped(ctx, p, x, offs, q, scales));
+    const qgmm_status s = ctx->vt->quantize_mxfp8_grouped(ctx, p, x, offs, q, scales);
+    /* K-groups offsets count tokens in whole MX blocks, as QGMM_BLOCKED_K_GROUPS does */
+    return qgmm_offsets_enqueued(ctx, s, "qgmm_quantize_mxfp8_grouped", "offs",
+                                 p->scale_layout == QGMM_SCALES_BLOCKED_K_GROUPS
+                                     ? "offsets that are not multiples of 32" : NULL);
 }
 
 /* ---------------------------------------------------------------- FP8 blockwise */

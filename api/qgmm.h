@@ -279,8 +279,8 @@ QGMM_API qgmm_status qgmm_quantize_fp8_rowwise_dual(qgmm_context *ctx,
  *   layout PLAIN: contiguous, shape (E?, other, blocks) — for block along the last dim
  *     (R, C/32) [per expert: (E, R, C/32)]; along the other dim (C, R/32) [(E, C, R/32)].
  *   layout BLOCKED: rank 1 of qgmm_blocked_scales_bytes(other, blocks) bytes per expert
- *     (experts concatenated): the §4 swizzle, padding bytes zero. The M-grouped GEMM wants
- *     the M-groups layout instead: PLAIN, then qgmm_scales_to_blocked (docs/gemm-layouts.md).
+ *     (experts concatenated): the §4 swizzle, padding bytes zero. The grouped GEMMs want
+ *     the grouped layouts instead: qgmm_quantize_mxfp8_grouped below writes them.
  * mode, the E8M0 scale rule (§2): RCEIL, NVIDIA's rule and the one torchao's MXFP8
  *   training recipes use, is the default of the INIT macros (here and in
  *   qgmm_moe_params). FLOOR, the OCP rule, puts a block's amax in [256, 512) so that 448
@@ -289,7 +289,15 @@ QGMM_API qgmm_status qgmm_quantize_fp8_rowwise_dual(qgmm_context *ctx,
  *   FLOOR keeps the value 0 so that zeroed structs and existing callers keep their
  *   meaning. */
 typedef enum qgmm_mx_mode { QGMM_MX_FLOOR = 0, QGMM_MX_RCEIL = 1 } qgmm_mx_mode;
-typedef enum qgmm_scale_layout { QGMM_SCALES_PLAIN = 0, QGMM_SCALES_BLOCKED = 1 } qgmm_scale_layout;
+/* PLAIN and BLOCKED are written by qgmm_quantize_mxfp8; the two grouped layouts, the
+ * QGMM_BLOCKED_M_GROUPS / QGMM_BLOCKED_K_GROUPS variants of qgmm_scales_to_blocked, by
+ * qgmm_quantize_mxfp8_grouped (they need the group offsets). */
+typedef enum qgmm_scale_layout {
+    QGMM_SCALES_PLAIN = 0,
+    QGMM_SCALES_BLOCKED = 1,
+    QGMM_SCALES_BLOCKED_M_GROUPS = 2,
+    QGMM_SCALES_BLOCKED_K_GROUPS = 3
+} qgmm_scale_layout;
 
 typedef struct qgmm_mxfp8_params {
     int block_dim;                  /* no default */
@@ -301,6 +309,27 @@ typedef struct qgmm_mxfp8_params {
 QGMM_API qgmm_status qgmm_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p,
                                          const qgmm_tensor *x, const qgmm_tensor *q,
                                          const qgmm_tensor *scales);
+
+/* MXFP8 quantize of token-grouped activations with the scales written straight into the
+ * grouped blocked layout the grouped GEMM reads (one call instead of qgmm_quantize_mxfp8
+ * with PLAIN scales followed by qgmm_scales_to_blocked; the bytes are the same).
+ * x (T, D) rank 2, offs (G) over its rows, the tokens: group g holds rows
+ * [offs[g-1], offs[g]). q (T, D) as in qgmm_quantize_mxfp8: every row is quantized, rows
+ * past offs[G-1] included. p->scale_layout picks the layout and p->block_dim must match:
+ *   QGMM_SCALES_BLOCKED_M_GROUPS, block_dim 1 (blocks of 32 along D; M-grouped GEMM a):
+ *     scales rank 1 of qgmm_blocked_m_groups_bytes(T, D/32, G) bytes, the layout of
+ *     qgmm_scales_to_blocked(QGMM_BLOCKED_M_GROUPS) of the plain (T, D/32) scales; group
+ *     sizes are free, rows past offs[G-1] have no scales there.
+ *   QGMM_SCALES_BLOCKED_K_GROUPS, block_dim 0 (blocks of 32 tokens; K-grouped GEMM a and
+ *     b, e.g. padded by qgmm_pad_token_groups with alignment 32): scales rank 1 of
+ *     qgmm_blocked_k_groups_bytes(D, T/32, G) bytes, the layout of
+ *     qgmm_scales_to_blocked(QGMM_BLOCKED_K_GROUPS) of the plain (D, T/32) scales; every
+ *     group size must be a multiple of 32, or the offsets are bad.
+ * Every byte of scales is written (padding 0). Bad offsets: nothing is written, q
+ * included (QGMM_ERR_BAD_OFFSETS at the next qgmm_synchronize). */
+QGMM_API qgmm_status qgmm_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params *p,
+                                                 const qgmm_tensor *x, const qgmm_tensor *offs,
+                                                 const qgmm_tensor *q, const qgmm_tensor *scales);
 
 /* ---------------------------------------------------------- FP8 blockwise quantize
  * docs/ops-spec.md §3. The stored scale is always the reciprocal 1/scale (f32).
@@ -454,7 +483,8 @@ QGMM_API qgmm_status qgmm_group_row_ids(qgmm_context *ctx, const qgmm_tensor *of
  *                  QGMM_BLOCKED_M_GROUPS from (M, K/32), b_scales as QGMM_BLOCKED_3D
  *                  from (E, N, K/32); K % 32 == 0. K_GROUPED: a_scales = BLOCKED_K_GROUPS
  *                  of (N, M/32), b_scales = BLOCKED_K_GROUPS of (K, M/32); group sizes
- *                  multiples of 32 (else BAD_OFFSETS).
+ *                  multiples of 32 (else BAD_OFFSETS). qgmm_quantize_mxfp8_grouped
+ *                  writes both grouped layouts in the cast.
  * Accumulation is f32 on every backend. */
 typedef enum qgmm_gemm_kind { QGMM_GEMM_M_GROUPED = 0, QGMM_GEMM_K_GROUPED = 1 } qgmm_gemm_kind;
 typedef enum qgmm_recipe {

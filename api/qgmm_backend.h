@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-#define QGMM_BACKEND_ABI_VERSION 1u
+#define QGMM_BACKEND_ABI_VERSION 2u
 #define QGMM_PLUGIN_ENTRY_SYMBOL "qgmm_plugin_entry"
 
 /* What context_create receives when the caller adopts the NULL stream (a valid
@@ -220,6 +220,11 @@ struct qgmm_backend_vtable {
                                 const qgmm_tensor *a, const qgmm_tensor *b,
                                 const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
                                 const qgmm_tensor *offs, const qgmm_tensor *out);
+    /* p->scale_layout is QGMM_SCALES_BLOCKED_M_GROUPS or _K_GROUPS; offs over x's rows
+     * (ABI 2). Bad offsets: nothing written, q included. */
+    qgmm_status (*quantize_mxfp8_grouped)(qgmm_context *ctx, const qgmm_mxfp8_params *p,
+                                          const qgmm_tensor *x, const qgmm_tensor *offs,
+                                          const qgmm_tensor *q, const qgmm_tensor *scales);
 };
 
 /* A plugin's entry: returns its vtable, or NULL and a reason (e.g. "libcuda.so.1 not

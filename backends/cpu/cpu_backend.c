@@ -215,6 +215,7 @@ static const qgmm_backend_vtable cpu_vtable = {
     .quantize_fp8_rowwise = qgmm_cpu_quantize_fp8_rowwise,
     .quantize_fp8_rowwise_dual = NULL,
     .quantize_mxfp8 = qgmm_cpu_quantize_mxfp8,
+    .quantize_mxfp8_grouped = qgmm_cpu_quantize_mxfp8_grouped,
     .quantize_fp8_blockwise = qgmm_cpu_quantize_fp8_blockwise,
     .dequantize = qgmm_cpu_dequantize,
     .scales_to_blocked = qgmm_cpu_scales_to_blocked,

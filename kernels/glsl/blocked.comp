@@ -7,7 +7,9 @@
 //            start_g * rows_pad (table fields 2/3, scale columns; fields 0/1 in elements).
 // To-blocked runs one lane per 4 blocked bytes (one row's 4 columns of a tile: one group
 // lookup, one 4-byte store where aligned), so padding bytes are written (zero) too;
-// from-blocked one lane per plain scale (scales no group owns come back 0).
+// from-blocked one lane per plain scale (scales no group owns come back 0). Direction 2
+// (qgmm_quantize_mxfp8_grouped, before its cast writes the scales) writes 0 to the bytes
+// that hold no scale and leaves the others alone.
 #include "params.h"
 #include "common.glsl"
 #include "layout.glsl"
@@ -24,8 +26,9 @@ uint plain_at(int64_t e, int64_t r, int64_t c)
 }
 
 // The blocked bytes off .. off + 3 (off a multiple of 4: columns c .. c + 3 of one row of
-// one tile), packed little-endian: the source row and first column are found once.
-uint blocked_word(int var, uint64_t table, int64_t off)
+// one tile), packed little-endian when `read`: the source row and first column are found
+// once; bit k of `home` says whether byte off + k holds a scale.
+uint blocked_word(int var, uint64_t table, int64_t off, bool read, out uint home)
 {
     const int64_t R = P(BL_R), C = P(BL_C), G = P(BL_G);
     const int64_t colspad = P(BL_COLSPAD), rowspad = P(BL_ROWSPAD);
@@ -59,9 +62,13 @@ uint blocked_word(int var, uint64_t table, int64_t off)
         }
     }
     uint w = 0u;
+    home = 0u;
     if (r >= 0)
         for (int k = 0; k < 4; ++k)
-            if (c + k < lim) w |= plain_at(e, r, c + k) << (8 * k);
+            if (c + k < lim) {
+                home |= 1u << k;
+                if (read) w |= plain_at(e, r, c + k) << (8 * k);
+            }
     return w;
 }
 
@@ -77,9 +84,18 @@ void main()
     const uint64_t B = PA(BL_BLK);
     const int64_t bs = P(BL_BSTRIDE);
 
+    if (PI(BL_DIR) == 2) { // n enumerates 4-byte words: zero those bytes that hold no scale
+        const int64_t off = n * 4, len = P(BL_BLEN);
+        uint home;
+        blocked_word(var, table, off, false, home);
+        for (int k = 0; k < 4; ++k)
+            if (off + k < len && ((home >> k) & 1u) == 0u) st_u8(B, (off + k) * bs, 0u);
+        return;
+    }
     if (PI(BL_DIR) == 0) { // n enumerates 4-byte words of the blocked buffer
         const int64_t off = n * 4, len = P(BL_BLEN);
-        const uint w = blocked_word(var, table, off);
+        uint home;
+        const uint w = blocked_word(var, table, off, true, home);
         if (PI(BL_WORDS) != 0 && off + 4 <= len) {
             st_u32(B, n, w);
         } else {

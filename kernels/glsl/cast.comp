@@ -249,8 +249,33 @@ void cast_dim1()
     }
 }
 
+// An MX scale of qgmm_quantize_mxfp8_grouped (CP_SKIND 3: M-groups, so the token row;
+// 4: K-groups, g the token block) stored at its place in the grouped layout, found in the
+// group table (start/end in tokens, padded start/end in rows or scale columns); a scale
+// whose tokens no group covers has no place. Returns the multiplier.
+uint mx_group_store(uint amax, int64_t so, int64_t g)
+{
+    uint b;
+    const uint mult = scale_of(amax, scale_args(), b);
+    const uint64_t t = PA(CP_GTAB);
+    const int64_t G = P(CP_GG);
+    if (PI(CP_SKIND) == 3) {
+        const int64_t grp = tab_group_of(t, G, 1, so);
+        if (grp >= 0)
+            st_u8(PA(CP_S), blocked_offset(tab_get(t, grp, 2) + so - tab_get(t, grp, 0), g, P(CP_COLSPAD)), b);
+    } else {
+        const int64_t grp = tab_group_of(t, G, 1, g * 32);
+        if (grp >= 0) {
+            const int64_t ps = tab_get(t, grp, 2), pe = tab_get(t, grp, 3);
+            st_u8(PA(CP_S), ps * P(CP_EXPBYTES) + blocked_offset(so, g - tab_get(t, grp, 0) / 32, pe - ps), b);
+        }
+    }
+    return mult;
+}
+
 void cast_generic()
 {
+    if (PI(CP_SKIND) >= 3 && tab_bad(PA(CP_GTAB))) return; // bad offsets: write nothing (uniform)
     const int64_t nseg = P(CP_NSEG), E = P(CP_E), O = P(CP_O);
     const int64_t notiles = P(CP_NOTILES);
     const int64_t lin = wg_linear();
@@ -317,7 +342,7 @@ void cast_generic()
 
     const int64_t so_idx = combine ? ot : o0 + lo;
     if (lr == 0 && (!combine || lo == 0) && (combine || o0 + lo < o1))
-        sh_mult[lo] = scale_and_store(sh[lo], e, so_idx, g, true);
+        sh_mult[lo] = PI(CP_SKIND) >= 3 ? mx_group_store(sh[lo], so_idx, g) : scale_and_store(sh[lo], e, so_idx, g, true);
     barrier();
     const uint mult = sh_mult[combine ? 0 : lo];
     // the slice's amax is still in sh (nothing writes it after the reduction)

@@ -44,7 +44,8 @@
 #define CP_Q 2
 #define CP_FMT 3
 #define CP_S 4
-#define CP_SKIND 5     /* 0 f32 strided, 1 byte strided, 2 byte blocked */
+#define CP_SKIND 5     /* 0 f32 strided, 1 byte strided, 2 byte blocked, 3 / 4 byte M-groups / K-groups
+                          (cast.comp's generic path only, group table at CP_GTAB) */
 #define CP_RULE 6      /* 0 rowwise/blockwise, 1 mx floor, 2 mx rceil */
 #define CP_POW2 7
 #define CP_RECIP 8
@@ -85,6 +86,8 @@
 #define CP_AMAX 43     /* cast_cols.comp: scratch address of its per-(e, g, column) amax / multiplier words */
 #define CP_NCH 44      /* cast_cols.comp: row chunks per expert (jagged: a bound; surplus workgroups exit) */
 #define CP_CHUNK 45    /* cast_cols.comp: rows of a chunk (vk_ops_cast.c cols_plan) */
+#define CP_GTAB 46     /* CP_SKIND 3 / 4: the group table of the token offsets (offs_prep.comp) */
+#define CP_GG 47       /* CP_SKIND 3 / 4: groups */
 
 /* ---- dequant.comp: elementwise inverse of the casts */
 #define DQ_Q 0
@@ -116,7 +119,8 @@
 
 
 /* ---- blocked.comp: scales to / from the blocked layout */
-#define BL_DIR 0       /* 0 plain -> blocked (one lane per blocked byte), 1 blocked -> plain */
+#define BL_DIR 0       /* 0 plain -> blocked (one lane per blocked byte), 1 blocked -> plain,
+                          2 zero the grouped layout's bytes that hold no scale */
 #define BL_VAR 1
 #define BL_PLAIN 2
 #define BL_PE 3

@@ -125,6 +125,7 @@ SIGNATURES = {
     "qgmm_quantize_fp8_rowwise_dual": (_I, [_P, ctypes.POINTER(Fp8RowwiseParams), _TP, _TP, _TP,
                                             ctypes.POINTER(Fp8RowwiseParams), _TP, _TP, _TP, _TP]),
     "qgmm_quantize_mxfp8": (_I, [_P, ctypes.POINTER(Mxfp8Params), _TP, _TP, _TP]),
+    "qgmm_quantize_mxfp8_grouped": (_I, [_P, ctypes.POINTER(Mxfp8Params), _TP, _TP, _TP, _TP]),
     "qgmm_quantize_fp8_blockwise": (_I, [_P, ctypes.POINTER(Fp8BlockwiseParams), _TP, _TP, _TP]),
     "qgmm_blockwise_scales_view": (_I, [_I, _I, _I, ctypes.POINTER(_I64), _P, _SZ, _TP,
                                         ctypes.POINTER(_SZ)]),

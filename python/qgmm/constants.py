@@ -10,7 +10,7 @@ FP8_DTYPES = ("f8e4m3fn", "f8e4m3fnuz", "f8e5m2")
 
 SCALE_KINDS = {"multiplier": 0, "reciprocal": 1}
 MX_MODES = {"floor": 0, "rceil": 1}
-SCALE_LAYOUTS = {"plain": 0, "blocked": 1}
+SCALE_LAYOUTS = {"plain": 0, "blocked": 1, "m_groups": 2, "k_groups": 3}
 BLOCK_SHAPES = {"1x128": 0, "128x128": 1}
 BLOCKWISE_LAYOUTS = {"row_major": 0, "torchao": 1, "deepgemm": 2}
 QUANT_KINDS = {"fp8_rowwise": 0, "mxfp8": 1, "fp8_blockwise": 2}

@@ -88,7 +88,7 @@ def quantize_fp8_rowwise_dual(x0, x1, offs, *, reduce_dims=(1, 0), fp8_dtype="f8
     return q0, s0, q1, s1
 
 
-def _mx_scales(shape, block_dim, scale_layout):
+def _mx_scales(shape, block_dim, scale_layout, groups=None):
     """(shape of the E8M0 scales, normalised block_dim)."""
     r = len(shape)
     bd = block_dim + r if block_dim < 0 else block_dim
@@ -99,25 +99,39 @@ def _mx_scales(shape, block_dim, scale_layout):
     experts = shape[0] if r == 3 else 1
     if scale_layout == "blocked":
         return (experts * lib.qgmm_blocked_scales_bytes(other, blocks),), bd
+    if scale_layout in ("m_groups", "k_groups") and groups is not None:
+        fn = lib.qgmm_blocked_m_groups_bytes if scale_layout == "m_groups" else lib.qgmm_blocked_k_groups_bytes
+        return (fn(other, blocks, groups),), bd
     return ((other, blocks) if r == 2 else (experts, other, blocks)), bd
 
 
-def quantize_mxfp8(x, block_dim=-1, *, mode="rceil", scale_layout="plain", fp8_dtype="f8e4m3fn",
+def quantize_mxfp8(x, block_dim=-1, offs=None, *, mode="rceil", scale_layout="plain", fp8_dtype="f8e4m3fn",
                    q=None, scales=None, ctx=None):
     """MXFP8 quantize (qgmm_quantize_mxfp8): blocks of 32 along block_dim (the last dim or
     the one before it), one E8M0 scale each; returns (q, scales). scale_layout "plain"
-    gives (E?, other, blocks) scales, "blocked" the swizzled bytes the MXFP8 GEMM takes."""
+    gives (E?, other, blocks) scales, "blocked" the swizzled bytes of the 3D weights.
+    With offs (int32 group ends over the tokens, x's rows) the scales go straight into the
+    grouped GEMMs' layouts (qgmm_quantize_mxfp8_grouped): "m_groups" (block_dim 1, the
+    M-grouped GEMM's activations) or "k_groups" (block_dim 0, the K-grouped GEMM's
+    operands; groups of whole 32-token blocks) — the bytes scales_to_blocked makes from
+    the plain scales."""
+    grouped = scale_layout in ("m_groups", "k_groups")
     with Call(ctx, x) as c:
-        tx = c.tensor("x", x)
-        sshape, bd = _mx_scales(tuple(x.shape), block_dim, scale_layout)
+        tx, to = c.tensor("x", x), c.tensor("offs", offs)
+        sshape, bd = _mx_scales(tuple(x.shape), block_dim, scale_layout, _groups(offs))
         p = _lib.Mxfp8Params(bd, lookup(MX_MODES, "mode", mode),
                              lookup(SCALE_LAYOUTS, "scale_layout", scale_layout))
         if q is None:
             q = c.empty(tuple(x.shape), _fp8(fp8_dtype))
         if scales is None:
             scales = c.empty(sshape, "e8m0")
-        c.run(lib.qgmm_quantize_mxfp8, ctypes.byref(p), ctypes.byref(tx),
-              ctypes.byref(c.tensor("q", q)), ctypes.byref(c.tensor("scales", scales)))
+        tq, ts = c.tensor("q", q), c.tensor("scales", scales)
+        if grouped or offs is not None:
+            c.run(lib.qgmm_quantize_mxfp8_grouped, ctypes.byref(p), ctypes.byref(tx), _ref(to),
+                  ctypes.byref(tq), ctypes.byref(ts))
+        else:
+            c.run(lib.qgmm_quantize_mxfp8, ctypes.byref(p), ctypes.byref(tx), ctypes.byref(tq),
+                  ctypes.byref(ts))
     return q, scales
 
 

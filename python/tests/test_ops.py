@@ -246,9 +246,11 @@ class OpsTest(unittest.TestCase):
         qa, sa = qgmm.quantize_fp8_blockwise(xa, "1x128")
         qw, sw = qgmm.quantize_fp8_blockwise(wa, "128x128")
         self.gemm("m_grouped", "fp8_blockwise", qa, qw, offs, sa, sw)
-        qa, _ = qgmm.quantize_mxfp8(xa, 1)
-        _, plain = qgmm.quantize_mxfp8(xa, 1)
+        qa, plain = qgmm.quantize_mxfp8(xa, 1)
         sa = qgmm.scales_to_blocked(plain, "m_groups", offs)
+        qg, sg = qgmm.quantize_mxfp8(xa, 1, offs, scale_layout="m_groups")
+        self.same(qg, qa)
+        self.same(sg, sa)
         qw, sw = qgmm.quantize_mxfp8(wa, 2, scale_layout="blocked")
         self.gemm("m_grouped", "mxfp8", qa, qw, offs, sa, sw)
         # K-grouped (wgrad): a (M, N), b (M, K) -> (G, N, K)
@@ -273,6 +275,10 @@ class OpsTest(unittest.TestCase):
         qb, pb = qgmm.quantize_mxfp8(xt, 1)
         sa = qgmm.scales_to_blocked(pa, "k_groups", koffs)
         sb = qgmm.scales_to_blocked(pb, "k_groups", koffs)
+        # the same bytes from one grouped cast of the (M, N) tokens, blocks along M
+        qg, sg = qgmm.quantize_mxfp8(np.ascontiguousarray(dyt.T), 0, koffs, scale_layout="k_groups")
+        self.assertEqual(raw_bytes(qg), raw_bytes(np.asarray(qa).T))
+        self.same(sg, sa)
         self.gemm("k_grouped", "mxfp8", colmajor(qa), colmajor(qb), koffs, sa, sb)
 
     # -------------------------------------------------------------- composite MoE

@@ -55,6 +55,17 @@ static const char *blocked_short(qgmm_blocked_variant v)
     return "?";
 }
 
+static const char *mx_layout_short(qgmm_scale_layout l)
+{
+    switch (l) {
+    case QGMM_SCALES_PLAIN: return "plain";
+    case QGMM_SCALES_BLOCKED: return "blocked";
+    case QGMM_SCALES_BLOCKED_M_GROUPS: return "m_groups";
+    case QGMM_SCALES_BLOCKED_K_GROUPS: return "k_groups";
+    }
+    return "?";
+}
+
 static const char *groups_short(qgmm_group_pattern g)
 {
     switch (g) {
@@ -106,8 +117,7 @@ static void make_name(qgmm_case *c)
         break;
     case QGMM_CASE_MXFP8:
         snprintf(n, cap, "mxfp8.%s%s.%s.%s.%s.%s%s", E ? "3d_" : "",
-                 c->mx.block_dim == (E ? 2 : 1) ? "dim0" : "dim1",
-                 c->mx.scale_layout == QGMM_SCALES_BLOCKED ? "blocked" : "plain",
+                 c->mx.block_dim == (E ? 2 : 1) ? "dim0" : "dim1", mx_layout_short(c->mx.scale_layout),
                  c->mx.mode == QGMM_MX_RCEIL ? "rceil" : "floor", dt_short(c->q_dtype),
                  dt_short(c->in_dtype), pitch);
         break;
@@ -506,6 +516,18 @@ static void build_conformance(qc_list *l)
                        QGMM_F8E4M3FN, dim1 ? QGMM_INPUT_EDGE : QGMM_INPUT_NORMAL));
     push(l, mx(0, 64, 256, 0, QGMM_SCALES_PLAIN, QGMM_MX_FLOOR, QGMM_F32, QGMM_F8E4M3FN, QGMM_INPUT_WIDE));
 
+    /* MXFP8 with the scales written straight into the grouped GEMMs' layouts: M-groups
+     * (dim0, any group size: 300 rows in 5 groups) and K-groups (dim1, groups of whole
+     * 32-token blocks over 640 tokens), every group pattern */
+    for (int g = 0; g < 4; ++g) {
+        qgmm_case c = mx(0, 300, 6 * 32, 0, QGMM_SCALES_BLOCKED_M_GROUPS, (qgmm_mx_mode)(g & 1),
+                         g == 3 ? QGMM_F32 : QGMM_BF16, k_fp8[g == 2 ? 2 : 0],
+                         g & 1 ? QGMM_INPUT_EDGE : QGMM_INPUT_NORMAL);
+        c.groups = gps[g]; c.shape.G = 5; push(l, c);
+        c = mx(0, 20 * 32, 150, 1, QGMM_SCALES_BLOCKED_K_GROUPS, (qgmm_mx_mode)!(g & 1),
+               g == 1 ? QGMM_F32 : QGMM_BF16, k_fp8[g == 3 ? 2 : 0], g & 1 ? QGMM_INPUT_NORMAL : QGMM_INPUT_EDGE);
+        c.groups = gps[g]; c.shape.G = 4; c.group_multiple = 32; push(l, c);
+    }
     /* FP8 blockwise: block x layout x dtype; 128x128 with a ragged last tile row */
     for (int lay = 0; lay < 3; ++lay)
         for (int d = 0; d < 3; ++d) {
@@ -760,6 +782,12 @@ static void build_bad_offsets(qc_list *l)
         c.seed = seed + 110; push(l, c);
     }
 }
+        c = mx(0, 300, 6 * 32, 0, QGMM_SCALES_BLOCKED_M_GROUPS, QGMM_MX_RCEIL, QGMM_BF16, QGMM_F8E4M3FN,
+               QGMM_INPUT_NORMAL);
+        c.groups = QGMM_GROUPS_BAD; c.shape.G = 5; c.seed = seed + 52; push(l, c);
+        c = mx(0, 20 * 32, 150, 1, QGMM_SCALES_BLOCKED_K_GROUPS, QGMM_MX_RCEIL, QGMM_BF16, QGMM_F8E4M3FN,
+               QGMM_INPUT_NORMAL);
+        c.groups = QGMM_GROUPS_BAD; c.shape.G = 4; c.group_multiple = 32; c.seed = seed + 54; push(l, c);
 
 static void build_composite(qc_list *l)
 {

@@ -145,14 +145,27 @@ static void mx_dims(const qgmm_case *c, int64_t *other, int64_t *blocks)
     *blocks = (dim1 ? c->shape.M : c->shape.K) / 32;
 }
 
+static size_t mx_scales_bytes(const qgmm_case *c)
+{
+    int64_t other, blocks;
+    mx_dims(c, &other, &blocks);
+    const int64_t E = c->shape.E > 0 ? c->shape.E : 1, G = qgmm_case_offsets(c, NULL, 0);
+    switch (c->mx.scale_layout) {
+    case QGMM_SCALES_BLOCKED: return (size_t)E * qgmm_blocked_scales_bytes(other, blocks);
+    case QGMM_SCALES_BLOCKED_M_GROUPS: return qgmm_blocked_m_groups_bytes(other, blocks, G);
+    case QGMM_SCALES_BLOCKED_K_GROUPS: return qgmm_blocked_k_groups_bytes(other, blocks, G);
+    default: return (size_t)(E * other * blocks);
+    }
+}
+
 static qgmm_tensor mx_scales_view(qgmm_case_instance *in, int slot)
 {
     const qgmm_case *c = &in->c;
     int64_t other, blocks;
     mx_dims(c, &other, &blocks);
     const int64_t E = c->shape.E > 0 ? c->shape.E : 1;
-    if (c->mx.scale_layout == QGMM_SCALES_BLOCKED) {
-        const int64_t sh[1] = {E * (int64_t)qgmm_blocked_scales_bytes(other, blocks)};
+    if (c->mx.scale_layout != QGMM_SCALES_PLAIN) {
+        const int64_t sh[1] = {(int64_t)mx_scales_bytes(c)};
         return qc_view(in, slot, QGMM_E8M0, 1, sh, NULL);
     }
     if (c->shape.E > 0) {
@@ -163,14 +176,6 @@ static qgmm_tensor mx_scales_view(qgmm_case_instance *in, int slot)
     return qc_view(in, slot, QGMM_E8M0, 2, sh, NULL);
 }
 
-static size_t mx_scales_bytes(const qgmm_case *c)
-{
-    int64_t other, blocks;
-    mx_dims(c, &other, &blocks);
-    const int64_t E = c->shape.E > 0 ? c->shape.E : 1;
-    if (c->mx.scale_layout == QGMM_SCALES_BLOCKED) return (size_t)E * qgmm_blocked_scales_bytes(other, blocks);
-    return (size_t)(E * other * blocks);
-}
 
 static qgmm_status bw_scales(qgmm_case_instance *in, qgmm_tensor *view, size_t *bytes)
 {
@@ -410,6 +415,8 @@ qgmm_status qc_execute_op(qgmm_case_instance *in)
     case QGMM_CASE_MXFP8:
         return qgmm_quantize_mxfp8(ctx, &c->mx, &v[S_X], &v[S_Q], &v[S_SCALES]);
     case QGMM_CASE_FP8_BLOCKWISE:
+        if (c->mx.scale_layout == QGMM_SCALES_BLOCKED_M_GROUPS || c->mx.scale_layout == QGMM_SCALES_BLOCKED_K_GROUPS)
+            return qgmm_quantize_mxfp8_grouped(ctx, &c->mx, &v[S_X], &offs, &v[S_Q], &v[S_SCALES]);
         return qgmm_quantize_fp8_blockwise(ctx, &c->blockwise, &v[S_X], &v[S_Q], &v[S_SCALES]);
     case QGMM_CASE_DEQUANTIZE: {
         qgmm_quant_format f;

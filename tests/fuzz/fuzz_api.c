@@ -241,6 +241,36 @@ static void op_mxfp8(fz_in *in)
     run(&c, qgmm_quantize_mxfp8(fz_ctx, &g.mp, fz_t(&c, x), fz_t(&c, q), fz_t(&c, s)));
 }
 
+/* MXFP8 with the scales in a grouped layout: x (T, D), offs over T; M-groups blocks
+ * along D (block_dim 1), K-groups along T (block_dim 0, groups of whole 32-token blocks). */
+static void op_mxfp8_grouped(fz_in *in)
+{
+    const uint8_t b = fz_u8(in);
+    const int kg = b & 1;
+    qgmm_mxfp8_params p = {kg ? 0 : 1, (b >> 1 & 1) ? QGMM_MX_RCEIL : QGMM_MX_FLOOR,
+                           kg ? QGMM_SCALES_BLOCKED_K_GROUPS : QGMM_SCALES_BLOCKED_M_GROUPS};
+    const qgmm_dtype hp = hp_dtype(b >> 2 & 1), sdt = e8_dtype(b >> 3 & 1), f8 = fz_fp8(in, 0);
+    if (fz_rare(in)) {
+        p.block_dim = (int8_t)fz_u8(in);
+        p.mode = (qgmm_mx_mode)(int8_t)fz_u8(in);
+        p.scale_layout = (qgmm_scale_layout)(int8_t)fz_u8(in);
+    }
+    const int64_t T = kg ? fz_dim(in, 32, 128) : fz_dim(in, 1, 64), D = kg ? fz_dim(in, 1, 64) : fz_dim(in, 32, 64);
+    const int64_t G = fz_groups(in);
+    const int64_t bytes = kg ? (int64_t)qgmm_blocked_k_groups_bytes(D, T / 32, G)
+                             : (int64_t)qgmm_blocked_m_groups_bytes(T, D / 32, G);
+    fz_call c;
+    fz_begin(&c, "qgmm_quantize_mxfp8_grouped");
+    const int x = fz_add(&c, "x", FZ_IN, hp, 2, T, D, 0);
+    const int offs = fz_add_offs(&c, in, "offs", G, T, kg ? 32 : 1);
+    fz_offs_extent(&c, offs, x, 0, 1);
+    if (kg) c.s[offs].ext_multiple = 32; /* whole 32-token blocks per group */
+    const int q = fz_add(&c, "q", FZ_OUT, f8, 2, T, D, 0);
+    const int s = fz_add(&c, "scales", FZ_OUT, sdt, 1, bytes, 0, 0);
+    if (!prepare(&c, in)) return;
+    run(&c, qgmm_quantize_mxfp8_grouped(fz_ctx, &p, fz_t(&c, x), fz_t(&c, offs), fz_t(&c, q), fz_t(&c, s)));
+}
+
 static void op_blockwise(fz_in *in)
 {
     cast_geom g;
@@ -687,7 +717,7 @@ static const op_fn k_ops[] = {
     op_rowwise,      op_rowwise_dual,  op_mxfp8,       op_blockwise,   op_dequantize,
     op_to_blocked,   op_from_blocked,  op_pad_groups,  op_unpad_groups, op_row_ids,
     op_gemm,         op_moe_forward,   op_moe_backward, op_absurd_alloc, op_buffer_range,
-    op_host_functions,
+    op_host_functions, op_mxfp8_grouped,
 };
 #define FZ_NOPS (sizeof k_ops / sizeof k_ops[0])
 
