@@ -275,6 +275,7 @@ static const qgmm_backend_vtable g_vtable = {
     .quantize_fp8_rowwise = vk_quantize_fp8_rowwise,
     .quantize_fp8_rowwise_dual = NULL, /* the API runs two single calls */
     .quantize_mxfp8 = vk_quantize_mxfp8,
+    .quantize_mxfp8_grouped = vk_quantize_mxfp8_grouped,
     .quantize_fp8_blockwise = vk_quantize_fp8_blockwise,
     .dequantize = vk_dequantize,
     .scales_to_blocked = vk_scales_to_blocked,

@@ -283,6 +283,8 @@ qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
                                     const qgmm_tensor *q, const qgmm_tensor *scales);
 qgmm_status vk_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p, const qgmm_tensor *x,
                               const qgmm_tensor *q, const qgmm_tensor *scales);
+qgmm_status vk_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params *p, const qgmm_tensor *x,
+                                      const qgmm_tensor *offs, const qgmm_tensor *q, const qgmm_tensor *scales);
 qgmm_status vk_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
                                       const qgmm_tensor *x, const qgmm_tensor *q,
                                       const qgmm_tensor *scales);
