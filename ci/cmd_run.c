@@ -407,6 +407,9 @@ static void canary(qgmm_context *ctx, const bench_cfg *cfg, run_record *r, int c
 static refcache g_refs;
 static refworker g_rw;
 static int g_rw_on;
+/* Where the main thread's time in cases went (seconds), printed at the end: what a slow
+ * night spent its time on. */
+static struct { double prepare, check, timing, wait; } g_spent;
 
 static int over_check_limit(const qgmm_case *c, const bench_cfg *cfg)
 {
@@ -490,7 +493,10 @@ static qgmm_status exact_finish(const qgmm_case *c, const char *params, size_t j
 {
     uint64_t want = 0;
     *hashed = 0;
-    if (refworker_wait(&g_rw, job, &want) && cr->output_hash == want) {
+    double t0 = now_s();
+    int have = refworker_wait(&g_rw, job, &want);
+    g_spent.wait += now_s() - t0;
+    if (have && cr->output_hash == want) {
         *hashed = 1;
         return QGMM_OK;
     }
@@ -518,7 +524,10 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
         rr_set(&x->ceiling, "ceiling.copy");
     }
     qgmm_case_instance *inst = NULL;
+    double t0 = now_s();
     qgmm_status st = qgmm_case_prepare(c, ctx, &inst);
+    double t1 = now_s();
+    g_spent.prepare += t1 - t0;
     if (st != QGMM_OK) {
         char m[600];
         snprintf(m, sizeof m, "prepare: %s", qgmm_last_error(ctx));
@@ -528,6 +537,7 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
     qgmm_check_options opts = {cfg->gemm_check_elems};
     qgmm_case_result cr;
     int hashed = 0, timed = 0, time_failed = 0;
+    double deferred_timing = 0;
     bench_samples s;
     memset(&s, 0, sizeof s);
     if (c->check == QGMM_CHECK_EXACT && job >= 0) {
@@ -535,7 +545,10 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
         st = exact_start(c, params, inst, ctx, cfg, &opts, &cr, &deferred);
         if (st == QGMM_OK && deferred) {
             /* the worker computes the reference while the device is timed */
+            double a = now_s();
             time_failed = bench_time(ctx, exec_case, inst, cfg, g_flush, &s);
+            deferred_timing = now_s() - a;
+            g_spent.timing += deferred_timing;
             timed = 1;
             st = exact_finish(c, params, (size_t)job, inst, ref, &opts, &cr, &hashed);
         }
@@ -604,7 +617,12 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
         break;
     }
     }
-    if (!timed) time_failed = bench_time(ctx, exec_case, inst, cfg, g_flush, &s);
+    double t2 = now_s();
+    if (!timed) {
+        time_failed = bench_time(ctx, exec_case, inst, cfg, g_flush, &s);
+        g_spent.timing += now_s() - t2;
+    }
+    g_spent.check += t2 - t1 - deferred_timing;
     if (time_failed) {
         char m[800];
         snprintf(m, sizeof m, "timing: %s", s.message);
@@ -1074,6 +1092,9 @@ static int do_run(const run_opts *given)
     if (g_rw_on && g_rw.computed)
         fprintf(stderr, "qgmm-bench run: the reference worker computed %zu references in %.1f s beside the device\n",
                 g_rw.computed, g_rw.busy_s);
+    fprintf(stderr, "qgmm-bench run: main thread in cases: prepare %.1f s, numerics checks %.1f s (waiting for the "
+                    "reference worker %.1f s), timing %.1f s\n",
+            g_spent.prepare, g_spent.check, g_spent.wait, g_spent.timing);
     if (g_stop && g_rw_on) {
         refworker_abandon(&g_rw); /* its cache and jobs stay until the process exits */
     } else {

@@ -161,13 +161,20 @@ static qgmm_status transpose_hp(qc_lop *o)
     const int64_t n = o->E * o->R * o->C;
     float *t = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
     if (!t) return QGMM_ERR_OUT_OF_MEMORY;
-    const int64_t all_rows = o->E * o->R;
+    /* in 64 x 64 tiles: a row-by-row transpose of the nightly shapes misses the cache on
+     * every store */
+    const int64_t TB = 64, tr = qgmm_ceil_div_i64(o->R, TB), tc = qgmm_ceil_div_i64(o->C, TB);
+    const int64_t tiles = o->E * tr * tc;
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
 #endif
-    for (int64_t er = 0; er < all_rows; ++er) {
-        const int64_t e = er / o->R, i = er % o->R;
-        for (int64_t j = 0; j < o->C; ++j) t[(e * o->C + j) * o->R + i] = o->hp[er * o->C + j];
+    for (int64_t tile = 0; tile < tiles; ++tile) {
+        const int64_t e = tile / (tr * tc), i0 = (tile / tc) % tr * TB, j0 = tile % tc * TB;
+        const int64_t i1 = i0 + TB < o->R ? i0 + TB : o->R, j1 = j0 + TB < o->C ? j0 + TB : o->C;
+        const float *src = o->hp + e * o->R * o->C;
+        float *dst = t + e * o->R * o->C;
+        for (int64_t j = j0; j < j1; ++j)
+            for (int64_t i = i0; i < i1; ++i) dst[j * o->R + i] = src[i * o->C + j];
     }
     free(o->hp);
     o->hp = t;
