@@ -62,7 +62,8 @@ def rowwise_cast(x, fp8):
     return (x.float() * scale).clamp(-fmax, fmax).to(tdtype(fp8)), (1.0 / scale)
 
 
-def mx_cast(x, fp8, M, K):
+def mx_cast(x, fp8):
+    M, K = x.shape[0], x.shape[1]
     fmax, emax = FP8MAX[fp8], FP8EMAX[fp8]
     xb = x.float().reshape(M, K // 32, 32)
     amax = xb.abs().amax(dim=-1, keepdim=True)
@@ -71,7 +72,8 @@ def mx_cast(x, fp8, M, K):
     return q.reshape(M, K), (e + 127).to(torch.uint8).reshape(M, K // 32)
 
 
-def block_cast(x, fp8, M, K):
+def block_cast(x, fp8):
+    M, K = x.shape[0], x.shape[1]
     fmax = FP8MAX[fp8]
     xb = x.float().reshape(M, K // 128, 128)
     amax = xb.abs().amax(dim=-1, keepdim=True).clamp(min=1e-12)
@@ -138,9 +140,9 @@ def cast_peer(c, dev):
     if name.startswith("fp8_rowwise.row.recip."):
         f = torch.compile(lambda t: rowwise_cast(t, q))
     elif name.startswith("mxfp8.dim0.plain.floor."):
-        f = torch.compile(lambda t: mx_cast(t, q, M, K))
+        f = torch.compile(lambda t: mx_cast(t, q))
     elif name.startswith("fp8_blockwise.1x128."):
-        f = torch.compile(lambda t: block_cast(t, q, M, K))
+        f = torch.compile(lambda t: block_cast(t, q))
     else:
         unsupported("no torch equivalent of " + name + " in this script")
     return (lambda: f(x)), ""
@@ -168,6 +170,9 @@ def main():
     except ImportError:
         sys.exit("torch_peers.py: PyTorch is not installed (pip install torch)")
     torch = _torch
+    # one compiled function per cast rule, its shapes made dynamic after the first change; the
+    # default limit of 8 compilations would fall back to eager PyTorch past the 8th shape
+    torch._dynamo.config.cache_size_limit = 256
     if not torch.cuda.is_available():
         sys.exit("torch_peers.py: no CUDA device visible to torch")
     dev = torch.device("cuda:0")
