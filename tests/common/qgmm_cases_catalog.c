@@ -769,6 +769,12 @@ static void build_bad_offsets(qc_list *l)
         c = shape_case(QGMM_CASE_SCALES_FROM_BLOCKED, 0, 300, 0, 6 * 32, 5, QGMM_GROUPS_BAD, 1, QGMM_INPUT_NORMAL);
         c.blocked = QGMM_BLOCKED_M_GROUPS; c.in_dtype = QGMM_U8;
         c.seed = seed + 50; push(l, c);
+        c = mx(0, 300, 6 * 32, 0, QGMM_SCALES_BLOCKED_M_GROUPS, QGMM_MX_RCEIL, QGMM_BF16, QGMM_F8E4M3FN,
+               QGMM_INPUT_NORMAL);
+        c.groups = QGMM_GROUPS_BAD; c.shape.G = 5; c.seed = seed + 52; push(l, c);
+        c = mx(0, 20 * 32, 150, 1, QGMM_SCALES_BLOCKED_K_GROUPS, QGMM_MX_RCEIL, QGMM_BF16, QGMM_F8E4M3FN,
+               QGMM_INPUT_NORMAL);
+        c.groups = QGMM_GROUPS_BAD; c.shape.G = 4; c.group_multiple = 32; c.seed = seed + 54; push(l, c);
         c = shape_case(QGMM_CASE_PAD, 0, 300, 0, 64, 6, QGMM_GROUPS_BAD, 1, QGMM_INPUT_NORMAL);
         c.alignment = 32; c.seed = seed + 60; push(l, c);
         c.op = QGMM_CASE_UNPAD; c.seed = seed + 70; push(l, c);
@@ -782,12 +788,6 @@ static void build_bad_offsets(qc_list *l)
         c.seed = seed + 110; push(l, c);
     }
 }
-        c = mx(0, 300, 6 * 32, 0, QGMM_SCALES_BLOCKED_M_GROUPS, QGMM_MX_RCEIL, QGMM_BF16, QGMM_F8E4M3FN,
-               QGMM_INPUT_NORMAL);
-        c.groups = QGMM_GROUPS_BAD; c.shape.G = 5; c.seed = seed + 52; push(l, c);
-        c = mx(0, 20 * 32, 150, 1, QGMM_SCALES_BLOCKED_K_GROUPS, QGMM_MX_RCEIL, QGMM_BF16, QGMM_F8E4M3FN,
-               QGMM_INPUT_NORMAL);
-        c.groups = QGMM_GROUPS_BAD; c.shape.G = 4; c.group_multiple = 32; c.seed = seed + 54; push(l, c);
 
 static void build_composite(qc_list *l)
 {

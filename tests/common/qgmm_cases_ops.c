@@ -413,10 +413,10 @@ qgmm_status qc_execute_op(qgmm_case_instance *in)
         return qgmm_quantize_fp8_rowwise_dual(ctx, &c->rowwise, &v[S_X], &v[S_Q], &v[S_SCALES],
                                               &c->rowwise, &v[S_X1], &v[S_Q1], &v[S_SCALES1], &offs);
     case QGMM_CASE_MXFP8:
-        return qgmm_quantize_mxfp8(ctx, &c->mx, &v[S_X], &v[S_Q], &v[S_SCALES]);
-    case QGMM_CASE_FP8_BLOCKWISE:
         if (c->mx.scale_layout == QGMM_SCALES_BLOCKED_M_GROUPS || c->mx.scale_layout == QGMM_SCALES_BLOCKED_K_GROUPS)
             return qgmm_quantize_mxfp8_grouped(ctx, &c->mx, &v[S_X], &offs, &v[S_Q], &v[S_SCALES]);
+        return qgmm_quantize_mxfp8(ctx, &c->mx, &v[S_X], &v[S_Q], &v[S_SCALES]);
+    case QGMM_CASE_FP8_BLOCKWISE:
         return qgmm_quantize_fp8_blockwise(ctx, &c->blockwise, &v[S_X], &v[S_Q], &v[S_SCALES]);
     case QGMM_CASE_DEQUANTIZE: {
         qgmm_quant_format f;
