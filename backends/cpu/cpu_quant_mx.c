@@ -27,7 +27,7 @@ static int64_t mx_index(const qgmm_tensor *t, int along_last, int64_t e, int64_t
 }
 
 /* Where the grouped layouts put scale (o, b) of the (other, blocks) scale matrix
- * (docs/layouts.md §3, §4): group bounds and padded starts from the checked offsets. */
+ * (docs/layouts.md, "2D M-groups" and "2D K-groups"): group bounds and padded starts from the checked offsets. */
 typedef struct mx_groups {
     int m_groups;          /* 1: M-groups (o = token row); 0: K-groups (b = token block) */
     int64_t G;
