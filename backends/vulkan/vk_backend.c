@@ -221,8 +221,9 @@ static qgmm_status vk_event_record(qgmm_context *ctx, qgmm_backend_event *ev)
     g_vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->pool, 0);
     /* no submission here: a timestamp submitted on its own ran ahead of the work recorded
      * after it, so the interval took in the host's time to record and submit that work
-     * (tens of microseconds per op, more while the host thread stalls). The work goes at the next flush (elapsed_ms, synchronize, or
-     * every VK_AUTOFLUSH commands), both timestamps in the same submission. */
+     * (tens of microseconds per op, more while the host thread stalls). The work goes at the
+     * next flush (elapsed_ms, synchronize, or every VK_AUTOFLUSH commands), both timestamps
+     * in the same submission. */
     return QGMM_OK;
 }
 
