@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+/* A case moving more than this share of the host's memory is checked by the main thread. */
+#define MEM_SHARE_DIVISOR 20.0
 
 static double now_s(void)
 {
@@ -113,6 +117,8 @@ size_t refworker_add(refworker *w, const qgmm_case *c, uint64_t key, long long m
     j->c = c;
     j->key = key;
     j->max_bytes = max_bytes;
+    const double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (mem > 0 && c->bytes * MEM_SHARE_DIVISOR > mem) j->state = 2; /* left to the main thread */
     size_t i = w->n++;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);

@@ -11,6 +11,12 @@
  * in the cache. So the host's reference work overlaps the device's timing, and the hashes,
  * verdicts and messages stored are those of a run that computes every reference in line
  * (`run --serial-checks`).
+ *
+ * Memory: a case and its CPU reference are held in host memory several times over (inputs,
+ * outputs, poison masks, the CPU reference's own buffers, downloaded copies), and the main
+ * thread holds its own case meanwhile. A case moving more than 1/20 of the machine's memory
+ * (the 128-expert weight casts on a 128 GiB host) is left to the main thread, which checks
+ * it against the CPU in line after timing, as --serial-checks does.
  */
 #ifndef QGMM_CI_REFWORKER_H
 #define QGMM_CI_REFWORKER_H
@@ -26,7 +32,7 @@ typedef struct refworker_job {
     const qgmm_case *c;        /* owned by the suite, which outlives the worker */
     uint64_t key;
     long long max_bytes;       /* > 0: a case moving more is not computed (only looked up) */
-    int state;                 /* 0 listed, 1 being computed, 2 done */
+    int state;                 /* 0 listed, 1 being computed, 2 done (or left to the main thread) */
     int have;                  /* done: the reference hash is known */
     uint64_t hash;
 } refworker_job;
@@ -54,7 +60,8 @@ long refworker_find(refworker *w, uint64_t key);
 /* The main thread is at job i: the worker computes from there on. */
 void refworker_at(refworker *w, size_t i);
 /* Waits until job i is done: 1 with *hash when its reference is known, 0 when not (over the
- * size limit and not cached, or the reference's own check did not pass). */
+ * size limit and not cached, the reference's own check did not pass, or the case is left to
+ * the main thread: it then looks the cache up itself, and computes in line on a miss). */
 int refworker_wait(refworker *w, size_t i, uint64_t *hash);
 /* Stops the thread after its current case and frees the jobs. */
 void refworker_stop(refworker *w);
