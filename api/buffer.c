@@ -152,6 +152,12 @@ void *qgmm_tensor_data(const qgmm_tensor *t)
     return (char *)t->buffer->native + t->offset;
 }
 
+void *qgmm_ref_data(const qgmm_ref *r)
+{
+    if (!r || !r->buffer || !r->buffer->native) return NULL;
+    return (char *)r->buffer->native + r->offset;
+}
+
 /* ---------------------------------------------------------------- events */
 qgmm_status qgmm_event_create(qgmm_context *ctx, qgmm_event **out)
 {

@@ -224,6 +224,8 @@ qgmm_status qgmm_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params 
                               const qgmm_tensor *offs, const qgmm_tensor *out)
 {
     QGMM_TRY(qgmm_validate_grouped_gemm(ctx, p, a, b, a_scales, b_scales, offs, out));
-    const qgmm_status s = ctx->vt->grouped_gemm(ctx, p, a, b, a_scales, b_scales, offs, out);
+    qgmm_gemm_problem prob;
+    qgmm_gemm_problem_make(p, a, b, a_scales, b_scales, offs, out, &prob);
+    const qgmm_status s = ctx->vt->grouped_gemm(ctx, &prob);
     return qgmm_offsets_enqueued(ctx, s, "qgmm_grouped_gemm", "offs", group_size_rule(p));
 }

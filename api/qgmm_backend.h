@@ -18,13 +18,14 @@
 #define QGMM_BACKEND_H
 
 #include "qgmm.h"
+#include "qgmm_problem.h"
 #include <stdarg.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define QGMM_BACKEND_ABI_VERSION 2u
+#define QGMM_BACKEND_ABI_VERSION 3u
 #define QGMM_PLUGIN_ENTRY_SYMBOL "qgmm_plugin_entry"
 
 /* What context_create receives when the caller adopts the NULL stream (a valid
@@ -216,10 +217,8 @@ struct qgmm_backend_vtable {
                                       const qgmm_tensor *out);
     qgmm_status (*group_row_ids)(qgmm_context *ctx, const qgmm_tensor *offs,
                                  const qgmm_tensor *padded_offs, const qgmm_tensor *row_ids);
-    qgmm_status (*grouped_gemm)(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
-                                const qgmm_tensor *a, const qgmm_tensor *b,
-                                const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
-                                const qgmm_tensor *offs, const qgmm_tensor *out);
+    /* The problem as api/problem_gemm.c describes it (qgmm_problem.h). */
+    qgmm_status (*grouped_gemm)(qgmm_context *ctx, const qgmm_gemm_problem *p);
     /* p->scale_layout is QGMM_SCALES_BLOCKED_M_GROUPS or _K_GROUPS; offs over x's rows
      * (ABI 2). Bad offsets: nothing written, q included. */
     qgmm_status (*quantize_mxfp8_grouped)(qgmm_context *ctx, const qgmm_mxfp8_params *p,
@@ -246,6 +245,14 @@ QGMM_API qgmm_backend_buf *qgmm_buffer_impl(const qgmm_buffer *buf);
 /* The data pointer of a tensor's first element for backends whose native buffer handle is
  * a pointer (cpu, cuda, hip): native + offset. */
 QGMM_API void *qgmm_tensor_data(const qgmm_tensor *t);
+/* The same for a problem's reference (NULL where absent). */
+QGMM_API void *qgmm_ref_data(const qgmm_ref *r);
+/* The description of a validated grouped GEMM that the API hands grouped_gemm; tests that
+ * drive a backend's translation directly build theirs with it. */
+QGMM_API void qgmm_gemm_problem_make(const qgmm_grouped_gemm_params *prm, const qgmm_tensor *a,
+                                     const qgmm_tensor *b, const qgmm_tensor *a_scales,
+                                     const qgmm_tensor *b_scales, const qgmm_tensor *offs,
+                                     const qgmm_tensor *out, qgmm_gemm_problem *p);
 
 #ifdef __cplusplus
 }

@@ -28,134 +28,103 @@
 
 /* ------------------------------------------------------------------ operand access */
 
-/* Operands are decoded to f32 once per panel: fp8 through a 256-entry table, bf16 and
- * f32 inline (these loads are a visible share of the time), anything else through
- * qgmm_cpu_load_f32. All decodes are exact. */
-enum { OPD_F32, OPD_BF16, OPD_FP8, OPD_OTHER };
-
+/* Operands (bf16 or fp8) are decoded to f32 once per panel: fp8 through a 256-entry
+ * table, bf16 inline (these loads are a visible share of the time). Both decodes are exact. */
 typedef struct operand {
-    const qgmm_tensor *t;
     const uint8_t *base;
-    int how;
+    int fp8;
+    int64_t s_row, s_k, s_grp;
     float lut[256];
 } operand;
 
-static void operand_init(operand *o, const qgmm_tensor *t)
+static void operand_init(operand *o, const qgmm_gemm_operand *d)
 {
-    o->t = t;
-    o->base = (const uint8_t *)qgmm_tensor_data(t);
-    if (qgmm_dtype_is_fp8(t->dtype)) {
-        o->how = OPD_FP8;
-        for (int b = 0; b < 256; ++b) o->lut[b] = qgmm_fp8_to_f32((uint8_t)b, (int)t->dtype);
-    } else if (t->dtype == QGMM_BF16) {
-        o->how = OPD_BF16;
-    } else if (t->dtype == QGMM_F32) {
-        o->how = OPD_F32;
-    } else {
-        o->how = OPD_OTHER;
-    }
+    o->base = (const uint8_t *)qgmm_ref_data(&d->at);
+    o->fp8 = qgmm_dtype_is_fp8(d->at.dtype);
+    o->s_row = d->s_row;
+    o->s_k = d->s_k;
+    o->s_grp = d->s_grp;
+    if (o->fp8)
+        for (int b = 0; b < 256; ++b) o->lut[b] = qgmm_fp8_to_f32((uint8_t)b, (int)d->at.dtype);
 }
 
-/* Element at strided element index idx as f32. */
-static inline float operand_load(const operand *o, int64_t idx)
+/* Element (group g, r or c index i, contraction index d) as f32. */
+static inline float operand_load(const operand *o, int64_t g, int64_t i, int64_t d)
 {
-    switch (o->how) {
-    case OPD_FP8: return o->lut[o->base[idx]];
-    case OPD_BF16: {
-        uint16_t h;
-        memcpy(&h, o->base + idx * 2, 2);
-        return qgmm_bf16_to_f32(h);
-    }
-    case OPD_F32: {
-        float f;
-        memcpy(&f, o->base + idx * 4, 4);
-        return f;
-    }
-    default: return qgmm_cpu_load_f32(o->t, idx);
-    }
+    const int64_t idx = g * o->s_grp + i * o->s_row + d * o->s_k;
+    if (o->fp8) return o->lut[o->base[idx]];
+    uint16_t h;
+    memcpy(&h, o->base + idx * 2, 2);
+    return qgmm_bf16_to_f32(h);
 }
 
-static inline float scale_f32(const qgmm_tensor *t, int64_t idx)
+/* f32 scale of (group g, index i, 128-block kb) (qgmm_problem.h) */
+static inline float scale_f32(const qgmm_gemm_scales *s, int64_t g, int64_t i, int64_t kb)
 {
-    return ((const float *)qgmm_tensor_data(t))[idx];
+    const float *base = (const float *)qgmm_ref_data(&s->at);
+    return base[g * s->s_grp + (i / s->i_div) * s->s_row + kb * s->s_k];
 }
 
-static inline float scale_e8m0(const qgmm_tensor *t, int64_t byte_off)
+static inline float scale_e8m0(const qgmm_gemm_scales *s, int64_t byte_off)
 {
-    return qgmm_e8m0_to_f32(((const uint8_t *)qgmm_tensor_data(t))[byte_off * t->strides[0]]);
+    return qgmm_e8m0_to_f32(((const uint8_t *)qgmm_ref_data(&s->at))[byte_off * s->s_byte]);
 }
 
-/* ------------------------------------------------------------------ the shared problem */
+/* ------------------------------------------------------------------ one run */
 
-typedef struct gemm_problem {
-    qgmm_gemm_kind kind;
-    qgmm_recipe recipe;
-    const qgmm_tensor *a, *b, *sa, *sb, *out;
+/* The problem (qgmm_problem.h) plus what this run derives from it on the host: the
+ * offsets read back, the start of each group's blocked MXFP8 scales, the tile list. */
+typedef struct gemm_run {
+    const qgmm_gemm_problem *d;
     operand oa, ob;
     int64_t groups;
     int32_t *offs;
     int64_t rows, cols, depth;   /* output tile space per group: rows x cols, contracted over depth */
     int64_t sblock;              /* promotion block along depth: 128 / 32, 0 = none */
-    /* MXFP8 blocked-scale geometry (from the offsets, as the layout op computes it) */
-    int64_t *mx_start;           /* M-grouped: padded start row of group g in a_scales;
-                                    K-grouped: padded start scale column of group g */
-    int64_t a_cols_pad, b_cols_pad, a_rows_pad, b_rows_pad;
-    /* tiles */
+    int64_t *mx_start;           /* MXFP8: the first blocked-scale row (M-grouped a) or
+                                    column (K-grouped) of group g */
     int64_t *tile_start;         /* first tile index of each group, G + 1 entries */
     int64_t tiles_c;             /* tiles along cols */
-} gemm_problem;
+} gemm_run;
 
 static int64_t group_begin(const int32_t *offs, int64_t g) { return g == 0 ? 0 : offs[g - 1]; }
 
-/* Output element (row i, col j) of group g goes to: */
-static inline int64_t out_index(const gemm_problem *p, int64_t g, int64_t i, int64_t j)
+static inline void store_out(const gemm_run *p, int64_t g, int64_t i, int64_t j, float v)
 {
-    if (p->kind == QGMM_GEMM_M_GROUPED) return qgmm_cpu_elem_index(p->out, i, j, 0);
-    return qgmm_cpu_elem_index(p->out, g, i, j);
-}
-
-/* Operand A at (output row i, depth d) and B at (output col j, depth d) for group g. */
-static inline int64_t a_index(const gemm_problem *p, int64_t i, int64_t d)
-{
-    if (p->kind == QGMM_GEMM_M_GROUPED) return qgmm_cpu_elem_index(p->a, i, d, 0); /* a (M, K) */
-    return qgmm_cpu_elem_index(p->a, d, i, 0);                                    /* a (M, N) */
-}
-static inline int64_t b_index(const gemm_problem *p, int64_t g, int64_t j, int64_t d)
-{
-    if (p->kind == QGMM_GEMM_M_GROUPED) return qgmm_cpu_elem_index(p->b, g, j, d); /* b (E, N, K) */
-    return qgmm_cpu_elem_index(p->b, d, j, 0);                                    /* b (M, K) */
+    const qgmm_gemm_problem *d = p->d;
+    const int64_t idx = g * d->so_grp + i * d->so_row + j * d->so_col;
+    char *base = (char *)qgmm_ref_data(&d->out);
+    if (d->out.dtype == QGMM_F32) memcpy(base + idx * 4, &v, 4);
+    else {
+        const uint16_t h = qgmm_f32_to_bf16(v);
+        memcpy(base + idx * 2, &h, 2);
+    }
 }
 
 /* Per-block dequant multipliers of A (output row i) and B (output col j) for the depth
  * block that starts at absolute depth d, in group g whose depth starts at d0. */
-static inline float a_block_scale(const gemm_problem *p, int64_t g, int64_t i, int64_t d, int64_t d0)
+static inline float a_block_scale(const gemm_run *p, int64_t g, int64_t i, int64_t d, int64_t d0)
 {
-    if (p->recipe == QGMM_RECIPE_FP8_BLOCKWISE) /* M: (M, K/128); K: (N, M/128) */
-        return scale_f32(p->sa, qgmm_cpu_elem_index(p->sa, i, d / 128, 0));
-    if (p->kind == QGMM_GEMM_M_GROUPED) { /* BLOCKED_M_GROUPS of (M, K/32) */
+    const qgmm_gemm_scales *s = &p->d->sa;
+    if (p->d->recipe == QGMM_RECIPE_FP8_BLOCKWISE) return scale_f32(s, g, i, d / 128);
+    if (p->d->kind == QGMM_GEMM_M_GROUPED) { /* BLOCKED_M_GROUPS of (M, K/32) */
         const int64_t r = i - group_begin(p->offs, g);
-        return scale_e8m0(p->sa, p->mx_start[g] * p->a_cols_pad +
-                                     qgmm_blocked_offset(r, d / 32, p->a_cols_pad));
+        return scale_e8m0(s, p->mx_start[g] * s->cols_pad + qgmm_blocked_offset(r, d / 32, s->cols_pad));
     }
     /* BLOCKED_K_GROUPS of (N, M/32) */
-    const int64_t width = qgmm_blocked_cols((p->offs[g] - d0) / 32);
-    return scale_e8m0(p->sa, p->mx_start[g] * p->a_rows_pad + qgmm_blocked_offset(i, (d - d0) / 32, width));
+    const int64_t width = p->mx_start[g + 1] - p->mx_start[g];
+    return scale_e8m0(s, p->mx_start[g] * s->rows_pad + qgmm_blocked_offset(i, (d - d0) / 32, width));
 }
 
-static inline float b_block_scale(const gemm_problem *p, int64_t g, int64_t j, int64_t d, int64_t d0)
+static inline float b_block_scale(const gemm_run *p, int64_t g, int64_t j, int64_t d, int64_t d0)
 {
-    if (p->recipe == QGMM_RECIPE_FP8_BLOCKWISE) {
-        if (p->kind == QGMM_GEMM_M_GROUPED) /* (E, ceil(N/128), K/128) */
-            return scale_f32(p->sb, qgmm_cpu_elem_index(p->sb, g, j / 128, d / 128));
-        return scale_f32(p->sb, qgmm_cpu_elem_index(p->sb, j, d / 128, 0)); /* (K, M/128) */
-    }
-    if (p->kind == QGMM_GEMM_M_GROUPED) { /* BLOCKED_3D of (E, N, K/32) */
-        const int64_t per_expert = p->b_rows_pad * p->b_cols_pad;
-        return scale_e8m0(p->sb, g * per_expert + qgmm_blocked_offset(j, d / 32, p->b_cols_pad));
-    }
+    const qgmm_gemm_scales *s = &p->d->sb;
+    if (p->d->recipe == QGMM_RECIPE_FP8_BLOCKWISE) return scale_f32(s, g, j, d / 128);
+    if (p->d->kind == QGMM_GEMM_M_GROUPED) /* BLOCKED_3D of (E, N, K/32) */
+        return scale_e8m0(s, g * s->rows_pad * s->cols_pad + qgmm_blocked_offset(j, d / 32, s->cols_pad));
     /* BLOCKED_K_GROUPS of (K, M/32) */
-    const int64_t width = qgmm_blocked_cols((p->offs[g] - d0) / 32);
-    return scale_e8m0(p->sb, p->mx_start[g] * p->b_rows_pad + qgmm_blocked_offset(j, (d - d0) / 32, width));
+    const int64_t width = p->mx_start[g + 1] - p->mx_start[g];
+    return scale_e8m0(s, p->mx_start[g] * s->rows_pad + qgmm_blocked_offset(j, (d - d0) / 32, width));
 }
 
 /* ------------------------------------------------------------------ one output tile */
@@ -206,12 +175,12 @@ static void panel_mac(float *restrict blk, const float *restrict ap, const float
     }
 }
 
-static void run_tile(const gemm_problem *p, tile_scratch *s, int64_t g, int64_t r0, int64_t nr,
+static void run_tile(const gemm_run *p, tile_scratch *s, int64_t g, int64_t r0, int64_t nr,
                      int64_t c0, int64_t nc)
 {
     /* Depth range of this group: all of K (M-grouped) or the group's rows (K-grouped). */
     int64_t d_lo = 0, d_hi = p->depth;
-    if (p->kind == QGMM_GEMM_K_GROUPED) {
+    if (p->d->kind == QGMM_GEMM_K_GROUPED) {
         d_lo = group_begin(p->offs, g);
         d_hi = p->offs[g];
     }
@@ -220,12 +189,12 @@ static void run_tile(const gemm_problem *p, tile_scratch *s, int64_t g, int64_t 
         const int64_t dn = (d_hi - dc < DC) ? d_hi - dc : DC;
         for (int64_t i = 0; i < nr; ++i)
             for (int64_t k = 0; k < dn; ++k)
-                s->ap[i * DC + k] = operand_load(&p->oa, a_index(p, r0 + i, dc + k));
+                s->ap[i * DC + k] = operand_load(&p->oa, 0, r0 + i, dc + k);
         for (int64_t i = nr; i < qgmm_round_up_i64(nr, 4); ++i) /* rows panel_mac rounds up to */
             memset(s->ap + i * DC, 0, sizeof(float) * DC);
         for (int64_t k = 0; k < dn; ++k) {
             float *brow = s->bp + k * TN;
-            for (int64_t j = 0; j < nc; ++j) brow[j] = operand_load(&p->ob, b_index(p, g, c0 + j, dc + k));
+            for (int64_t j = 0; j < nc; ++j) brow[j] = operand_load(&p->ob, g, c0 + j, dc + k);
             for (int64_t j = nc; j < TN; ++j) brow[j] = 0.0f;
         }
         if (p->sblock == 0) { /* one sum over the whole depth, promoted never */
@@ -246,19 +215,15 @@ static void run_tile(const gemm_problem *p, tile_scratch *s, int64_t g, int64_t 
     }
     /* Epilogue: FP8 rowwise scales; everything stored through the out strides. */
     for (int64_t i = 0; i < nr; ++i) {
-        float ra = 1.0f;
-        if (p->recipe == QGMM_RECIPE_FP8_ROWWISE)
-            ra = (p->kind == QGMM_GEMM_M_GROUPED)
-                     ? scale_f32(p->sa, qgmm_cpu_elem_index(p->sa, r0 + i, 0, 0))      /* (M) */
-                     : scale_f32(p->sa, qgmm_cpu_elem_index(p->sa, g, r0 + i, 0));     /* (G, N) */
+        const int rowwise = p->d->recipe == QGMM_RECIPE_FP8_ROWWISE;
+        const float ra = rowwise ? scale_f32(&p->d->sa, g, r0 + i, 0) : 1.0f;
         for (int64_t j = 0; j < nc; ++j) {
             float v = s->acc[i * TN + j];
-            if (p->recipe == QGMM_RECIPE_FP8_ROWWISE) {
-                /* M: (E, N); K: (G, K) */
-                const float rb = scale_f32(p->sb, qgmm_cpu_elem_index(p->sb, g, c0 + j, 0));
+            if (rowwise) {
+                const float rb = scale_f32(&p->d->sb, g, c0 + j, 0);
                 v = v * ra * rb;
             }
-            qgmm_cpu_store_f32(p->out, out_index(p, g, r0 + i, c0 + j), v);
+            store_out(p, g, r0 + i, c0 + j, v);
         }
     }
 }
@@ -275,83 +240,58 @@ static int64_t find_group(const int64_t *tile_start, int64_t groups, int64_t t)
     return lo;
 }
 
-static void problem_free(gemm_problem *p)
+static void run_free(gemm_run *p)
 {
     free(p->offs);
     free(p->mx_start);
     free(p->tile_start);
+    free(p);
 }
 
-qgmm_status qgmm_cpu_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *prm,
-                                  const qgmm_tensor *a, const qgmm_tensor *b,
-                                  const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
-                                  const qgmm_tensor *offs, const qgmm_tensor *out)
+qgmm_status qgmm_cpu_grouped_gemm(qgmm_context *ctx, const qgmm_gemm_problem *d)
 {
-    gemm_problem *p = (gemm_problem *)calloc(1, sizeof *p);
+    gemm_run *p = (gemm_run *)calloc(1, sizeof *p);
     if (!p) return qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "grouped_gemm: out of host memory");
-    p->kind = prm->kind;
-    p->recipe = prm->recipe;
-    p->a = a; p->b = b; p->sa = a_scales; p->sb = b_scales; p->out = out;
-    operand_init(&p->oa, a);
-    operand_init(&p->ob, b);
+    p->d = d;
+    operand_init(&p->oa, &d->a);
+    operand_init(&p->ob, &d->b);
 
-    p->groups = offs->shape[0];
+    p->groups = d->groups;
     const int64_t G = p->groups;
     p->offs = (int32_t *)malloc((size_t)(G > 0 ? G : 1) * sizeof(int32_t));
-    p->mx_start = (int64_t *)malloc((size_t)(G > 0 ? G : 1) * sizeof(int64_t));
+    p->mx_start = (int64_t *)malloc((size_t)(G + 1) * sizeof(int64_t));
     p->tile_start = (int64_t *)malloc((size_t)(G + 1) * sizeof(int64_t));
     if (!p->offs || !p->mx_start || !p->tile_start) {
-        problem_free(p);
-        free(p);
+        run_free(p);
         return qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "grouped_gemm: out of host memory");
     }
-    const int32_t *po = (const int32_t *)qgmm_tensor_data(offs);
-    for (int64_t g = 0; g < G; ++g) p->offs[g] = po[g * offs->strides[0]];
-
-    const int64_t M = a->shape[0];
-    int64_t multiple = 1;
-    if (p->kind == QGMM_GEMM_M_GROUPED) {
-        p->cols = b->shape[1];   /* N */
-        p->depth = a->shape[1];  /* K */
-    } else {
-        p->rows = a->shape[1];   /* N */
-        p->cols = b->shape[1];   /* K */
-        p->depth = M;
-        if (p->recipe == QGMM_RECIPE_FP8_BLOCKWISE) multiple = 128;
-        if (p->recipe == QGMM_RECIPE_MXFP8) multiple = 32;
-    }
-    if (!qgmm_offsets_valid(p->offs, G, M, multiple)) {
-        problem_free(p);
-        free(p);
+    memcpy(p->offs, qgmm_ref_data(&d->offs), (size_t)G * sizeof(int32_t));
+    p->rows = d->rows;
+    p->cols = d->cols;
+    p->depth = d->kdim;
+    if (!qgmm_offsets_valid(p->offs, G, d->tokens, d->offs_multiple)) {
+        run_free(p);
         qgmm_cpu_raise_status(ctx, QGMM_DEVICE_STATUS_BAD_OFFSETS);
         return QGMM_OK;
     }
-    p->sblock = p->recipe == QGMM_RECIPE_FP8_BLOCKWISE ? 128 : p->recipe == QGMM_RECIPE_MXFP8 ? 32 : 0;
+    p->sblock = d->recipe == QGMM_RECIPE_FP8_BLOCKWISE ? 128 : d->recipe == QGMM_RECIPE_MXFP8 ? 32 : 0;
 
-    /* MXFP8 blocked-scale geometry, exactly as qgmm_cpu_scales_to_blocked lays it out. */
-    if (p->recipe == QGMM_RECIPE_MXFP8) {
-        int64_t s = 0;
+    /* MXFP8: where each group's blocked scales start (qgmm_problem.h, mx_group_*) */
+    if (d->recipe == QGMM_RECIPE_MXFP8) {
+        p->mx_start[0] = 0;
         for (int64_t g = 0; g < G; ++g) {
             const int64_t size = p->offs[g] - group_begin(p->offs, g);
-            p->mx_start[g] = s;
-            s += (p->kind == QGMM_GEMM_M_GROUPED) ? qgmm_blocked_rows(size) : qgmm_blocked_cols(size / 32);
-        }
-        if (p->kind == QGMM_GEMM_M_GROUPED) {
-            p->a_cols_pad = qgmm_blocked_cols(p->depth / 32);
-            p->b_cols_pad = p->a_cols_pad;
-            p->b_rows_pad = qgmm_blocked_rows(p->cols);
-        } else {
-            p->a_rows_pad = qgmm_blocked_rows(p->rows);
-            p->b_rows_pad = qgmm_blocked_rows(p->cols);
+            p->mx_start[g + 1] = p->mx_start[g] + qgmm_round_up_i64(size / d->mx_group_div, d->mx_group_align);
         }
     }
 
     /* Tile list: per group, (row tiles) x (col tiles). M-grouped rows are the group's
      * rows; K-grouped rows are N for every group (empty groups still get zero tiles). */
+    const int mg = d->kind == QGMM_GEMM_M_GROUPED;
     p->tiles_c = qgmm_ceil_div_i64(p->cols, TN);
     p->tile_start[0] = 0;
     for (int64_t g = 0; g < G; ++g) {
-        const int64_t nrows = (p->kind == QGMM_GEMM_M_GROUPED) ? p->offs[g] - group_begin(p->offs, g) : p->rows;
+        const int64_t nrows = mg ? p->offs[g] - group_begin(p->offs, g) : p->rows;
         p->tile_start[g + 1] = p->tile_start[g] + qgmm_ceil_div_i64(nrows, TM) * p->tiles_c;
     }
     const int64_t ntiles = p->tile_start[G];
@@ -364,8 +304,7 @@ qgmm_status qgmm_cpu_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_par
 #endif
     tile_scratch *scratch = (tile_scratch *)malloc((size_t)nthreads * sizeof *scratch);
     if (!scratch) {
-        problem_free(p);
-        free(p);
+        run_free(p);
         return qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "grouped_gemm: out of host memory");
     }
 #ifdef _OPENMP
@@ -378,8 +317,8 @@ qgmm_status qgmm_cpu_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_par
 #endif
         const int64_t g = find_group(p->tile_start, G, t);
         const int64_t lt = t - p->tile_start[g];
-        const int64_t rbase = (p->kind == QGMM_GEMM_M_GROUPED) ? group_begin(p->offs, g) : 0;
-        const int64_t rend = (p->kind == QGMM_GEMM_M_GROUPED) ? p->offs[g] : p->rows;
+        const int64_t rbase = mg ? group_begin(p->offs, g) : 0;
+        const int64_t rend = mg ? p->offs[g] : p->rows;
         const int64_t r0 = rbase + (lt / p->tiles_c) * TM;
         const int64_t c0 = (lt % p->tiles_c) * TN;
         const int64_t nr = (rend - r0 < TM) ? rend - r0 : TM;
@@ -387,7 +326,6 @@ qgmm_status qgmm_cpu_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_par
         run_tile(p, &scratch[tid], g, r0, nr, c0, nc);
     }
     free(scratch);
-    problem_free(p);
-    free(p);
+    run_free(p);
     return QGMM_OK;
 }

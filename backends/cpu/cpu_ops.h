@@ -59,9 +59,6 @@ qgmm_status qgmm_cpu_unpad_token_groups(qgmm_context *ctx, int alignment,
                                         const qgmm_tensor *out);
 qgmm_status qgmm_cpu_group_row_ids(qgmm_context *ctx, const qgmm_tensor *offs,
                                    const qgmm_tensor *padded_offs, const qgmm_tensor *row_ids);
-qgmm_status qgmm_cpu_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
-                                  const qgmm_tensor *a, const qgmm_tensor *b,
-                                  const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
-                                  const qgmm_tensor *offs, const qgmm_tensor *out);
+qgmm_status qgmm_cpu_grouped_gemm(qgmm_context *ctx, const qgmm_gemm_problem *p);
 
 #endif /* QGMM_CPU_OPS_H */

@@ -128,10 +128,7 @@ void qgmm_cuda_fill_cast_ops(qgmm_backend_vtable *v);
 
 /* Implemented by the GEMM files (backends/cuda/gemm_entry.cu and the gemm_*.cu it calls).
  * Must return QGMM_ERR_UNSUPPORTED (with qgmm_set_error) for combinations it lacks. */
-qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
-                                   const qgmm_tensor *a, const qgmm_tensor *b,
-                                   const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
-                                   const qgmm_tensor *offs, const qgmm_tensor *out);
+qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_gemm_problem *p);
 /* QGMM_CUDA_GEMM_PATH (portable | hopper | auto, unset = auto) as a qg_path, -1 when it is
  * none of these; read once at context creation into qgmm_cuda_ctx.gemm_path (gemm_entry.cu). */
 int qgmm_cuda_gemm_path_env(void);

@@ -1,7 +1,7 @@
 /*
- * gemm_entry.cpp — qgmm_hip_grouped_gemm, the vtable slot: builds the qgmm_hg_problem
- * (gemm_build.cpp), picks FP8 MFMA or BF16 MFMA for the device's architecture, sizes the
- * persistent grid and launches.
+ * gemm_entry.cpp — qgmm_hip_grouped_gemm, the vtable slot: translates the problem into
+ * the qgmm_hg_problem (gemm_build.cpp), picks FP8 MFMA or BF16 MFMA for the device's
+ * architecture, sizes the persistent grid and launches.
  *
  *   gfx94x (MI300X): both operands f8e4m3fnuz -> v_mfma_f32_32x32x16_fp8_fp8;
  *                    bf16, f8e4m3fn, f8e5m2 -> bf16 MFMA (gfx94x's FP8 units read the
@@ -32,21 +32,18 @@ extern "C" const char *qgmm_hip_gemm_path_name(int arch)
     return hg_arch_has_fp8_mfma(arch) ? "MFMA (fp8 e4m3fnuz native, others via bf16)" : "MFMA bf16 (fp8 widened in LDS)";
 }
 
-extern "C" qgmm_status qgmm_hip_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *prm,
-                                             const qgmm_tensor *a, const qgmm_tensor *b,
-                                             const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
-                                             const qgmm_tensor *offs, const qgmm_tensor *out)
+extern "C" qgmm_status qgmm_hip_grouped_gemm(qgmm_context *ctx, const qgmm_gemm_problem *d)
 {
     qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
     qgmm_hg_problem p;
-    qgmm_status st = qgmm_hip_gemm_build(ctx, prm, a, b, a_scales, b_scales, offs, out, c->status_dev, &p);
+    qgmm_status st = qgmm_hip_gemm_build(ctx, d, c->status_dev, &p);
     if (st != QGMM_OK) return st;
     const int64_t G = p.groups;
     const int mg = p.kind == QGMM_HG_M_GROUPED;
     st = qgmm_cuda_enter(ctx);
     if (st != QGMM_OK) return st;
     const int arch = (c->cc_major << 8) | c->cc_minor;
-    const int fp8_mfma = hg_arch_has_fp8_mfma(arch) && a->dtype == QGMM_F8E4M3FNUZ && b->dtype == QGMM_F8E4M3FNUZ;
+    const int fp8_mfma = hg_arch_has_fp8_mfma(arch) && d->a.at.dtype == QGMM_F8E4M3FNUZ && d->b.at.dtype == QGMM_F8E4M3FNUZ;
     /* persistent grid: enough for every tile when known (K_GROUPED), else an upper bound
      * (M_GROUPED: each group adds at most one partial row tile) capped at 4 per CU */
     const int64_t tc = (p.cols + 63) / 64, tr = (p.rows + 63) / 64;

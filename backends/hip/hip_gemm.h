@@ -71,17 +71,12 @@ const char *qgmm_hip_gemm_path_name(int arch);
 int qgmm_hip_gemm_launch(const qgmm_hg_problem *p, int fp8_mfma, unsigned grid, void *stream);
 
 /* Checks what the kernel handles (QGMM_ERR_UNSUPPORTED with a message otherwise) and
- * fills *p from the validated API tensors; `status` is the device status word. */
-qgmm_status qgmm_hip_gemm_build(const qgmm_context *ctx, const qgmm_grouped_gemm_params *prm,
-                                const qgmm_tensor *a, const qgmm_tensor *b, const qgmm_tensor *a_scales,
-                                const qgmm_tensor *b_scales, const qgmm_tensor *offs, const qgmm_tensor *out,
-                                uint32_t *status, qgmm_hg_problem *p);
+ * fills *p from the problem's description; `status` is the device status word. */
+qgmm_status qgmm_hip_gemm_build(const qgmm_context *ctx, const qgmm_gemm_problem *d, uint32_t *status,
+                                qgmm_hg_problem *p);
 
 /* The vtable slot. */
-qgmm_status qgmm_hip_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *prm,
-                                  const qgmm_tensor *a, const qgmm_tensor *b,
-                                  const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,
-                                  const qgmm_tensor *offs, const qgmm_tensor *out);
+qgmm_status qgmm_hip_grouped_gemm(qgmm_context *ctx, const qgmm_gemm_problem *d);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@
 // 256-entry decode table in shared memory, built with the integer codec).
 #include "params.h"
 #include "common.glsl"
+#include "gemm_params.h"
 #include "codec.glsl"
 #include "layout.glsl"
 layout(local_size_x = 256) in;
@@ -42,12 +43,12 @@ float e8m0f(uint64_t base, int64_t byteoff, int64_t stride)
 void main()
 {
     const int tid = int(gl_LocalInvocationID.x);
-    const int kind = PI(GM_KIND), recipe = PI(GM_RECIPE);
-    const uint64_t table = PA(GM_TABLE);
+    const int kind = int(GP.kind), recipe = int(GP.recipe);
+    const uint64_t table = uint64_t(GP.table);
     if (tab_bad(table)) return;
-    const int64_t G = P(GM_G), ntj = P(GM_NTJ);
+    const int64_t G = GP.groups, ntj = GP.ntj;
     const int64_t wid = wg_linear();
-    if (wid >= P(GM_NWG)) return;
+    if (wid >= GP.nwg) return;
     const int64_t tj = wid % ntj, ti_all = wid / ntj;
 
     // ---- which group and which rows
@@ -71,10 +72,10 @@ void main()
         i0 = r0;
         i1 = min(r0 + BM, ge);
         c0 = 0;
-        c1 = P(GM_DEPTH);
+        c1 = GP.depth;
     } else {
         // the t-th non-empty group (field 5 counts them; gemm_zero.comp zeroes the empty ones)
-        const int t = int(ti_all / P(GM_NTI));
+        const int t = int(ti_all / GP.nti);
         int lo = 0, hi = int(G);
         while (lo < hi) {
             const int mid = (lo + hi) / 2;
@@ -82,42 +83,42 @@ void main()
         }
         if (lo >= int(G)) return;
         g = lo;
-        i0 = (ti_all % P(GM_NTI)) * BM;
-        i1 = min(i0 + BM, P(GM_ROWS));
+        i0 = (ti_all % GP.nti) * BM;
+        i1 = min(i0 + BM, GP.rows);
         c0 = tab_get(table, g, 0);
         c1 = tab_get(table, g, 1);
     }
-    const int64_t j0 = tj * BN, j1 = min(j0 + BN, P(GM_COLS));
+    const int64_t j0 = tj * BN, j1 = min(j0 + BN, GP.cols);
 
 #if QG_FP8
-    lutA[tid] = uintBitsToFloat(fp8_to_f32(uint(tid), PI(GM_ADT)));
-    lutB[tid] = uintBitsToFloat(fp8_to_f32(uint(tid), PI(GM_BDT)));
+    lutA[tid] = uintBitsToFloat(fp8_to_f32(uint(tid), int(GP.a_dt)));
+    lutB[tid] = uintBitsToFloat(fp8_to_f32(uint(tid), int(GP.b_dt)));
 #endif
-    const uint64_t A = PA(GM_A), B = PA(GM_B);
-    const int64_t bgoff = g * P(GM_BG);
-    const int64_t sAi = P(GM_AI), sAc = P(GM_AC), sBj = P(GM_BJ), sBc = P(GM_BC);
-    const bool a_ic = PI(GM_A_ICONTIG) != 0, b_jc = PI(GM_B_JCONTIG) != 0;
+    const uint64_t A = uint64_t(GP.a_addr), B = uint64_t(GP.b_addr);
+    const int64_t bgoff = g * GP.b_g;
+    const int64_t sAi = GP.a_i, sAc = GP.a_c, sBj = GP.b_j, sBc = GP.b_c;
+    const bool a_ic = int(GP.a_icontig) != 0, b_jc = int(GP.b_jcontig) != 0;
 
     // MX geometry of this group (see cpu_gemm.c a_block_scale / b_block_scale)
     int64_t mxa_base = 0, mxa_row0 = 0, mxa_c0 = 0, mxa_cp = 1, mxb_base = 0, mxb_c0 = 0, mxb_cp = 1;
     if (recipe == R_MX) {
         const int64_t ps = tab_get(table, g, 2), pe = tab_get(table, g, 3);
         if (kind == 0) {
-            mxa_base = ps * P(GM_ACOLSPAD); mxa_row0 = tab_get(table, g, 0); mxa_cp = P(GM_ACOLSPAD);
-            mxb_base = g * P(GM_BPEREXP); mxb_cp = P(GM_BCOLSPAD);
+            mxa_base = ps * GP.a_cols_pad; mxa_row0 = tab_get(table, g, 0); mxa_cp = GP.a_cols_pad;
+            mxb_base = g * GP.b_per_exp; mxb_cp = GP.b_cols_pad;
         } else {
-            mxa_base = ps * P(GM_AROWSPAD); mxa_c0 = c0; mxa_cp = pe - ps;
-            mxb_base = ps * P(GM_BROWSPAD); mxb_c0 = c0; mxb_cp = pe - ps;
+            mxa_base = ps * GP.a_rows_pad; mxa_c0 = c0; mxa_cp = pe - ps;
+            mxb_base = ps * GP.b_rows_pad; mxb_c0 = c0; mxb_cp = pe - ps;
         }
     }
 
     // every parameter the loops need, read once (the block lives in host-visible memory)
-    const uint64_t SA = PA(GM_SA), SB = PA(GM_SB);
-    const int64_t sSAg = P(GM_SAG), sSAi = P(GM_SAI), sSAc = P(GM_SAC);
-    const int64_t sSBg = P(GM_SBG), sSBj = P(GM_SBJ), sSBc = P(GM_SBC), sbjdiv = max(P(GM_SBJDIV), 1l);
-    const int64_t sastride = P(GM_SASTRIDE), sbstride = P(GM_SBSTRIDE);
-    const int odt = PI(GM_ODT);
-    const int64_t sOi = P(GM_OI), sOj = P(GM_OJ);
+    const uint64_t SA = uint64_t(GP.sa_addr), SB = uint64_t(GP.sb_addr);
+    const int64_t sSAg = GP.sa_g, sSAi = GP.sa_i, sSAc = GP.sa_c;
+    const int64_t sSBg = GP.sb_g, sSBj = GP.sb_j, sSBc = GP.sb_c, sbjdiv = max(GP.sb_jdiv, 1l);
+    const int64_t sastride = GP.sa_stride, sbstride = GP.sb_stride;
+    const int odt = int(GP.o_dt);
+    const int64_t sOi = GP.o_i, sOj = GP.o_j;
 
     float acc[4][4];
     for (int a = 0; a < 4; ++a) for (int b = 0; b < 4; ++b) acc[a][b] = 0.0;
@@ -186,7 +187,7 @@ void main()
     }
 
     // ---- epilogue
-    const uint64_t OUT = PA(GM_OUT) + uint64_t(g * P(GM_OG) * (odt == DT_BF16 ? 2 : 4));
+    const uint64_t OUT = uint64_t(GP.o_addr) + uint64_t(g * GP.o_g * (odt == DT_BF16 ? 2 : 4));
     for (int a = 0; a < 4; ++a) {
         const int64_t gi = i0 + ty * 4 + a;
         if (gi >= i1) continue;

@@ -31,6 +31,7 @@
 // scale promotion and the epilogue.
 #include "params.h"
 #include "common.glsl"
+#include "gemm_params.h"
 #include "codec.glsl"
 #include "layout.glsl"
 #extension GL_NV_cooperative_matrix : require
@@ -290,12 +291,12 @@ void load_idmap(uint sg, uint lane, out int rc[8])
 void main()
 {
     const int tid = int(gl_LocalInvocationID.x);
-    const int kind = PI(GM_KIND), recipe = SC_RECIPE;
-    const uint64_t table = PA(GM_TABLE);
+    const int kind = int(GP.kind), recipe = SC_RECIPE;
+    const uint64_t table = uint64_t(GP.table);
     if (tab_bad(table)) return;
-    const int64_t G = P(GM_G), ntj = P(GM_NTJ);
+    const int64_t G = GP.groups, ntj = GP.ntj;
     const int64_t wid = wg_linear();
-    if (wid >= P(GM_NWG)) return;
+    if (wid >= GP.nwg) return;
     const int64_t tj = wid % ntj, ti_all = wid / ntj;
 
     // ---- which group, rows and depth (same schedule as gemm.comp, tile BM)
@@ -316,10 +317,10 @@ void main()
         i0 = r0;
         i1 = min(r0 + BM, ge);
         c0 = 0;
-        c1 = PI(GM_DEPTH);
+        c1 = int(GP.depth);
     } else {
         // the t-th non-empty group (field 5 counts them; gemm_zero.comp zeroes the empty ones)
-        const int t = int(ti_all / P(GM_NTI));
+        const int t = int(ti_all / GP.nti);
         int lo = 0, hi = int(G);
         while (lo < hi) {
             const int mid = (lo + hi) / 2;
@@ -327,24 +328,24 @@ void main()
         }
         if (lo >= int(G)) return;
         g = lo;
-        i0 = int(ti_all % P(GM_NTI)) * BM;
-        i1 = min(i0 + BM, PI(GM_ROWS));
+        i0 = int(ti_all % GP.nti) * BM;
+        i1 = min(i0 + BM, int(GP.rows));
         c0 = tab_get(table, g, 0);
         c1 = tab_get(table, g, 1);
     }
-    const int j0 = int(tj) * BN, j1 = min(j0 + BN, PI(GM_COLS));
+    const int j0 = int(tj) * BN, j1 = min(j0 + BN, int(GP.cols));
     const int afmt = SC_AFMT, bfmt = SC_BFMT;
 
     // ---- operand geometry: A is (rows i, depth c), B is (depth c, cols j)
     Opnd A, B;
     A.es = QG_BF16 != 0 ? 2 : 1;
     B.es = A.es;
-    A.kc = PI(GM_AC) == 1;
-    B.kc = PI(GM_BC) == 1;
-    A.base = PA(GM_A);
-    B.base = PA(GM_B) + uint64_t(g * P(GM_BG) * B.es);
-    A.ostride = A.kc ? P(GM_AI) : P(GM_AC);
-    B.ostride = B.kc ? P(GM_BJ) : P(GM_BC);
+    A.kc = int(GP.a_c) == 1;
+    B.kc = int(GP.b_c) == 1;
+    A.base = uint64_t(GP.a_addr);
+    B.base = uint64_t(GP.b_addr) + uint64_t(g * GP.b_g * B.es);
+    A.ostride = A.kc ? GP.a_i : GP.a_c;
+    B.ostride = B.kc ? GP.b_j : GP.b_c;
     // outer / contiguous tile origins and limits at depth kc: K-contiguous: (row, depth),
     // otherwise (depth, row)
 #define A_O0(kc_) (A.kc ? i0 : (kc_))
@@ -361,7 +362,7 @@ void main()
     // (from the bases and strides, so the same on every lane). A workgroup-scope build
     // computes only these, with no element-wise path compiled in (its code size is what kept
     // it fast, see docs/backends-vulkan.md); the host then runs the subgroup-scope build with
-    // GM_SKIPLEAN for the rest. Uniform, so returning here is safe (before any barrier).
+    // skip_lean for the rest. Uniform, so returning here is safe (before any barrier).
     const bool lean = i1 - i0 == BM && j1 - j0 == BN && (c1 - c0) % CH == 0 &&
         ((A.base + uint64_t(A_O0(c0) * A.ostride + A_X0(c0)) * uint64_t(A.es)) & 15ul) == 0ul &&
         ((B.base + uint64_t(B_O0(c0) * B.ostride + B_X0(c0)) * uint64_t(B.es)) & 15ul) == 0ul &&
@@ -369,7 +370,7 @@ void main()
 #if QG_WGSCOPE
     if (!lean) return;
 #else
-    if (lean && PI(GM_SKIPLEAN) != 0) return;
+    if (lean && int(GP.skip_lean) != 0) return;
 #endif
 #endif
 
@@ -378,17 +379,17 @@ void main()
     if (recipe == R_MX) {
         const int64_t ps = tab_get(table, g, 2), pe = tab_get(table, g, 3);
         if (kind == 0) {
-            mxa_base = ps * P(GM_ACOLSPAD); mxa_row0 = tab_get(table, g, 0); mxa_cp = P(GM_ACOLSPAD);
-            mxb_base = g * P(GM_BPEREXP); mxb_cp = P(GM_BCOLSPAD);
+            mxa_base = ps * GP.a_cols_pad; mxa_row0 = tab_get(table, g, 0); mxa_cp = GP.a_cols_pad;
+            mxb_base = g * GP.b_per_exp; mxb_cp = GP.b_cols_pad;
         } else {
-            mxa_base = ps * P(GM_AROWSPAD); mxa_c0 = c0; mxa_cp = pe - ps;
-            mxb_base = ps * P(GM_BROWSPAD); mxb_c0 = c0; mxb_cp = pe - ps;
+            mxa_base = ps * GP.a_rows_pad; mxa_c0 = c0; mxa_cp = pe - ps;
+            mxb_base = ps * GP.b_rows_pad; mxb_c0 = c0; mxb_cp = pe - ps;
         }
     }
-    const uint64_t SA = PA(GM_SA), SB = PA(GM_SB);
-    const int64_t sSAg = P(GM_SAG), sSAi = P(GM_SAI), sSAc = P(GM_SAC);
-    const int64_t sSBg = P(GM_SBG), sSBj = P(GM_SBJ), sSBc = P(GM_SBC), sbjdiv = max(P(GM_SBJDIV), 1l);
-    const int64_t sastride = P(GM_SASTRIDE), sbstride = P(GM_SBSTRIDE);
+    const uint64_t SA = uint64_t(GP.sa_addr), SB = uint64_t(GP.sb_addr);
+    const int64_t sSAg = GP.sa_g, sSAi = GP.sa_i, sSAc = GP.sa_c;
+    const int64_t sSBg = GP.sb_g, sSBj = GP.sb_j, sSBc = GP.sb_c, sbjdiv = max(GP.sb_jdiv, 1l);
+    const int64_t sastride = GP.sa_stride, sbstride = GP.sb_stride;
     const bool promote_blocks = QG_PROMOTE != 0;
     const int64_t bd = recipe == R_BLOCKWISE ? 128 : 32;  // depth of one scale block
 
@@ -529,10 +530,10 @@ void main()
 #if !QG_WGSCOPE && !QG_PROMOTE
     load_idmap(sg, lane, rc);
 #endif
-    const int odt = PI(GM_ODT);
-    const int64_t sOi = P(GM_OI), sOj = P(GM_OJ);
+    const int odt = int(GP.o_dt);
+    const int64_t sOi = GP.o_i, sOj = GP.o_j;
     const int oes = odt == DT_BF16 ? 2 : 4;
-    const uint64_t OUT = PA(GM_OUT) + uint64_t(g * P(GM_OG) * oes);
+    const uint64_t OUT = uint64_t(GP.o_addr) + uint64_t(g * GP.o_g * oes);
 #if QG_WGSCOPE
     // each 64x128 accumulator through the (now free) tile memory, then 32 outputs per lane
     [[unroll]] for (int half_ = 0; half_ < 2; ++half_) {

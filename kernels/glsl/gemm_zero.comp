@@ -8,19 +8,20 @@
 // workgroups.
 #include "params.h"
 #include "common.glsl"
+#include "gemm_params.h"
 #include "layout.glsl"
 layout(local_size_x = 256) in;
 void main()
 {
-    const uint64_t table = PA(GM_TABLE);
+    const uint64_t table = uint64_t(GP.table);
     if (tab_bad(table)) return;
-    const int64_t wid = wg_linear(), per = P(GM_ZCHUNKS);
+    const int64_t wid = wg_linear(), per = GP.zchunks;
     const int64_t g = wid / per, ch = wid % per;
-    if (g >= P(GM_G) || tab_get(table, g, 1) != tab_get(table, g, 0)) return;
-    const int64_t cols = P(GM_COLS), n = P(GM_ROWS) * cols;
-    const uint64_t dst = PA(GM_OUT);
-    const int64_t og = g * P(GM_OG), oi = P(GM_OI), oj = P(GM_OJ);
-    const bool f32 = PI(GM_ODT) == DT_F32;
+    if (g >= GP.groups || tab_get(table, g, 1) != tab_get(table, g, 0)) return;
+    const int64_t cols = GP.cols, n = GP.rows * cols;
+    const uint64_t dst = uint64_t(GP.o_addr);
+    const int64_t og = g * GP.o_g, oi = GP.o_i, oj = GP.o_j;
+    const bool f32 = int(GP.o_dt) == DT_F32;
     for (int k = 0; k < GZ_CHUNK / 256; ++k) {
         const int64_t e = ch * GZ_CHUNK + k * 256 + int64_t(gl_LocalInvocationID.x);
         if (e >= n) return;

@@ -1,5 +1,6 @@
-/* params.h — slot numbers of the int64 parameter block each qgmm Vulkan shader reads.
- * Included by the GLSL shaders and by backends/vulkan/ (C), so both sides agree. */
+/* params.h — slot numbers of the int64 parameter block each qgmm Vulkan shader reads (the
+ * grouped GEMM's is a struct: gemm_params.h). Included by the GLSL shaders and by
+ * backends/vulkan/ (C), so both sides agree. */
 #ifndef QGMM_GLSL_PARAMS_H
 #define QGMM_GLSL_PARAMS_H
 
@@ -156,52 +157,5 @@
 #define PD_PADDED 12   /* row ids: table fields 2/3 come from padded_offs */
 #define PD_VEC 13      /* >0: rows move as this many 16-byte units (host-checked alignment) */
 #define PD_SPAN 14     /* vector path: 16-byte units per workgroup (rows touched <= 256) */
-
-/* ---- gemm.comp */
-#define GM_KIND 0      /* 0 M-grouped, 1 K-grouped */
-#define GM_RECIPE 1
-#define GM_A 2
-#define GM_AI 3
-#define GM_AC 4
-#define GM_ADT 5
-#define GM_B 6
-#define GM_BG 7
-#define GM_BJ 8
-#define GM_BC 9
-#define GM_BDT 10
-#define GM_OUT 11
-#define GM_OG 12
-#define GM_OI 13
-#define GM_OJ 14
-#define GM_ODT 15
-#define GM_SA 16
-#define GM_SAG 17
-#define GM_SAI 18
-#define GM_SAC 19
-#define GM_SB 20
-#define GM_SBG 21
-#define GM_SBJ 22
-#define GM_SBC 23
-#define GM_SBJDIV 24
-#define GM_ROWS 25     /* N for K-grouped (row extent of every group) */
-#define GM_COLS 26
-#define GM_DEPTH 27    /* K for M-grouped */
-#define GM_G 28
-#define GM_TABLE 29
-#define GM_NTJ 30      /* column tiles */
-#define GM_NTI 31      /* row tiles per group (K-grouped) */
-#define GM_ACOLSPAD 32
-#define GM_AROWSPAD 33
-#define GM_BCOLSPAD 34
-#define GM_BROWSPAD 35
-#define GM_BPEREXP 36
-#define GM_SASTRIDE 37 /* byte stride of blocked scales */
-#define GM_SBSTRIDE 38
-#define GM_A_ICONTIG 39
-#define GM_B_JCONTIG 40
-#define GM_NWG 41
-#define GM_SKIPLEAN 42  /* gemm_coopmat.comp BF16 / FP8 rowwise builds: 1 = leave the lean tiles (see there) to the workgroup-scope build */
-#define GM_ZCHUNKS 43   /* gemm_zero.comp: workgroups per group (GZ_CHUNK output elements each) */
-#define GZ_CHUNK 8192
 
 #endif

@@ -176,15 +176,13 @@ static void emu_gemm_body(void *v)
     if (g->fp8) qgmm_hg_kernel<true>(*g->p);
     else qgmm_hg_kernel<false>(*g->p);
 }
-static qgmm_status emu_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *prm, const qgmm_tensor *a,
-                                    const qgmm_tensor *b, const qgmm_tensor *sa, const qgmm_tensor *sb,
-                                    const qgmm_tensor *offs, const qgmm_tensor *out)
+static qgmm_status emu_grouped_gemm(qgmm_context *ctx, const qgmm_gemm_problem *d)
 {
     qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
     qgmm_hg_problem p;
-    const qgmm_status st = qgmm_hip_gemm_build(ctx, prm, a, b, sa, sb, offs, out, c->status_dev, &p);
+    const qgmm_status st = qgmm_hip_gemm_build(ctx, d, c->status_dev, &p);
     if (st != QGMM_OK) return st;
-    emu_gemm g = {&p, c->cc_minor == 0x42 && a->dtype == QGMM_F8E4M3FNUZ && b->dtype == QGMM_F8E4M3FNUZ};
+    emu_gemm g = {&p, c->cc_minor == 0x42 && d->a.at.dtype == QGMM_F8E4M3FNUZ && d->b.at.dtype == QGMM_F8E4M3FNUZ};
     hg_emu_run(3, emu_gemm_body, &g);
     return QGMM_OK;
 }

@@ -193,8 +193,10 @@ static void run_case(qgmm_context *cpu, const gcase &c)
     qgmm_tensor te = tout;
     te.buffer = he.b;
     uint32_t status = 0;
+    qgmm_gemm_problem d;
+    qgmm_gemm_problem_make(&prm, &ta, &tb, psa, psb, &to, &te, &d);
     qgmm_hg_problem p;
-    st = qgmm_hip_gemm_build(cpu, &prm, &ta, &tb, psa, psb, &to, &te, &status, &p);
+    st = qgmm_hip_gemm_build(cpu, &d, &status, &p);
     CHECK(st == QGMM_OK, "%s: build: %s", c.name, qgmm_last_error(cpu));
     if (st != QGMM_OK) return;
     const int fnuz = c.in == QGMM_F8E4M3FNUZ;
