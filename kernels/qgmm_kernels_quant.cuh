@@ -25,9 +25,12 @@
  *                       transpose rhs): partial column amax with atomicMax, then one
  *                       scale per column.
  *   qgmm_kq_transpose   cast along R writing R-contiguous output (the transposes): a
- *                       128x64 tile through shared memory, 16-byte stores; MX dim1 takes
- *                       its amax from the tile, rowwise its multiplier from colscale.
+ *                       128x64 tile through shared memory, 16-byte stores; MX dim1 and
+ *                       blockwise 128x1 (the transposed 1x128) take their amax from the
+ *                       tile, rowwise its multiplier from colscale.
  *   qgmm_kq_tile128     blockwise 128x128: one block per tile, values kept in registers.
+ *   qgmm_kq_tile128t    blockwise 128x128 written R-contiguous (the transposed weights of
+ *                       dgrad): the tile's fp8 bytes through shared memory.
  */
 #ifndef QGMM_KERNELS_QUANT_CUH
 #define QGMM_KERNELS_QUANT_CUH
@@ -67,7 +70,8 @@ typedef struct qgmm_kquant {
 /* Scale index conventions (host fills s accordingly):
  *   ROWWISE:   outer * s.s0 + inner * s.s1 (outer = g if jagged else e; inner = other idx)
  *   MX plain:  e * s.s0 + o * s.s1 + b * s.s2;   MX blocked: (e*per_expert + off) * s.s0
- *   BLOCKWISE: e * s.s0 + rt * s.s1 + ct * s.s2 */
+ *   BLOCKWISE: e * s.s0 + rt * s.s1 + ct * s.s2; along R (128x1 blocks, qgmm_kq_transpose):
+ *              e * s.s0 + c * s.s1 + (r / 128) * s.s2 */
 
 QGMM_DEV void qgmm_kq_store_scale_f32(const qgmm_kquant &a, int64_t idx, float v)
 {
@@ -729,7 +733,9 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 1) qgmm_kq_colstrip(qgmm_kq_pair pr, in
 /* ------------------------------------------------------------------ transpose tile
  * Block = 256 threads (exactly: the load and work split assume it), tile 128 rows (R) x 64 columns (C) of expert blockIdx.z.
  * Output q has q.s1 == 1 (R contiguous). kind MX: amax over 32 rows in the tile; kind
- * ROWWISE: multiplier a.table[(g or e) * C + c], g the group of the row (rows past the
+ * BLOCKWISE (R a multiple of 128): amax over the tile's 128 rows, four quarters of 32
+ * combined in order; kind ROWWISE: multiplier a.table[(g or e) * C + c], g the group of
+ * the row (rows past the
  * last group are not written). vec_in: 16-byte loads allowed; vec_out: q.s1 == 1 and
  * 16-byte aligned columns, so 16-byte stores; otherwise byte stores through q's strides. */
 #define QGMM_KQ_TR 128
@@ -753,6 +759,7 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int
     typedef typename qgmm_kq_tile<IN>::T TT;
     QGMM_SHARED __align__(16) TT tile[QGMM_KQ_TR][QGMM_KQ_TC + qgmm_kq_tile<IN>::PAD];
     QGMM_SHARED int32_t rgrp[QGMM_KQ_TR];
+    QGMM_SHARED float qamax[4][QGMM_KQ_TC];
     if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.R, 1, a.status, 0)) return;
     const int64_t c0 = QGMM_BID_X * QGMM_KQ_TC, r0 = QGMM_BID_Y * QGMM_KQ_TR, e = QGMM_BID_Z;
     const int tid = QGMM_TID;
@@ -843,6 +850,41 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int
             }
             ((uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, c, rb / 32)] = code;
         }
+    } else if (a.kind == QGMM_KQ_BLOCKWISE) {
+        /* 64 columns x 4 quarters of 32 rows = 256 work items */
+        const int cc = tid % QGMM_KQ_TC, qr = tid / QGMM_KQ_TC;
+        const int64_t c = c0 + cc;
+        float amax = 0.0f;
+#pragma unroll 8
+        for (int k = 0; k < 32; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_kq_tv<IN>(tile[qr * 32 + k][cc])));
+        qamax[qr][cc] = amax;
+        QGMM_SYNC();
+        amax = qgmm_amax_combine(qgmm_amax_combine(qamax[0][cc], qamax[1][cc]),
+                                 qgmm_amax_combine(qamax[2][cc], qamax[3][cc]));
+        if (c < a.C) {
+            const float mult = qgmm_blockwise_scale(amax, FMT);
+            uint8_t o[32];
+#pragma unroll
+            for (int h = 0; h < 4; ++h) {
+                float v[8];
+#pragma unroll
+                for (int k = 0; k < 8; ++k) v[k] = qgmm_kq_tv<IN>(tile[qr * 32 + 8 * h + k][cc]);
+                qgmm_k_quantize8<FMT>(v, mult, o + 8 * h);
+            }
+            const int64_t rq = r0 + qr * 32;
+            if (vec_out) {
+                uint4 *dst = (uint4 *)(qb + e * a.q.s0 + c * a.q.s2 + rq);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const uint2 lo = qgmm_kpack8(o + 16 * h), hi = qgmm_kpack8(o + 16 * h + 8);
+                    dst[h] = make_uint4(lo.x, lo.y, hi.x, hi.y);
+                }
+            } else {
+                for (int k = 0; k < 32; ++k) qb[qgmm_kidx(a.q, e, rq + k, c)] = o[k];
+            }
+            if (qr == 0)
+                qgmm_kq_store_scale_f32(a, e * a.s.s0 + c * a.s.s1 + (r0 / 128) * a.s.s2, qgmm_scale_reciprocal(mult));
+        }
     } else {
         /* 64 columns x 8 chunks of 16 rows = 512 work items, 2 per thread */
         for (int item = tid; item < QGMM_KQ_TC * (QGMM_KQ_TR / 16); item += QGMM_NTHREADS) {
@@ -908,6 +950,72 @@ QGMM_KERNEL void qgmm_kq_tile128(qgmm_kquant a)
                 uint8_t o[8];
                 qgmm_k_quantize8<FMT>(v[p], mult, o);
                 *(uint2 *)((uint8_t *)a.q.ptr + qgmm_kidx(a.q, e, r, ct * 128 + cc)) = qgmm_kpack8(o);
+            }
+        }
+        if (tid == 0) qgmm_kq_store_scale_f32(a, e * a.s.s0 + rt * a.s.s1 + ct * a.s.s2, qgmm_scale_reciprocal(mult));
+    }
+}
+
+/* ------------------------------------------------------------------ tile128t
+ * Blockwise 128x128 with q R-contiguous (q.s1 == 1): one 256-thread block per tile like
+ * qgmm_kq_tile128 (16-byte loads along C, same x requirements), but 8 consecutive rows
+ * per thread, so that each of its 8 columns is one 8-byte chunk of fp8 bytes. The chunks
+ * go to a shared (column, 16 row chunks) tile, chunk j of column c at j ^ (c / 8) so
+ * neither the writes (16 columns per half-warp) nor the 16-byte reads along a column
+ * meet on a bank; then 16-byte stores along R (vec_out: q.s1 == 1 and 16-byte aligned
+ * columns), byte stores through q's strides at a ragged last tile row or otherwise. */
+template <int FMT>
+QGMM_KERNEL void qgmm_kq_tile128t(qgmm_kquant a, int vec_out)
+{
+    QGMM_SHARED float sm_warps[QGMM_MAX_WARPS];
+    QGMM_SHARED __align__(16) uint2 tq[128][16];
+    const int64_t RT = (a.R + 127) / 128, CT = a.C / 128;
+    const int tid = QGMM_TID;
+    const int cs = tid % 16, cc = cs * 8, rc = tid / 16; /* columns cc..cc+7, rows 8rc..8rc+7 */
+    uint8_t *qb = (uint8_t *)a.q.ptr;
+    for (int64_t t = QGMM_BID_X; t < a.E * RT * CT; t += QGMM_NBLOCKS_X) {
+        const int64_t ct = t % CT, rt = (t / CT) % RT, e = t / (CT * RT);
+        float v[8][8];
+        float amax = 0.0f;
+#pragma unroll
+        for (int p = 0; p < 8; ++p) {
+            const int64_t r = rt * 128 + rc * 8 + p;
+            if (r < a.R) {
+                qgmm_kload8(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, ct * 128 + cc), v[p]);
+#pragma unroll
+                for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[p][k]));
+            } else {
+#pragma unroll
+                for (int k = 0; k < 8; ++k) v[p][k] = 0.0f;
+            }
+        }
+        amax = qgmm_block_amax(amax, sm_warps); /* its first barrier also ends the last tile's reads of tq */
+        const float mult = qgmm_blockwise_scale(amax, FMT);
+        uint8_t o[8][8];
+#pragma unroll
+        for (int p = 0; p < 8; ++p) qgmm_k_quantize8<FMT>(v[p], mult, o[p]);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            uint8_t col[8];
+#pragma unroll
+            for (int p = 0; p < 8; ++p) col[p] = o[p][k];
+            tq[cc + k][rc ^ cs] = qgmm_kpack8(col);
+        }
+        QGMM_SYNC();
+        /* 128 columns x 8 parts of 16 rows: a part is chunks 2m, 2m+1, stored swapped when
+         * the column's swizzle is odd */
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int ch = tid + u * 256, c = ch / 8, m = ch % 8, f = c / 8;
+            const uint4 pr = *(const uint4 *)&tq[c][(2 * m) ^ (f & 14)];
+            const uint4 w4 = (f & 1) ? make_uint4(pr.z, pr.w, pr.x, pr.y) : pr;
+            const int64_t r = rt * 128 + 16 * m, col = ct * 128 + c;
+            if (vec_out && r + 16 <= a.R) {
+                *(uint4 *)(qb + e * a.q.s0 + col * a.q.s2 + r) = w4;
+            } else {
+                const uint32_t w[4] = {w4.x, w4.y, w4.z, w4.w};
+                for (int k = 0; k < 16 && r + k < a.R; ++k)
+                    qb[qgmm_kidx(a.q, e, r + k, col)] = (uint8_t)(w[k / 4] >> (8 * (k % 4)));
             }
         }
         if (tid == 0) qgmm_kq_store_scale_f32(a, e * a.s.s0 + rt * a.s.s1 + ct * a.s.s2, qgmm_scale_reciprocal(mult));

@@ -2,9 +2,13 @@
  * cast_blockwise.cu — FP8 blockwise quantize on CUDA (ops-spec §3): 1x128 with
  * qgmm_kq_rowblock (4 lanes x 4 units of 8 elements per 128-element block, the units of a
  * lane loaded together), 128x128 with qgmm_kq_tile128 (one block per tile, values held in
- * registers, single pass). The torchao / DeepGEMM scale layouts are strides of the scales
- * tensor, written through. The rowblock launch (a grid of resident blocks) lives here for
- * cast_mx.cu too.
+ * registers, single pass), or qgmm_kq_tile128t where q is R-contiguous. The torchao /
+ * DeepGEMM scale layouts are strides of the scales tensor, written through.
+ * x given as the transposed view of a row-major tensor (the composite's wgrad operands,
+ * blocks along the tokens, and its dgrad weights as (E, K, N)) is read as that row-major
+ * tensor: R and C swap, a 1x128 block becomes 128 rows of one column (qgmm_kq_transpose,
+ * R-contiguous q), a 128x128 tile stays a tile. Other layouts take qgmm_kq_generic.
+ * The rowblock launch (a grid of resident blocks) lives here for cast_mx.cu too.
  */
 #include "cuda_internal.h"
 #include "qgmm_kernels_quant.cuh"
@@ -31,9 +35,29 @@ extern "C" qgmm_status qgmm_cuda_quantize_fp8_blockwise(qgmm_context *ctx, const
     a.s = qgmm_kview_of(scales, qgmm_tensor_data(scales));
     if (scales->rank == 2) a.s.s0 = 0; /* rank-2 scales ignore e, as the reference does */
     if (a.E * a.R * a.C == 0) return QGMM_OK;
-    const int fast = qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a) && a.E * a.R < ((int64_t)1 << 31);
+    if (a.x.s2 != 1 && a.x.s1 == 1 && (a.tile_rows == 1 || a.R % 128 == 0)) {
+        /* the transposed view of a row-major tensor: swap R and C in x and q (C, the
+         * blocked extent, is a multiple of 128; a tile's R must be one too) */
+        int64_t t = a.R; a.R = a.C; a.C = t;
+        t = a.x.s1; a.x.s1 = a.x.s2; a.x.s2 = t;
+        t = a.q.s1; a.q.s1 = a.q.s2; a.q.s2 = t;
+        if (a.tile_rows == 1) { /* 128x1 blocks; the scale index keeps its roles (header) */
+            a.along_c = 0;
+            return qgmm_cuda_launch_kq_transpose(ctx, a, x);
+        }
+        t = a.s.s1; a.s.s1 = a.s.s2; a.s.s2 = t; /* tiles swap their row and column index */
+    }
+    const int x_fast = qgmm_kquant_x_vec(&a, x) && a.E * a.R < ((int64_t)1 << 31);
+    const int fast = x_fast && qgmm_kquant_q_vec8(&a);
     if (fast && a.tile_rows == 1 && a.x_dtype != QGMM_K_F16) {
         return qgmm_cuda_launch_kq_rowblock(ctx, a);
+    }
+    if (x_fast && a.tile_rows == 128 && a.q.s1 == 1 && a.q.s2 != 1) {
+        const int vec_out = ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
+        const int64_t tiles = a.E * ((a.R + 127) / 128) * (a.C / 128);
+        const unsigned grid = qgmm_cuda_grid(ctx, tiles, 256, 8);
+        QGMM_FMT_DISPATCH(a.fmt, qgmm_kq_tile128t<FMT><<<grid, 256, 0, c->stream>>>(a, vec_out));
+        return qgmm_cuda_launch_check(ctx, "qgmm_kq_tile128t");
     }
     if (fast) {
         const int64_t tiles = a.E * ((a.R + 127) / 128) * (a.C / 128);

@@ -135,6 +135,9 @@ typedef struct qgmm_case {
     qgmm_grouped_gemm_params gemm;        /* GROUPED_GEMM, RECIPE, MOE_* (recipe; kind from pass) */
     qgmm_recipe_pass pass;                /* RECIPE; GROUPED_GEMM: which floor applies */
     int transposed_out;                   /* q written transposed / column-major */
+    int transposed_in;                    /* casts: x the transposed view of a row-major
+                                             tensor (the MoE composite's blockwise wgrad
+                                             operands and dgrad weights) */
     int padded_pitch;                     /* casts: x and q rows (columns when transposed) 32
                                              elements apart from the next: strided input, and
                                              gaps in the output that must stay untouched */

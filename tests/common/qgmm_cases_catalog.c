@@ -122,9 +122,10 @@ static void make_name(qgmm_case *c)
                  dt_short(c->in_dtype), pitch);
         break;
     case QGMM_CASE_FP8_BLOCKWISE:
-        snprintf(n, cap, "fp8_blockwise.%s%s.%s.%s.%s%s", E ? "3d_" : "",
+        snprintf(n, cap, "fp8_blockwise.%s%s.%s.%s.%s%s%s", E ? "3d_" : "",
                  c->blockwise.block == QGMM_BLOCK_1X128 ? "1x128" : "128x128",
-                 bw_layout_short(c->blockwise_layout), dt_short(c->q_dtype), dt_short(c->in_dtype), pitch);
+                 bw_layout_short(c->blockwise_layout), dt_short(c->q_dtype), dt_short(c->in_dtype), pitch,
+                 c->transposed_in ? ".xt" : c->transposed_out ? ".qt" : "");
         break;
     case QGMM_CASE_DEQUANTIZE:
         if (c->dequant_kind == QGMM_QUANT_FP8_ROWWISE)
@@ -547,6 +548,18 @@ static void build_conformance(qc_list *l)
                       QGMM_INPUT_EDGE));
     push(l, blockwise(2, 130, 256, QGMM_BLOCK_128X128, QGMM_BLOCKWISE_DEEPGEMM, QGMM_F32, QGMM_F8E4M3FN,
                       QGMM_INPUT_NORMAL));
+    /* x the transposed view of a row-major tensor, as the MoE composite casts its wgrad
+     * operands (1x128 along the tokens) and its dgrad weights (128x128 of (E, K, N)); and
+     * the same tiles of the row-major weights written column-major */
+    for (int t = 0; t < 4; ++t) {
+        qgmm_case c = blockwise(t < 2 ? 0 : 2, t < 2 ? 96 : t == 2 ? 256 : 200, t < 2 ? 384 : 256,
+                                t < 2 ? QGMM_BLOCK_1X128 : QGMM_BLOCK_128X128, QGMM_BLOCKWISE_DEEPGEMM,
+                                t == 1 ? QGMM_F32 : QGMM_BF16, QGMM_F8E4M3FN,
+                                t & 1 ? QGMM_INPUT_EDGE : QGMM_INPUT_NORMAL);
+        c.transposed_in = t < 3;
+        c.transposed_out = t == 3;
+        push(l, c);
+    }
 
     /* dequantize: every format, f32 and bf16 out */
     for (int o = 0; o < 2; ++o) {

@@ -194,13 +194,15 @@ static qgmm_status prep_quantize(qgmm_case_instance *in)
     data_shape(c, sh);
     const int rank = data_rank(c);
     const int64_t n = numel3(sh, rank);
-    const int64_t pitch = sh[rank - 1] + (c->padded_pitch ? QC_PITCH_PAD : 0);
+    /* transposed_in: x is each (R, C) matrix stored column-major */
+    const int lead = c->transposed_in ? rank - 2 : rank - 1;
+    const int64_t pitch = sh[lead] + (c->padded_pitch ? QC_PITCH_PAD : 0);
     /* x rows `pitch` apart; the gap elements hold the same random data (never read) */
-    TRY_SLOT(S_X, add_hp_input(in, "x", c->in_dtype, n / sh[rank - 1], pitch, 1, &st));
+    TRY_SLOT(S_X, add_hp_input(in, "x", c->in_dtype, n / sh[lead], pitch, 1, &st));
     int64_t xs[3];
-    xs[rank - 1] = 1;
-    xs[rank - 2] = pitch;
-    if (rank == 3) xs[0] = pitch * sh[1];
+    xs[lead] = 1;
+    xs[c->transposed_in ? rank - 1 : rank - 2] = pitch;
+    if (rank == 3) xs[0] = pitch * (n / sh[0] / sh[lead]);
     in->v[S_X] = qc_view(in, in->sl[S_X], c->in_dtype, rank, sh, xs);
     const int64_t qspan = q_strides(c, qs);
     TRY_SLOT(S_Q, add_output(in, "q", (size_t)qspan, &st));
