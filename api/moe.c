@@ -19,6 +19,9 @@
  * and only then enqueues the first step. Bad device offsets make each step that reads
  * them write nothing; the padded offsets that the wgrad GEMM reads are preset to -1 so a
  * refused pad step refuses that GEMM too, on the device, with no host sync.
+ *
+ * The _profiled entry points record one of the caller's events before the first step and
+ * one after each step (step_done); the plain ones are those with no profile.
  */
 #include "checked.h"
 #include "validate.h"
@@ -40,6 +43,8 @@ typedef struct arena {
     int overflow;     /* a temporary's size did not fit: the layout is unusable */
     arena_mode mode;
     const char *phase; /* "forward", "dgrad", "wgrad": names the step a validator refused */
+    int steps;         /* ARENA_CHECK: the steps validated (events a profile needs, less one) */
+    qgmm_moe_profile *prof; /* ARENA_RUN: an event recorded after each step, or NULL */
 } arena;
 
 static size_t arena_take(arena *a, size_t bytes)
@@ -87,10 +92,25 @@ static qgmm_status step_checked(const arena *a, const char *op, qgmm_status st)
     return st == QGMM_OK ? st : qgmm_error_prefix(a->ctx, st, "%s step qgmm_%s: ", a->phase, op);
 }
 
-/* One step of a recipe: validated in the dry pass, enqueued in the run pass. */
-#define STEP(a, op, ...)                                                                    \
-    ((a)->mode == ARENA_CHECK ? step_checked((a), #op, qgmm_validate_##op((a)->ctx, __VA_ARGS__)) \
-                              : qgmm_##op((a)->ctx, __VA_ARGS__))
+/* After a step: counted in the dry pass; in the run pass, named in the profile and
+ * followed by its event. */
+static qgmm_status step_done(arena *a, const char *name, qgmm_status st)
+{
+    if (st != QGMM_OK) return st;
+    if (a->mode == ARENA_CHECK) ++a->steps;
+    if (a->mode != ARENA_RUN || !a->prof) return st;
+    qgmm_moe_profile *pr = a->prof;
+    pr->phase[pr->steps] = a->phase;
+    pr->step[pr->steps] = name;
+    return qgmm_event_record(pr->events[++pr->steps]);
+}
+
+/* One step of a recipe, `what` naming its operand: validated in the dry pass, enqueued in
+ * the run pass. */
+#define STEP(a, what, op, ...)                                                                       \
+    step_done((a), #op " " what,                                                                   \
+              (a)->mode == ARENA_CHECK ? step_checked((a), #op, qgmm_validate_##op((a)->ctx, __VA_ARGS__)) \
+                                       : qgmm_##op((a)->ctx, __VA_ARGS__))
 
 static qgmm_tensor transposed_2d(const qgmm_tensor *t)
 {
@@ -160,16 +180,16 @@ static qgmm_status forward_steps(arena *a, const qgmm_moe_params *p, const qgmm_
     const qgmm_grouped_gemm_params gp = {QGMM_GEMM_M_GROUPED, p->recipe};
     switch (p->recipe) {
     case QGMM_RECIPE_BF16:
-        return size_only ? QGMM_OK : STEP(a, grouped_gemm, &gp, x, w, NULL, NULL, offs, y);
+        return size_only ? QGMM_OK : STEP(a, "x w", grouped_gemm, &gp, x, w, NULL, NULL, offs, y);
     case QGMM_RECIPE_FP8_ROWWISE: {
         qgmm_tensor xq = arena_tensor(a, f8, 2, M, K, 0), xs = arena_tensor(a, QGMM_F32, 1, M, 0, 0);
         qgmm_tensor wq = arena_tensor(a, f8, 3, E, N, K), ws = arena_tensor(a, QGMM_F32, 2, E, N, 0);
         if (size_only) return QGMM_OK;
         const qgmm_fp8_rowwise_params per_row = {1, 0, QGMM_SCALE_RECIPROCAL};
         const qgmm_fp8_rowwise_params per_en = {2, 0, QGMM_SCALE_RECIPROCAL};
-        QGMM_TRY(STEP(a, quantize_fp8_rowwise, &per_row, x, NULL, &xq, &xs));
-        QGMM_TRY(STEP(a, quantize_fp8_rowwise, &per_en, w, NULL, &wq, &ws));
-        return STEP(a, grouped_gemm, &gp, &xq, &wq, &xs, &ws, offs, y);
+        QGMM_TRY(STEP(a, "x", quantize_fp8_rowwise, &per_row, x, NULL, &xq, &xs));
+        QGMM_TRY(STEP(a, "w", quantize_fp8_rowwise, &per_en, w, NULL, &wq, &ws));
+        return STEP(a, "xq wq", grouped_gemm, &gp, &xq, &wq, &xs, &ws, offs, y);
     }
     case QGMM_RECIPE_FP8_BLOCKWISE: {
         qgmm_tensor xq = arena_tensor(a, f8, 2, M, K, 0), wq = arena_tensor(a, f8, 3, E, N, K);
@@ -177,9 +197,9 @@ static qgmm_status forward_steps(arena *a, const qgmm_moe_params *p, const qgmm_
         qgmm_tensor ws = arena_tensor(a, QGMM_F32, 3, E, N / 128, K / 128);
         if (size_only) return QGMM_OK;
         const qgmm_fp8_blockwise_params act = {QGMM_BLOCK_1X128}, wt = {QGMM_BLOCK_128X128};
-        QGMM_TRY(STEP(a, quantize_fp8_blockwise, &act, x, &xq, &xs));
-        QGMM_TRY(STEP(a, quantize_fp8_blockwise, &wt, w, &wq, &ws));
-        return STEP(a, grouped_gemm, &gp, &xq, &wq, &xs, &ws, offs, y);
+        QGMM_TRY(STEP(a, "x", quantize_fp8_blockwise, &act, x, &xq, &xs));
+        QGMM_TRY(STEP(a, "w", quantize_fp8_blockwise, &wt, w, &wq, &ws));
+        return STEP(a, "xq wq", grouped_gemm, &gp, &xq, &wq, &xs, &ws, offs, y);
     }
     case QGMM_RECIPE_MXFP8: {
         qgmm_tensor xq = arena_tensor(a, f8, 2, M, K, 0), wq = arena_tensor(a, f8, 3, E, N, K);
@@ -189,10 +209,10 @@ static qgmm_status forward_steps(arena *a, const qgmm_moe_params *p, const qgmm_
         if (size_only) return QGMM_OK;
         const qgmm_mxfp8_params along_k_plain = {1, p->mx_mode, QGMM_SCALES_PLAIN};
         const qgmm_mxfp8_params w_blocked = {2, p->mx_mode, QGMM_SCALES_BLOCKED};
-        QGMM_TRY(STEP(a, quantize_mxfp8, &along_k_plain, x, &xq, &xs));
-        QGMM_TRY(STEP(a, scales_to_blocked, QGMM_BLOCKED_M_GROUPS, &xs, offs, &xsb, NULL));
-        QGMM_TRY(STEP(a, quantize_mxfp8, &w_blocked, w, &wq, &wsb));
-        return STEP(a, grouped_gemm, &gp, &xq, &wq, &xsb, &wsb, offs, y);
+        QGMM_TRY(STEP(a, "x", quantize_mxfp8, &along_k_plain, x, &xq, &xs));
+        QGMM_TRY(STEP(a, "x scales", scales_to_blocked, QGMM_BLOCKED_M_GROUPS, &xs, offs, &xsb, NULL));
+        QGMM_TRY(STEP(a, "w", quantize_mxfp8, &w_blocked, w, &wq, &wsb));
+        return STEP(a, "xq wq", grouped_gemm, &gp, &xq, &wq, &xsb, &wsb, offs, y);
     }
     }
     return QGMM_ERR_INTERNAL;
@@ -209,17 +229,19 @@ static qgmm_status dgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
     const qgmm_grouped_gemm_params gp = {QGMM_GEMM_M_GROUPED, p->recipe};
     switch (p->recipe) {
     case QGMM_RECIPE_BF16:
-        return size_only ? QGMM_OK : STEP(a, grouped_gemm, &gp, dy, &wt, NULL, NULL, offs, dx);
+        return size_only ? QGMM_OK : STEP(a, "dy w", grouped_gemm, &gp, dy, &wt, NULL, NULL, offs, dx);
     case QGMM_RECIPE_FP8_ROWWISE: {
         qgmm_tensor dyq = arena_tensor(a, f8, 2, M, N, 0), dys = arena_tensor(a, QGMM_F32, 1, M, 0, 0);
-        /* the "3D transpose rhs" cast: one scale per (e, k) over N, written as (E, K, N) */
+        /* the "3D transpose rhs" cast: w (E, N, K) itself, one scale per (e, k) over N,
+         * written through the (E, N, K) view of the (E, K, N) bytes (q R-contiguous: the
+         * backends' column kernels; the (E, K, N) view of w as input would be strided) */
         qgmm_tensor wtq = arena_tensor(a, f8, 3, E, K, N), wts = arena_tensor(a, QGMM_F32, 2, E, K, 0);
         if (size_only) return QGMM_OK;
-        const qgmm_fp8_rowwise_params per_row = {1, 0, QGMM_SCALE_RECIPROCAL};
-        const qgmm_fp8_rowwise_params per_ek = {2, 0, QGMM_SCALE_RECIPROCAL};
-        QGMM_TRY(STEP(a, quantize_fp8_rowwise, &per_row, dy, NULL, &dyq, &dys));
-        QGMM_TRY(STEP(a, quantize_fp8_rowwise, &per_ek, &wt, NULL, &wtq, &wts));
-        return STEP(a, grouped_gemm, &gp, &dyq, &wtq, &dys, &wts, offs, dx);
+        const qgmm_fp8_rowwise_params along_n = {1, 0, QGMM_SCALE_RECIPROCAL}; /* dim 1 of both */
+        const qgmm_tensor wtq_nk = transposed_3d(&wtq);
+        QGMM_TRY(STEP(a, "dy", quantize_fp8_rowwise, &along_n, dy, NULL, &dyq, &dys));
+        QGMM_TRY(STEP(a, "w", quantize_fp8_rowwise, &along_n, w, NULL, &wtq_nk, &wts));
+        return STEP(a, "dyq wq", grouped_gemm, &gp, &dyq, &wtq, &dys, &wts, offs, dx);
     }
     case QGMM_RECIPE_FP8_BLOCKWISE: {
         qgmm_tensor dyq = arena_tensor(a, f8, 2, M, N, 0), wtq = arena_tensor(a, f8, 3, E, K, N);
@@ -227,9 +249,9 @@ static qgmm_status dgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
         qgmm_tensor wts = arena_tensor(a, QGMM_F32, 3, E, K / 128, N / 128);
         if (size_only) return QGMM_OK;
         const qgmm_fp8_blockwise_params act = {QGMM_BLOCK_1X128}, wt128 = {QGMM_BLOCK_128X128};
-        QGMM_TRY(STEP(a, quantize_fp8_blockwise, &act, dy, &dyq, &dys));
-        QGMM_TRY(STEP(a, quantize_fp8_blockwise, &wt128, &wt, &wtq, &wts));
-        return STEP(a, grouped_gemm, &gp, &dyq, &wtq, &dys, &wts, offs, dx);
+        QGMM_TRY(STEP(a, "dy", quantize_fp8_blockwise, &act, dy, &dyq, &dys));
+        QGMM_TRY(STEP(a, "w", quantize_fp8_blockwise, &wt128, &wt, &wtq, &wts));
+        return STEP(a, "dyq wq", grouped_gemm, &gp, &dyq, &wtq, &dys, &wts, offs, dx);
     }
     case QGMM_RECIPE_MXFP8: {
         qgmm_tensor dyq = arena_tensor(a, f8, 2, M, N, 0), wtq = arena_tensor(a, f8, 3, E, K, N);
@@ -238,11 +260,14 @@ static qgmm_status dgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
         qgmm_tensor wtsb = arena_blocked(a, QGMM_BLOCKED_3D, E, K, N / 32);
         if (size_only) return QGMM_OK;
         const qgmm_mxfp8_params along_n = {1, p->mx_mode, QGMM_SCALES_PLAIN};
-        const qgmm_mxfp8_params wt_blocked = {2, p->mx_mode, QGMM_SCALES_BLOCKED};
-        QGMM_TRY(STEP(a, quantize_mxfp8, &along_n, dy, &dyq, &dys));
-        QGMM_TRY(STEP(a, scales_to_blocked, QGMM_BLOCKED_M_GROUPS, &dys, offs, &dysb, NULL));
-        QGMM_TRY(STEP(a, quantize_mxfp8, &wt_blocked, &wt, &wtq, &wtsb));
-        return STEP(a, grouped_gemm, &gp, &dyq, &wtq, &dysb, &wtsb, offs, dx);
+        /* w (E, N, K) in 32x1 blocks along N, through the (E, N, K) view of the (E, K, N)
+         * bytes: the same bytes and scales as 1x32 blocks of the (E, K, N) view of w */
+        const qgmm_mxfp8_params w_along_n = {1, p->mx_mode, QGMM_SCALES_BLOCKED};
+        const qgmm_tensor wtq_nk = transposed_3d(&wtq);
+        QGMM_TRY(STEP(a, "dy", quantize_mxfp8, &along_n, dy, &dyq, &dys));
+        QGMM_TRY(STEP(a, "dy scales", scales_to_blocked, QGMM_BLOCKED_M_GROUPS, &dys, offs, &dysb, NULL));
+        QGMM_TRY(STEP(a, "w", quantize_mxfp8, &w_along_n, w, &wtq_nk, &wtsb));
+        return STEP(a, "dyq wq", grouped_gemm, &gp, &dyq, &wtq, &dysb, &wtsb, offs, dx);
     }
     }
     return QGMM_ERR_INTERNAL;
@@ -258,8 +283,9 @@ static int wgrad_alignment(qgmm_recipe r)
  * invalid offsets on the device and writes nothing either. */
 static qgmm_status preset_padded_offsets(arena *a, const qgmm_tensor *poffs)
 {
-    if (a->mode != ARENA_RUN) return QGMM_OK;
-    return qgmm_buffer_fill(poffs->buffer, poffs->offset, qgmm_tensor_span_bytes(poffs), 0xFF);
+    qgmm_status st = QGMM_OK;
+    if (a->mode == ARENA_RUN) st = qgmm_buffer_fill(poffs->buffer, poffs->offset, qgmm_tensor_span_bytes(poffs), 0xFF);
+    return step_done(a, "buffer_fill padded offs", st);
 }
 
 static qgmm_status wgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_tensor *x,
@@ -270,16 +296,16 @@ static qgmm_status wgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
     const qgmm_dtype f8 = fp8_of(p);
     const qgmm_grouped_gemm_params gp = {QGMM_GEMM_K_GROUPED, p->recipe};
     if (p->recipe == QGMM_RECIPE_BF16)
-        return size_only ? QGMM_OK : STEP(a, grouped_gemm, &gp, dy, x, NULL, NULL, offs, dw);
+        return size_only ? QGMM_OK : STEP(a, "dy x", grouped_gemm, &gp, dy, x, NULL, NULL, offs, dw);
     if (p->recipe == QGMM_RECIPE_FP8_ROWWISE) {
         /* jagged per-group scales along the token dim; column-major fp8 operands */
         qgmm_tensor dyq = arena_colmajor(a, f8, M, N), xq = arena_colmajor(a, f8, M, K);
         qgmm_tensor dys = arena_tensor(a, QGMM_F32, 2, E, N, 0), xs = arena_tensor(a, QGMM_F32, 2, E, K, 0);
         if (size_only) return QGMM_OK;
         const qgmm_fp8_rowwise_params per_group_col = {0, 0, QGMM_SCALE_RECIPROCAL};
-        QGMM_TRY(STEP(a, quantize_fp8_rowwise_dual, &per_group_col, dy, &dyq, &dys, &per_group_col, x,
-                      &xq, &xs, offs));
-        return STEP(a, grouped_gemm, &gp, &dyq, &xq, &dys, &xs, offs, dw);
+        QGMM_TRY(STEP(a, "dy x", quantize_fp8_rowwise_dual, &per_group_col, dy, &dyq, &dys, &per_group_col,
+                      x, &xq, &xs, offs));
+        return STEP(a, "dyq xq", grouped_gemm, &gp, &dyq, &xq, &dys, &xs, offs, dw);
     }
     /* Blockwise / MX: pad each group to the token block first. */
     const int A = wgrad_alignment(p->recipe);
@@ -291,15 +317,15 @@ static qgmm_status wgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
         qgmm_tensor dys = arena_tensor(a, QGMM_F32, 2, N, P / 128, 0), xs = arena_tensor(a, QGMM_F32, 2, K, P / 128, 0);
         if (size_only) return QGMM_OK;
         QGMM_TRY(preset_padded_offsets(a, &poffs));
-        QGMM_TRY(STEP(a, pad_token_groups, A, dy, offs, &dyp, NULL, &poffs));
-        QGMM_TRY(STEP(a, pad_token_groups, A, x, offs, &xp, NULL, NULL));
+        QGMM_TRY(STEP(a, "dy", pad_token_groups, A, dy, offs, &dyp, NULL, &poffs));
+        QGMM_TRY(STEP(a, "x", pad_token_groups, A, x, offs, &xp, NULL, NULL));
         /* 1x128 blocks along the tokens: quantize the (N, P) / (K, P) transposed views */
         const qgmm_fp8_blockwise_params blk = {QGMM_BLOCK_1X128};
         const qgmm_tensor dypt = transposed_2d(&dyp), xpt = transposed_2d(&xp);
         const qgmm_tensor dyqt = transposed_2d(&dyq), xqt = transposed_2d(&xq);
-        QGMM_TRY(STEP(a, quantize_fp8_blockwise, &blk, &dypt, &dyqt, &dys));
-        QGMM_TRY(STEP(a, quantize_fp8_blockwise, &blk, &xpt, &xqt, &xs));
-        return STEP(a, grouped_gemm, &gp, &dyq, &xq, &dys, &xs, &poffs, dw);
+        QGMM_TRY(STEP(a, "dy", quantize_fp8_blockwise, &blk, &dypt, &dyqt, &dys));
+        QGMM_TRY(STEP(a, "x", quantize_fp8_blockwise, &blk, &xpt, &xqt, &xs));
+        return STEP(a, "dyq xq", grouped_gemm, &gp, &dyq, &xq, &dys, &xs, &poffs, dw);
     }
     /* MXFP8: 32x1 blocks along the tokens, scales regrouped into the K-groups layout */
     qgmm_tensor dys = arena_tensor(a, QGMM_E8M0, 2, N, P / 32, 0), xs = arena_tensor(a, QGMM_E8M0, 2, K, P / 32, 0);
@@ -307,14 +333,14 @@ static qgmm_status wgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
     qgmm_tensor xsb = arena_blocked(a, QGMM_BLOCKED_K_GROUPS, E, K, P / 32);
     if (size_only) return QGMM_OK;
     QGMM_TRY(preset_padded_offsets(a, &poffs));
-    QGMM_TRY(STEP(a, pad_token_groups, A, dy, offs, &dyp, NULL, &poffs));
-    QGMM_TRY(STEP(a, pad_token_groups, A, x, offs, &xp, NULL, NULL));
+    QGMM_TRY(STEP(a, "dy", pad_token_groups, A, dy, offs, &dyp, NULL, &poffs));
+    QGMM_TRY(STEP(a, "x", pad_token_groups, A, x, offs, &xp, NULL, NULL));
     const qgmm_mxfp8_params along_tokens = {0, p->mx_mode, QGMM_SCALES_PLAIN};
-    QGMM_TRY(STEP(a, quantize_mxfp8, &along_tokens, &dyp, &dyq, &dys));
-    QGMM_TRY(STEP(a, quantize_mxfp8, &along_tokens, &xp, &xq, &xs));
-    QGMM_TRY(STEP(a, scales_to_blocked, QGMM_BLOCKED_K_GROUPS, &dys, &poffs, &dysb, NULL));
-    QGMM_TRY(STEP(a, scales_to_blocked, QGMM_BLOCKED_K_GROUPS, &xs, &poffs, &xsb, NULL));
-    return STEP(a, grouped_gemm, &gp, &dyq, &xq, &dysb, &xsb, &poffs, dw);
+    QGMM_TRY(STEP(a, "dy", quantize_mxfp8, &along_tokens, &dyp, &dyq, &dys));
+    QGMM_TRY(STEP(a, "x", quantize_mxfp8, &along_tokens, &xp, &xq, &xs));
+    QGMM_TRY(STEP(a, "dy scales", scales_to_blocked, QGMM_BLOCKED_K_GROUPS, &dys, &poffs, &dysb, NULL));
+    QGMM_TRY(STEP(a, "x scales", scales_to_blocked, QGMM_BLOCKED_K_GROUPS, &xs, &poffs, &xsb, NULL));
+    return STEP(a, "dyq xq", grouped_gemm, &gp, &dyq, &xq, &dysb, &xsb, &poffs, dw);
 }
 
 /* ---------------------------------------------------------------- public entry points */
@@ -322,7 +348,7 @@ static qgmm_status wgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
  * when a temporary's size does not fit. */
 static size_t workspace_need(const qgmm_moe_params *p, int64_t M, int64_t N, int64_t K, int64_t E)
 {
-    arena fa = {NULL, NULL, 0, 0, ARENA_SIZE, "forward"}, da = fa, wa = fa;
+    arena fa = {NULL, NULL, 0, 0, ARENA_SIZE, "forward", 0, NULL}, da = fa, wa = fa;
     qgmm_tensor none;
     memset(&none, 0, sizeof none);
     none.dtype = QGMM_BF16;
@@ -394,9 +420,34 @@ static qgmm_status check_common(qgmm_context *ctx, const qgmm_moe_params *p, con
     return QGMM_OK;
 }
 
+/* A profile needs steps + 1 events of this context (the dry pass counted the steps). */
+static qgmm_status check_profile(qgmm_context *ctx, const qgmm_moe_profile *prof, int steps, const char *dir)
+{
+    if (!prof) return QGMM_OK;
+    if (steps > QGMM_MOE_PROFILE_MAX_STEPS) /* the recipes stay under it; a guard for new steps */
+        return qgmm_set_error(ctx, QGMM_ERR_INTERNAL, "%s has %d steps; a profile holds %d", dir, steps,
+                              QGMM_MOE_PROFILE_MAX_STEPS);
+    for (int i = 0; i <= steps; ++i)
+        if (!prof->events[i] || prof->events[i]->ctx != ctx)
+            return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
+                                  "prof->events[%d] is %s; this %s has %d steps and needs events[0..%d] "
+                                  "of this context",
+                                  i, prof->events[i] ? "of another context" : "NULL", dir, steps, steps);
+    return QGMM_OK;
+}
+
+/* Records the profile's first event; each step records the next (step_done). */
+static qgmm_status start_profile(arena *a, qgmm_moe_profile *prof)
+{
+    a->prof = prof;
+    if (!prof) return QGMM_OK;
+    prof->steps = 0;
+    return qgmm_event_record(prof->events[0]);
+}
+
 static qgmm_status forward_check(qgmm_context *ctx, const qgmm_moe_params *p, const qgmm_tensor *x,
                                  const qgmm_tensor *w, const qgmm_tensor *offs, const qgmm_tensor *y,
-                                 qgmm_buffer *workspace)
+                                 qgmm_buffer *workspace, const qgmm_moe_profile *prof)
 {
     int64_t M, N, K, E;
     qgmm_tensor wst;
@@ -407,27 +458,39 @@ static qgmm_status forward_check(qgmm_context *ctx, const qgmm_moe_params *p, co
     const qgmm_arg outs[] = {{"y", y}, {"workspace", &wst}};
     const qgmm_arg ins[] = {{"x", x}, {"w", w}, {"offs", offs}};
     QGMM_TRY(qgmm_check_aliasing(ctx, NULL, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
-    arena a = {ctx, workspace, 0, 0, ARENA_CHECK, "forward"};
-    return forward_steps(&a, p, x, w, offs, y, M, N, K, E);
+    arena a = {ctx, workspace, 0, 0, ARENA_CHECK, "forward", 0, NULL};
+    QGMM_TRY(forward_steps(&a, p, x, w, offs, y, M, N, K, E));
+    return check_profile(ctx, prof, a.steps, "forward");
 }
 
-qgmm_status qgmm_moe_experts_forward(qgmm_context *ctx, const qgmm_moe_params *p, const qgmm_tensor *x,
-                                     const qgmm_tensor *w, const qgmm_tensor *offs, const qgmm_tensor *y,
-                                     qgmm_buffer *workspace)
+qgmm_status qgmm_moe_experts_forward_profiled(qgmm_context *ctx, const qgmm_moe_params *p,
+                                              const qgmm_tensor *x, const qgmm_tensor *w,
+                                              const qgmm_tensor *offs, const qgmm_tensor *y,
+                                              qgmm_buffer *workspace, qgmm_moe_profile *prof)
 {
     static const char op[] = "qgmm_moe_experts_forward";
-    qgmm_status st = forward_check(ctx, p, x, w, offs, y, workspace);
+    qgmm_status st = forward_check(ctx, p, x, w, offs, y, workspace, prof);
     if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
-    arena a = {ctx, workspace, 0, 0, ARENA_RUN, "forward"};
+    arena a = {ctx, workspace, 0, 0, ARENA_RUN, "forward", 0, NULL};
+    st = start_profile(&a, prof);
+    if (st != QGMM_OK) return st;
     qgmm_offsets_owner(ctx, op, "offs");
     st = forward_steps(&a, p, x, w, offs, y, x->shape[0], w->shape[1], w->shape[2], w->shape[0]);
     qgmm_offsets_owner(ctx, NULL, NULL);
     return st;
 }
 
+qgmm_status qgmm_moe_experts_forward(qgmm_context *ctx, const qgmm_moe_params *p, const qgmm_tensor *x,
+                                     const qgmm_tensor *w, const qgmm_tensor *offs, const qgmm_tensor *y,
+                                     qgmm_buffer *workspace)
+{
+    return qgmm_moe_experts_forward_profiled(ctx, p, x, w, offs, y, workspace, NULL);
+}
+
 static qgmm_status backward_check(qgmm_context *ctx, const qgmm_moe_params *p, const qgmm_tensor *x,
                                   const qgmm_tensor *w, const qgmm_tensor *dy, const qgmm_tensor *offs,
-                                  const qgmm_tensor *dx, const qgmm_tensor *dw, qgmm_buffer *workspace)
+                                  const qgmm_tensor *dx, const qgmm_tensor *dw, qgmm_buffer *workspace,
+                                  const qgmm_moe_profile *prof)
 {
     int64_t M, N, K, E;
     qgmm_tensor wst;
@@ -452,27 +515,40 @@ static qgmm_status backward_check(qgmm_context *ctx, const qgmm_moe_params *p, c
     const qgmm_arg outs[] = {{"dx", dx}, {"dw", dw}, {"workspace", &wst}};
     const qgmm_arg ins[] = {{"x", x}, {"w", w}, {"dy", dy}, {"offs", offs}};
     QGMM_TRY(qgmm_check_aliasing(ctx, NULL, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
-    arena a = {ctx, workspace, 0, 0, ARENA_CHECK, "dgrad"};
+    arena a = {ctx, workspace, 0, 0, ARENA_CHECK, "dgrad", 0, NULL};
     QGMM_TRY(dgrad_steps(&a, p, w, dy, offs, dx, M, N, K, E));
-    arena b = {ctx, workspace, 0, 0, ARENA_CHECK, "wgrad"};
-    return wgrad_steps(&b, p, x, dy, offs, dw, M, N, K, E);
+    arena b = {ctx, workspace, 0, 0, ARENA_CHECK, "wgrad", 0, NULL};
+    QGMM_TRY(wgrad_steps(&b, p, x, dy, offs, dw, M, N, K, E));
+    return check_profile(ctx, prof, a.steps + b.steps, "backward");
+}
+
+qgmm_status qgmm_moe_experts_backward_profiled(qgmm_context *ctx, const qgmm_moe_params *p,
+                                               const qgmm_tensor *x, const qgmm_tensor *w,
+                                               const qgmm_tensor *dy, const qgmm_tensor *offs,
+                                               const qgmm_tensor *dx, const qgmm_tensor *dw,
+                                               qgmm_buffer *workspace, qgmm_moe_profile *prof)
+{
+    static const char op[] = "qgmm_moe_experts_backward";
+    qgmm_status st = backward_check(ctx, p, x, w, dy, offs, dx, dw, workspace, prof);
+    if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
+    const int64_t M = x->shape[0], K = x->shape[1], E = w->shape[0], N = w->shape[1];
+    arena a = {ctx, workspace, 0, 0, ARENA_RUN, "dgrad", 0, NULL};
+    st = start_profile(&a, prof);
+    if (st != QGMM_OK) return st;
+    qgmm_offsets_owner(ctx, op, "offs");
+    st = dgrad_steps(&a, p, w, dy, offs, dx, M, N, K, E);
+    /* The wgrad temporaries reuse the workspace from offset 0: ops on one context run in
+     * order, so dgrad's reads are finished before wgrad's first write. */
+    arena b = {ctx, workspace, 0, 0, ARENA_RUN, "wgrad", 0, NULL};
+    b.prof = prof;
+    if (st == QGMM_OK) st = wgrad_steps(&b, p, x, dy, offs, dw, M, N, K, E);
+    qgmm_offsets_owner(ctx, NULL, NULL);
+    return st;
 }
 
 qgmm_status qgmm_moe_experts_backward(qgmm_context *ctx, const qgmm_moe_params *p, const qgmm_tensor *x,
                                       const qgmm_tensor *w, const qgmm_tensor *dy, const qgmm_tensor *offs,
                                       const qgmm_tensor *dx, const qgmm_tensor *dw, qgmm_buffer *workspace)
 {
-    static const char op[] = "qgmm_moe_experts_backward";
-    qgmm_status st = backward_check(ctx, p, x, w, dy, offs, dx, dw, workspace);
-    if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
-    const int64_t M = x->shape[0], K = x->shape[1], E = w->shape[0], N = w->shape[1];
-    arena a = {ctx, workspace, 0, 0, ARENA_RUN, "dgrad"};
-    qgmm_offsets_owner(ctx, op, "offs");
-    st = dgrad_steps(&a, p, w, dy, offs, dx, M, N, K, E);
-    /* The wgrad temporaries reuse the workspace from offset 0: ops on one context run in
-     * order, so dgrad's reads are finished before wgrad's first write. */
-    arena b = {ctx, workspace, 0, 0, ARENA_RUN, "wgrad"};
-    if (st == QGMM_OK) st = wgrad_steps(&b, p, x, dy, offs, dw, M, N, K, E);
-    qgmm_offsets_owner(ctx, NULL, NULL);
-    return st;
+    return qgmm_moe_experts_backward_profiled(ctx, p, x, w, dy, offs, dx, dw, workspace, NULL);
 }

@@ -540,6 +540,31 @@ QGMM_API qgmm_status qgmm_moe_experts_backward(qgmm_context *ctx, const qgmm_moe
                                                const qgmm_tensor *dx, const qgmm_tensor *dw,
                                                qgmm_buffer *workspace);
 
+/* Per-step device timing of the composite (docs/moe.md, "Per-step breakdown"). The
+ * _profiled calls run the same steps as the plain ones and record prof->events[0] before
+ * the first step and prof->events[i + 1] after step i, on the context's stream; nothing
+ * waits. The events are the caller's (qgmm_event_create on the same context; at least
+ * steps + 1 of them, or all QGMM_MOE_PROFILE_MAX_STEPS + 1): read step i's time with
+ * qgmm_event_elapsed_ms(events[i], events[i + 1]) after the call. prof NULL is the plain
+ * call; a NULL or foreign event among those needed is QGMM_ERR_INVALID_ARGUMENT and
+ * nothing runs. */
+#define QGMM_MOE_PROFILE_MAX_STEPS 16
+typedef struct qgmm_moe_profile {
+    qgmm_event *events[QGMM_MOE_PROFILE_MAX_STEPS + 1]; /* in: the caller's events */
+    int steps;                                      /* out: steps run, events[0..steps] recorded */
+    const char *phase[QGMM_MOE_PROFILE_MAX_STEPS];  /* out: "forward", "dgrad" or "wgrad" */
+    const char *step[QGMM_MOE_PROFILE_MAX_STEPS];   /* out: op and operand, e.g. "quantize_mxfp8 w" */
+} qgmm_moe_profile;
+QGMM_API qgmm_status qgmm_moe_experts_forward_profiled(qgmm_context *ctx, const qgmm_moe_params *p,
+                                                       const qgmm_tensor *x, const qgmm_tensor *w,
+                                                       const qgmm_tensor *offs, const qgmm_tensor *y,
+                                                       qgmm_buffer *workspace, qgmm_moe_profile *prof);
+QGMM_API qgmm_status qgmm_moe_experts_backward_profiled(qgmm_context *ctx, const qgmm_moe_params *p,
+                                                        const qgmm_tensor *x, const qgmm_tensor *w,
+                                                        const qgmm_tensor *dy, const qgmm_tensor *offs,
+                                                        const qgmm_tensor *dx, const qgmm_tensor *dw,
+                                                        qgmm_buffer *workspace, qgmm_moe_profile *prof);
+
 /* ---------------------------------------------------------- expert parallelism
  * docs/ep.md. Experts are spread over R ranks (one context each); every rank routes its
  * own tokens to the ranks that hold their experts and gets the results back:

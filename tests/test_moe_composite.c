@@ -4,7 +4,9 @@
  *  - forward, dgrad and wgrad reach the recipe SQNR floors against float64 GEMMs of the
  *    bf16 operands (27 / 25 / 24 dB; BF16 recipe: relative error <= 1e-2);
  *  - ragged groups with an empty group, group sizes not multiples of 16;
- *  - bad arguments are refused (small workspace, fnuz with MXFP8, N not a multiple).
+ *  - bad arguments are refused (small workspace, fnuz with MXFP8, N not a multiple);
+ *  - the _profiled calls give the same bytes, name and time every step, and refuse a
+ *    missing event before running anything.
  * Backend: argv[1] or "cpu" (a GPU backend runs the same checks).
  */
 #include "qgmm.h"
@@ -181,6 +183,61 @@ static void step_by_step(qgmm_recipe r, const char *name, const qgmm_tensor *x, 
     for (int i = 0; i < g_ntmp; ++i) qgmm_buffer_free(g_tmp[i]);
 }
 
+/* The _profiled calls: the same bytes as the plain ones (y_c, dx_c, dw_c), every step named
+ * and timed; a missing event is refused with the outputs untouched. */
+static void profiled(const char *name, const qgmm_moe_params *p, const qgmm_tensor *x, const qgmm_tensor *w,
+                     const qgmm_tensor *dy, const qgmm_tensor *offs, const qgmm_tensor *y, const qgmm_tensor *dx,
+                     const qgmm_tensor *dw, qgmm_buffer *ws, const float *y_c, const float *dx_c, const float *dw_c)
+{
+    qgmm_moe_profile pf, pb;
+    memset(&pf, 0, sizeof pf);
+    memset(&pb, 0, sizeof pb);
+    for (int i = 0; i <= QGMM_MOE_PROFILE_MAX_STEPS; ++i) {
+        qgmm_event_create(ctx, &pf.events[i]);
+        qgmm_event_create(ctx, &pb.events[i]);
+    }
+    const size_t ny = 4 * (size_t)(y->shape[0] * y->shape[1]), nx = 4 * (size_t)(dx->shape[0] * dx->shape[1]);
+    const size_t nw = 4 * (size_t)(dw->shape[0] * dw->shape[1] * dw->shape[2]);
+    qgmm_buffer_fill(y->buffer, 0, ny, 0xA5);
+    qgmm_event *keep = pb.events[1];
+    pb.events[1] = NULL;
+    CHECK(qgmm_moe_experts_backward_profiled(ctx, p, x, w, dy, offs, dx, dw, ws, &pb) == QGMM_ERR_INVALID_ARGUMENT &&
+              strstr(qgmm_last_error(ctx), "prof->events[1] is NULL"),
+          "%s: a profile missing events[1] accepted (%s)", name, qgmm_last_error(ctx));
+    pb.events[1] = keep;
+    qgmm_status s1 = qgmm_moe_experts_forward_profiled(ctx, p, x, w, offs, y, ws, &pf);
+    qgmm_status s2 = qgmm_moe_experts_backward_profiled(ctx, p, x, w, dy, offs, dx, dw, ws, &pb);
+    CHECK(s1 == QGMM_OK && s2 == QGMM_OK && qgmm_synchronize(ctx) == QGMM_OK, "%s profiled: %s", name,
+          qgmm_last_error(ctx));
+    CHECK(pf.steps >= 1 && pb.steps >= 2 && (p->recipe == QGMM_RECIPE_BF16) == (pf.steps == 1),
+          "%s: %d forward and %d backward steps", name, pf.steps, pb.steps);
+    for (int d = 0; d < 2; ++d) {
+        const qgmm_moe_profile *pr = d ? &pb : &pf;
+        for (int i = 0; i < pr->steps; ++i) {
+            double ms = -1;
+            CHECK(pr->phase[i] && pr->step[i] && qgmm_event_elapsed_ms(pr->events[i], pr->events[i + 1], &ms) == QGMM_OK &&
+                      ms >= 0,
+                  "%s: step %d of %s unnamed or untimed", name, i, d ? "backward" : "forward");
+        }
+    }
+    CHECK(pf.steps >= 1 && !strcmp(pf.phase[0], "forward") && !strncmp(pf.step[pf.steps - 1], "grouped_gemm", 12),
+          "%s: forward steps run %s .. %s", name, pf.steps ? pf.phase[0] : "-", pf.steps ? pf.step[pf.steps - 1] : "-");
+    CHECK(pb.steps >= 2 && !strcmp(pb.phase[0], "dgrad") && !strcmp(pb.phase[pb.steps - 1], "wgrad") &&
+              !strncmp(pb.step[pb.steps - 1], "grouped_gemm", 12),
+          "%s: backward steps run %s .. %s", name, pb.steps ? pb.phase[0] : "-",
+          pb.steps ? pb.step[pb.steps - 1] : "-");
+    float *a = malloc(ny), *b = malloc(nx), *c = malloc(nw);
+    qgmm_buffer_download(y->buffer, 0, a, ny);
+    qgmm_buffer_download(dx->buffer, 0, b, nx);
+    qgmm_buffer_download(dw->buffer, 0, c, nw);
+    CHECK(!memcmp(a, y_c, ny) && !memcmp(b, dx_c, nx) && !memcmp(c, dw_c, nw), "%s: profiled outputs differ", name);
+    free(a); free(b); free(c);
+    for (int i = 0; i <= QGMM_MOE_PROFILE_MAX_STEPS; ++i) {
+        qgmm_event_destroy(pf.events[i]);
+        qgmm_event_destroy(pb.events[i]);
+    }
+}
+
 static void run_recipe(qgmm_recipe recipe, const char *name, int M, int N, int K, int E, const int32_t *offs_h)
 {
     uint16_t *x = malloc(2ull * M * K), *w = malloc(2ull * E * N * K), *dy = malloc(2ull * M * N);
@@ -248,8 +305,10 @@ static void run_recipe(qgmm_recipe recipe, const char *name, int M, int N, int K
         CHECK(u == 0xA5A5A5A5u, "%s: a row past the last group was written", name);
     }
 
-    /* The same layer written op by op must give the same bytes (y, dx, dw). */
+    /* The same layer written op by op must give the same bytes (y, dx, dw), and so must the
+     * profiled calls. */
     step_by_step(recipe, name, &tx, &tw, &tdy, &toffs, y, dx, dw, M, N, K, E);
+    profiled(name, &p, &tx, &tw, &tdy, &toffs, &ty, &tdx, &tdw, ws, y, dx, dw);
     qgmm_buffer *bs[] = {bx, bw, bdy, bo, by, bdx, bdw, ws};
     for (int i = 0; i < 8; ++i) qgmm_buffer_free(bs[i]);
     free(x); free(w); free(dy); free(y); free(dx); free(dw); free(ry); free(rdx); free(rdw);

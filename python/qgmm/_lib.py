@@ -144,6 +144,10 @@ SIGNATURES = {
     "qgmm_moe_experts_forward": (_I, [_P, ctypes.POINTER(MoeParams), _TP, _TP, _TP, _TP, _P]),
     "qgmm_moe_experts_backward": (_I, [_P, ctypes.POINTER(MoeParams), _TP, _TP, _TP, _TP, _TP, _TP,
                                        _P]),
+    # the _profiled calls' last argument is a qgmm_moe_profile * (not wrapped: pass None)
+    "qgmm_moe_experts_forward_profiled": (_I, [_P, ctypes.POINTER(MoeParams), _TP, _TP, _TP, _TP, _P, _P]),
+    "qgmm_moe_experts_backward_profiled": (_I, [_P, ctypes.POINTER(MoeParams), _TP, _TP, _TP, _TP, _TP, _TP,
+                                                _P, _P]),
 }
 
 
