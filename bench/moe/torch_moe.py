@@ -16,7 +16,7 @@ baseline of the same shape. Needs torch with CUDA (sm_90 for _scaled_grouped_mm)
 import argparse
 import sys
 
-DEFAULT_SHAPES = ["16384,2048,7168,8", "32768,8192,5120,8"]
+DEFAULT_SHAPES = ["16384,2048,7168,8", "32768,8192,5120,8", "65536,2048,7168,16", "32768,4096,7168,64"]  # issue 21
 FP8_MAX = 448.0  # float8_e4m3fn
 
 
