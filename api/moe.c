@@ -203,14 +203,12 @@ static qgmm_status forward_steps(arena *a, const qgmm_moe_params *p, const qgmm_
     }
     case QGMM_RECIPE_MXFP8: {
         qgmm_tensor xq = arena_tensor(a, f8, 2, M, K, 0), wq = arena_tensor(a, f8, 3, E, N, K);
-        qgmm_tensor xs = arena_tensor(a, QGMM_E8M0, 2, M, K / 32, 0);
         qgmm_tensor xsb = arena_blocked(a, QGMM_BLOCKED_M_GROUPS, E, M, K / 32);
         qgmm_tensor wsb = arena_blocked(a, QGMM_BLOCKED_3D, E, N, K / 32);
         if (size_only) return QGMM_OK;
-        const qgmm_mxfp8_params along_k_plain = {1, p->mx_mode, QGMM_SCALES_PLAIN};
+        const qgmm_mxfp8_params along_k = {1, p->mx_mode, QGMM_SCALES_BLOCKED_M_GROUPS};
         const qgmm_mxfp8_params w_blocked = {2, p->mx_mode, QGMM_SCALES_BLOCKED};
-        QGMM_TRY(STEP(a, "x", quantize_mxfp8, &along_k_plain, x, &xq, &xs));
-        QGMM_TRY(STEP(a, "x scales", scales_to_blocked, QGMM_BLOCKED_M_GROUPS, &xs, offs, &xsb, NULL));
+        QGMM_TRY(STEP(a, "x", quantize_mxfp8_grouped, &along_k, x, offs, &xq, &xsb));
         QGMM_TRY(STEP(a, "w", quantize_mxfp8, &w_blocked, w, &wq, &wsb));
         return STEP(a, "xq wq", grouped_gemm, &gp, &xq, &wq, &xsb, &wsb, offs, y);
     }
@@ -255,17 +253,15 @@ static qgmm_status dgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
     }
     case QGMM_RECIPE_MXFP8: {
         qgmm_tensor dyq = arena_tensor(a, f8, 2, M, N, 0), wtq = arena_tensor(a, f8, 3, E, K, N);
-        qgmm_tensor dys = arena_tensor(a, QGMM_E8M0, 2, M, N / 32, 0);
         qgmm_tensor dysb = arena_blocked(a, QGMM_BLOCKED_M_GROUPS, E, M, N / 32);
         qgmm_tensor wtsb = arena_blocked(a, QGMM_BLOCKED_3D, E, K, N / 32);
         if (size_only) return QGMM_OK;
-        const qgmm_mxfp8_params along_n = {1, p->mx_mode, QGMM_SCALES_PLAIN};
+        const qgmm_mxfp8_params along_n = {1, p->mx_mode, QGMM_SCALES_BLOCKED_M_GROUPS};
         /* w (E, N, K) in 32x1 blocks along N, through the (E, N, K) view of the (E, K, N)
          * bytes: the same bytes and scales as 1x32 blocks of the (E, K, N) view of w */
         const qgmm_mxfp8_params w_along_n = {1, p->mx_mode, QGMM_SCALES_BLOCKED};
         const qgmm_tensor wtq_nk = transposed_3d(&wtq);
-        QGMM_TRY(STEP(a, "dy", quantize_mxfp8, &along_n, dy, &dyq, &dys));
-        QGMM_TRY(STEP(a, "dy scales", scales_to_blocked, QGMM_BLOCKED_M_GROUPS, &dys, offs, &dysb, NULL));
+        QGMM_TRY(STEP(a, "dy", quantize_mxfp8_grouped, &along_n, dy, offs, &dyq, &dysb));
         QGMM_TRY(STEP(a, "w", quantize_mxfp8, &w_along_n, w, &wtq_nk, &wtsb));
         return STEP(a, "dyq wq", grouped_gemm, &gp, &dyq, &wtq, &dysb, &wtsb, offs, dx);
     }
@@ -327,19 +323,16 @@ static qgmm_status wgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
         QGMM_TRY(STEP(a, "x", quantize_fp8_blockwise, &blk, &xpt, &xqt, &xs));
         return STEP(a, "dyq xq", grouped_gemm, &gp, &dyq, &xq, &dys, &xs, &poffs, dw);
     }
-    /* MXFP8: 32x1 blocks along the tokens, scales regrouped into the K-groups layout */
-    qgmm_tensor dys = arena_tensor(a, QGMM_E8M0, 2, N, P / 32, 0), xs = arena_tensor(a, QGMM_E8M0, 2, K, P / 32, 0);
+    /* MXFP8: 32x1 blocks along the tokens, scales written in the K-groups layout */
     qgmm_tensor dysb = arena_blocked(a, QGMM_BLOCKED_K_GROUPS, E, N, P / 32);
     qgmm_tensor xsb = arena_blocked(a, QGMM_BLOCKED_K_GROUPS, E, K, P / 32);
     if (size_only) return QGMM_OK;
     QGMM_TRY(preset_padded_offsets(a, &poffs));
     QGMM_TRY(STEP(a, "dy", pad_token_groups, A, dy, offs, &dyp, NULL, &poffs));
     QGMM_TRY(STEP(a, "x", pad_token_groups, A, x, offs, &xp, NULL, NULL));
-    const qgmm_mxfp8_params along_tokens = {0, p->mx_mode, QGMM_SCALES_PLAIN};
-    QGMM_TRY(STEP(a, "dy", quantize_mxfp8, &along_tokens, &dyp, &dyq, &dys));
-    QGMM_TRY(STEP(a, "x", quantize_mxfp8, &along_tokens, &xp, &xq, &xs));
-    QGMM_TRY(STEP(a, "dy scales", scales_to_blocked, QGMM_BLOCKED_K_GROUPS, &dys, &poffs, &dysb, NULL));
-    QGMM_TRY(STEP(a, "x scales", scales_to_blocked, QGMM_BLOCKED_K_GROUPS, &xs, &poffs, &xsb, NULL));
+    const qgmm_mxfp8_params along_tokens = {0, p->mx_mode, QGMM_SCALES_BLOCKED_K_GROUPS};
+    QGMM_TRY(STEP(a, "dy", quantize_mxfp8_grouped, &along_tokens, &dyp, &poffs, &dyq, &dysb));
+    QGMM_TRY(STEP(a, "x", quantize_mxfp8_grouped, &along_tokens, &xp, &poffs, &xq, &xsb));
     return STEP(a, "dyq xq", grouped_gemm, &gp, &dyq, &xq, &dysb, &xsb, &poffs, dw);
 }
 
