@@ -96,6 +96,7 @@ enum vk_pipe {
     VKP_GEMM_COOP_FP8_WG_KHR,  /* FP8 rowwise (fp8 -> f16) on workgroup-scope matrices, the same way */
     VKP_GEMM_ZERO,             /* gemm_zero.comp: the K-grouped GEMM's empty groups */
     VKP_COPY,                  /* copy.comp: qgmm_buffer_copy of 16-byte aligned ranges */
+    VKP_EP,                    /* ep.comp: the expert-parallel routing ops (vk_ops_ep.c) */
     VKP_COUNT
 };
 typedef struct vk_spirv { const char *name; const uint32_t *code; size_t bytes; } vk_spirv;
@@ -241,6 +242,16 @@ qgmm_status vk_coop_choose(vk_ctx *c, const VkPhysicalDeviceSubgroupProperties *
 /* 1 when the physical device lists the extension */
 int vk_has_ext(VkPhysicalDevice pd, const char *name);
 void vk_coop_enable(vk_ctx *c, vk_coop_features *e, VkPhysicalDeviceVulkan12Features *f12);
+
+/* vk_ops_ep.c: the ep_* slots of qgmm_backend.h */
+qgmm_status vk_ep_route(qgmm_context *ctx, const qgmm_ep_desc *d, const qgmm_tensor *expert_ids);
+qgmm_status vk_ep_layout(qgmm_context *ctx, const qgmm_ep_desc *d);
+qgmm_status vk_ep_pack(qgmm_context *ctx, const qgmm_ep_desc *d, qgmm_ep_dir dir, const qgmm_tensor *x,
+                       const qgmm_tensor *x_scales, const qgmm_tensor *weights, const qgmm_tensor *wire,
+                       int64_t row_bytes);
+qgmm_status vk_ep_unpack(qgmm_context *ctx, const qgmm_ep_desc *d, qgmm_ep_dir dir, const qgmm_tensor *wire,
+                         int64_t row_bytes, const qgmm_tensor *weights, const qgmm_tensor *out,
+                         const qgmm_tensor *out_scales, int scales_blocked, const qgmm_tensor *offs_out);
 
 /* vk_pipestats.c */
 int vk_pipestats_wanted(vk_ctx *c);
