@@ -10,6 +10,8 @@
  *    128-deep block in f32 and adds blk * (sa * sb) (DeepGEMM's promotion), MXFP8 does the
  *    same per 32-deep block with the two E8M0 scales; FP8 rowwise scales in the epilogue;
  *  - OpenMP over output tiles when available; results do not depend on thread count.
+ * The problem arrives described (api/qgmm_problem.h): rows r, columns c and the contraction
+ * with each operand's strides along them, so one loop nest serves both kinds.
  * Bad offsets: nothing written, status word raised, QGMM_OK returned.
  */
 #include "cpu_ops.h"
@@ -77,9 +79,7 @@ static inline float scale_e8m0(const qgmm_gemm_scales *s, int64_t byte_off)
 typedef struct gemm_run {
     const qgmm_gemm_problem *d;
     operand oa, ob;
-    int64_t groups;
     int32_t *offs;
-    int64_t rows, cols, depth;   /* output tile space per group: rows x cols, contracted over depth */
     int64_t sblock;              /* promotion block along depth: 128 / 32, 0 = none */
     int64_t *mx_start;           /* MXFP8: the first blocked-scale row (M-grouped a) or
                                     column (K-grouped) of group g */
@@ -179,7 +179,7 @@ static void run_tile(const gemm_run *p, tile_scratch *s, int64_t g, int64_t r0, 
                      int64_t c0, int64_t nc)
 {
     /* Depth range of this group: all of K (M-grouped) or the group's rows (K-grouped). */
-    int64_t d_lo = 0, d_hi = p->depth;
+    int64_t d_lo = 0, d_hi = p->d->kdim;
     if (p->d->kind == QGMM_GEMM_K_GROUPED) {
         d_lo = group_begin(p->offs, g);
         d_hi = p->offs[g];
@@ -256,8 +256,7 @@ qgmm_status qgmm_cpu_grouped_gemm(qgmm_context *ctx, const qgmm_gemm_problem *d)
     operand_init(&p->oa, &d->a);
     operand_init(&p->ob, &d->b);
 
-    p->groups = d->groups;
-    const int64_t G = p->groups;
+    const int64_t G = d->groups;
     p->offs = (int32_t *)malloc((size_t)(G > 0 ? G : 1) * sizeof(int32_t));
     p->mx_start = (int64_t *)malloc((size_t)(G + 1) * sizeof(int64_t));
     p->tile_start = (int64_t *)malloc((size_t)(G + 1) * sizeof(int64_t));
@@ -266,9 +265,6 @@ qgmm_status qgmm_cpu_grouped_gemm(qgmm_context *ctx, const qgmm_gemm_problem *d)
         return qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "grouped_gemm: out of host memory");
     }
     memcpy(p->offs, qgmm_ref_data(&d->offs), (size_t)G * sizeof(int32_t));
-    p->rows = d->rows;
-    p->cols = d->cols;
-    p->depth = d->kdim;
     if (!qgmm_offsets_valid(p->offs, G, d->tokens, d->offs_multiple)) {
         run_free(p);
         qgmm_cpu_raise_status(ctx, QGMM_DEVICE_STATUS_BAD_OFFSETS);
@@ -288,10 +284,10 @@ qgmm_status qgmm_cpu_grouped_gemm(qgmm_context *ctx, const qgmm_gemm_problem *d)
     /* Tile list: per group, (row tiles) x (col tiles). M-grouped rows are the group's
      * rows; K-grouped rows are N for every group (empty groups still get zero tiles). */
     const int mg = d->kind == QGMM_GEMM_M_GROUPED;
-    p->tiles_c = qgmm_ceil_div_i64(p->cols, TN);
+    p->tiles_c = qgmm_ceil_div_i64(d->cols, TN);
     p->tile_start[0] = 0;
     for (int64_t g = 0; g < G; ++g) {
-        const int64_t nrows = mg ? p->offs[g] - group_begin(p->offs, g) : p->rows;
+        const int64_t nrows = mg ? p->offs[g] - group_begin(p->offs, g) : d->rows;
         p->tile_start[g + 1] = p->tile_start[g] + qgmm_ceil_div_i64(nrows, TM) * p->tiles_c;
     }
     const int64_t ntiles = p->tile_start[G];
@@ -318,11 +314,11 @@ qgmm_status qgmm_cpu_grouped_gemm(qgmm_context *ctx, const qgmm_gemm_problem *d)
         const int64_t g = find_group(p->tile_start, G, t);
         const int64_t lt = t - p->tile_start[g];
         const int64_t rbase = mg ? group_begin(p->offs, g) : 0;
-        const int64_t rend = mg ? p->offs[g] : p->rows;
+        const int64_t rend = mg ? p->offs[g] : d->rows;
         const int64_t r0 = rbase + (lt / p->tiles_c) * TM;
         const int64_t c0 = (lt % p->tiles_c) * TN;
         const int64_t nr = (rend - r0 < TM) ? rend - r0 : TM;
-        const int64_t nc = (p->cols - c0 < TN) ? p->cols - c0 : TN;
+        const int64_t nc = (d->cols - c0 < TN) ? d->cols - c0 : TN;
         run_tile(p, &scratch[tid], g, r0, nr, c0, nc);
     }
     free(scratch);
