@@ -13,10 +13,11 @@
  * (`run --serial-checks`).
  *
  * Memory: a case and its CPU reference are held in host memory several times over (inputs,
- * outputs, poison masks, the CPU reference's own buffers, downloaded copies), and the main
- * thread holds its own case meanwhile. A case moving more than 1/20 of the machine's memory
- * (the 128-expert weight casts on a 128 GiB host) is left to the main thread, which checks
- * it against the CPU in line after timing, as --serial-checks does.
+ * outputs, poison masks, the CPU reference's own buffers, downloaded copies: about 11
+ * times its bytes), and the main thread holds its own case meanwhile. A case moving more
+ * than 1/48 of the machine's memory (on a 128 GiB host the 128-expert weight casts and the
+ * largest 2D ones) is left to the main thread, which checks it against the CPU in line after
+ * timing, as --serial-checks does.
  */
 #ifndef QGMM_CI_REFWORKER_H
 #define QGMM_CI_REFWORKER_H
