@@ -112,8 +112,9 @@ static qgmm_status check_m_grouped(qgmm_context *ctx, qgmm_recipe r, const qgmm_
         QGMM_TRY(mx_scales(ctx, "a_scales", sa, QGMM_BLOCKED_M_GROUPS, E, M, K / 32,
                            "MXFP8 M-grouped a_scales are the QGMM_BLOCKED_M_GROUPS layout of the "
                            "(M, K/32) e8m0 scales of a (qgmm_blocked_m_groups_bytes(M, K/32, G) "
-                           "bytes): quantize a with qgmm_quantize_mxfp8 (block_dim 1, "
-                           "QGMM_SCALES_PLAIN) and convert with "
+                           "bytes): qgmm_quantize_mxfp8_grouped of a with block_dim 1, "
+                           "QGMM_SCALES_BLOCKED_M_GROUPS and offs, or quantize a with "
+                           "qgmm_quantize_mxfp8 (block_dim 1, QGMM_SCALES_PLAIN) and convert with "
                            "qgmm_scales_to_blocked(QGMM_BLOCKED_M_GROUPS, offs)"));
         return mx_scales(ctx, "b_scales", sb, QGMM_BLOCKED_3D, E, N, K / 32,
                          "MXFP8 M-grouped b_scales are the QGMM_BLOCKED_3D layout of the "
@@ -167,14 +168,16 @@ static qgmm_status check_k_grouped(qgmm_context *ctx, qgmm_recipe r, const qgmm_
         QGMM_TRY(mx_scales(ctx, "a_scales", sa, QGMM_BLOCKED_K_GROUPS, G, N, mc,
                            "MXFP8 K-grouped a_scales are the QGMM_BLOCKED_K_GROUPS layout of the "
                            "(N, M/32) e8m0 scales of a (qgmm_blocked_k_groups_bytes(N, M/32, G) "
-                           "bytes): quantize a with qgmm_quantize_mxfp8 (block_dim 0, "
-                           "QGMM_SCALES_PLAIN) and convert with "
+                           "bytes): qgmm_quantize_mxfp8_grouped of a with block_dim 0, "
+                           "QGMM_SCALES_BLOCKED_K_GROUPS and offs, or quantize a with "
+                           "qgmm_quantize_mxfp8 (block_dim 0, QGMM_SCALES_PLAIN) and convert with "
                            "qgmm_scales_to_blocked(QGMM_BLOCKED_K_GROUPS, offs)"));
         return mx_scales(ctx, "b_scales", sb, QGMM_BLOCKED_K_GROUPS, G, K, mc,
                          "MXFP8 K-grouped b_scales are the QGMM_BLOCKED_K_GROUPS layout of the "
                          "(K, M/32) e8m0 scales of b (qgmm_blocked_k_groups_bytes(K, M/32, G) "
-                         "bytes): quantize b with qgmm_quantize_mxfp8 (block_dim 0, "
-                         "QGMM_SCALES_PLAIN) and convert with "
+                         "bytes): qgmm_quantize_mxfp8_grouped of b with block_dim 0, "
+                         "QGMM_SCALES_BLOCKED_K_GROUPS and offs, or quantize b with "
+                         "qgmm_quantize_mxfp8 (block_dim 0, QGMM_SCALES_PLAIN) and convert with "
                          "qgmm_scales_to_blocked(QGMM_BLOCKED_K_GROUPS, offs)");
     }
     }

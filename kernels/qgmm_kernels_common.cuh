@@ -187,8 +187,10 @@ QGMM_DEV int64_t qgmm_k_group_of(const int32_t *ends, int64_t stride, int64_t gr
 
 #endif /* QGMM_KERNELS_COMMON_CUH */
 
-/* Host side: a qgmm_tensor as an (E, R, C) view (only where api/qgmm.h is included). */
-#if defined(QGMM_H)
+/* Host side: a qgmm_tensor as an (E, R, C) view (only where api/qgmm.h is included; once,
+ * whichever kernel headers a file includes). */
+#if defined(QGMM_H) && !defined(QGMM_KERNELS_COMMON_HOST)
+#define QGMM_KERNELS_COMMON_HOST
 static inline qgmm_kview qgmm_kview_of(const qgmm_tensor *t, void *data)
 {
     qgmm_kview v;

@@ -59,6 +59,13 @@ typedef struct qgmm_kquant {
     int rceil;               /* MX mode */
     int blocked;             /* MX scales in the blocked layout */
     int64_t cols_pad, per_expert;
+    /* MX scales in a grouped blocked layout (qgmm_kernels_mx_groups.cuh): glayout 0 none,
+     * QGMM_KQ_MG / QGMM_KQ_KG; goffs the token offsets; gplan the launch's plan: word 0 =
+     * offsets good, then the padded start row (M) / scale column (K) of each group */
+    int glayout;
+    const int32_t *goffs;
+    int64_t goffs_stride, gG, grows_pad;
+    const int32_t *gplan;
     int tile_rows;           /* blockwise: 1 or 128 */
     const int32_t *offs;     /* jagged rowwise: groups along the scaled dim; NULL if none */
     int64_t offs_stride, G;  /* G = 1 without offs */
@@ -78,10 +85,63 @@ QGMM_DEV void qgmm_kq_store_scale_f32(const qgmm_kquant &a, int64_t idx, float v
     ((float *)a.s.ptr)[idx] = v;
 }
 
+#define QGMM_KQ_MG 1
+#define QGMM_KQ_KG 2
+
+/* Where scale (o, b) of a grouped layout goes (docs/layouts.md §3, §4), -1 when its
+ * tokens belong to no group. M-groups: o is the token row; K-groups: b the token block. */
+QGMM_DEV int64_t qgmm_kq_mx_group_index(const qgmm_kquant &a, int64_t o, int64_t b)
+{
+    const int64_t g = qgmm_k_group_of(a.goffs, a.goffs_stride, a.gG, a.glayout == QGMM_KQ_MG ? o : b * 32);
+    if (g < 0) return -1;
+    const int64_t t0 = g == 0 ? 0 : a.goffs[(g - 1) * a.goffs_stride], start = a.gplan[1 + g];
+    if (a.glayout == QGMM_KQ_MG) return (start * a.cols_pad + qgmm_blocked_offset(o - t0, b, a.cols_pad)) * a.s.s0;
+    const int64_t width = qgmm_round_up_i64((a.goffs[g * a.goffs_stride] - t0) / 32, 4);
+    return (start * a.grows_pad + qgmm_blocked_offset(o, b - t0 / 32, width)) * a.s.s0;
+}
+
+/* Byte index of MX scale (e, o, b); -1 when a grouped layout has no place for it. */
 QGMM_DEV int64_t qgmm_kq_mx_scale_index(const qgmm_kquant &a, int64_t e, int64_t o, int64_t b)
 {
+    if (a.glayout) return qgmm_kq_mx_group_index(a, o, b);
     if (a.blocked) return (e * a.per_expert + qgmm_blocked_offset(o, b, a.cols_pad)) * a.s.s0;
     return e * a.s.s0 + o * a.s.s1 + b * a.s.s2;
+}
+
+/* A grouped-layout launch whose plan found bad offsets writes nothing (block-uniform). */
+QGMM_DEV int qgmm_kq_groups_bad(const qgmm_kquant &a) { return a.glayout && a.gplan[0] == 0; }
+
+/* M-groups from a kernel that walks rows: the token rows [lo, hi) of the last group looked
+ * up sit at padded rows r + shift (none: no group), so a thread whose next row falls in
+ * the same group skips the search. The padded start is a multiple of 128, so the byte is
+ * qgmm_blocked_offset(r + shift, b, cols_pad), the same as start * cols_pad plus the
+ * offset inside the group. */
+typedef struct qgmm_kq_mg_cache {
+    int64_t lo, hi, shift;
+    int none;
+} qgmm_kq_mg_cache;
+
+QGMM_DEV void qgmm_kq_mg_lookup(const qgmm_kquant &a, int64_t r, qgmm_kq_mg_cache &k)
+{
+    if (r < k.lo || r >= k.hi) {
+        const int64_t g = qgmm_k_group_of(a.goffs, a.goffs_stride, a.gG, r);
+        k.none = g < 0;
+        k.lo = g < 0 ? a.goffs[(a.gG - 1) * a.goffs_stride] : g == 0 ? 0 : a.goffs[(g - 1) * a.goffs_stride];
+        k.hi = g < 0 ? a.R : a.goffs[g * a.goffs_stride];
+        k.shift = g < 0 ? 0 : a.gplan[1 + g] - k.lo;
+    }
+}
+
+/* Row r's scale b, r looked up in k (qgmm_kq_mg_lookup) first. */
+QGMM_DEV void qgmm_kq_store_mx_scale_mg(const qgmm_kquant &a, int64_t r, int64_t b, uint8_t code, const qgmm_kq_mg_cache &k)
+{
+    if (!k.none) ((uint8_t *)a.s.ptr)[qgmm_blocked_offset(r + k.shift, b, a.cols_pad) * a.s.s0] = code;
+}
+
+QGMM_DEV void qgmm_kq_store_mx_scale(const qgmm_kquant &a, int64_t e, int64_t o, int64_t b, uint8_t code)
+{
+    const int64_t i = qgmm_kq_mx_scale_index(a, e, o, b);
+    if (i >= 0) ((uint8_t *)a.s.ptr)[i] = code;
 }
 
 /* Rowwise multiplier from an amax (the scale the data is multiplied by). */
@@ -140,6 +200,7 @@ QGMM_DEV int64_t qgmm_kq_num_groups(const qgmm_kquant &a)
 
 QGMM_KERNEL void qgmm_kq_generic(qgmm_kquant a)
 {
+    if (qgmm_kq_groups_bad(a)) return;
     if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.along_c ? a.C : a.R, 1,
                                          a.status, QGMM_BID_X == 0))
         return;
@@ -199,7 +260,7 @@ QGMM_KERNEL void qgmm_kq_generic(qgmm_kquant a)
         }
         if (lane == 0) {
             if (a.kind == QGMM_KQ_MX)
-                ((uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, mx_o, mx_b)] = code;
+                qgmm_kq_store_mx_scale(a, e, mx_o, mx_b, code);
             else if (a.kind == QGMM_KQ_ROWWISE)
                 qgmm_kq_store_scale_f32(a, sidx, a.recip ? qgmm_scale_reciprocal(mult) : mult);
             else
@@ -265,6 +326,7 @@ QGMM_DEV float qgmm_kq_unit_amax(const qgmm_kq_unit<XF32> &u, float amax)
 template <int LPB, int V, int FMT, int XF32>
 QGMM_KERNEL void qgmm_kq_rowblock(qgmm_kquant a)
 {
+    if (qgmm_kq_groups_bad(a)) return;
     const int tx = QGMM_TID % QGMM_NTHREADS_X, ty = QGMM_TID / QGMM_NTHREADS_X;
     const int ty_n = QGMM_NTHREADS / QGMM_NTHREADS_X;
     const int64_t lanes = a.C / (8 * V);
@@ -273,6 +335,7 @@ QGMM_KERNEL void qgmm_kq_rowblock(qgmm_kquant a)
     const uint32_t rows = (uint32_t)(a.E * a.R), R = (uint32_t)a.R;
     uint8_t *qb = (uint8_t *)a.q.ptr;
     const int64_t c = lc * 8 * V;
+    qgmm_kq_mg_cache mgc = {0, 0, 0, 0}; /* empty: the first row looks its group up */
     for (uint32_t row = (uint32_t)QGMM_BID_Y * ty_n + ty; row < rows; row += (uint32_t)QGMM_NBLOCKS_Y * ty_n) {
         const uint32_t e = row / R, r = row - e * R;
         qgmm_kq_unit<XF32> u[V] = {}; /* zero only for the host emulation's compiler */
@@ -281,6 +344,8 @@ QGMM_KERNEL void qgmm_kq_rowblock(qgmm_kquant a)
             const int64_t xi = qgmm_kidx(a.x, e, r, c);
 #pragma unroll
             for (int k = 0; k < V; ++k) qgmm_kq_unit_load<XF32>(u[k], a.x.ptr, xi + 8 * k);
+            /* the row's group while the loads are in flight */
+            if (a.glayout == QGMM_KQ_MG && (lc % LPB) == 0) qgmm_kq_mg_lookup(a, r, mgc);
 #pragma unroll
             for (int k = 0; k < V; ++k) amax = qgmm_kq_unit_amax<XF32>(u[k], amax);
         }
@@ -291,7 +356,10 @@ QGMM_KERNEL void qgmm_kq_rowblock(qgmm_kquant a)
         if (a.kind == QGMM_KQ_MX) {
             const uint8_t code = qgmm_mx_scale(amax, FMT, a.rceil);
             mult = qgmm_e8m0_reciprocal(code);
-            if ((lc % LPB) == 0) ((uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, r, c / (8 * V * LPB))] = code;
+            if ((lc % LPB) == 0) {
+                if (a.glayout == QGMM_KQ_MG) qgmm_kq_store_mx_scale_mg(a, r, c / (8 * V * LPB), code, mgc);
+                else qgmm_kq_store_mx_scale(a, e, r, c / (8 * V * LPB), code);
+            }
         } else {
             mult = qgmm_blockwise_scale(amax, FMT);
             if ((lc % LPB) == 0)
@@ -760,6 +828,7 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int
     QGMM_SHARED __align__(16) TT tile[QGMM_KQ_TR][QGMM_KQ_TC + qgmm_kq_tile<IN>::PAD];
     QGMM_SHARED int32_t rgrp[QGMM_KQ_TR];
     QGMM_SHARED float qamax[4][QGMM_KQ_TC];
+    if (qgmm_kq_groups_bad(a)) return;
     if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.R, 1, a.status, 0)) return;
     const int64_t c0 = QGMM_BID_X * QGMM_KQ_TC, r0 = QGMM_BID_Y * QGMM_KQ_TR, e = QGMM_BID_Z;
     const int tid = QGMM_TID;
@@ -848,7 +917,7 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int
             } else {
                 for (int k = 0; k < 32; ++k) qb[qgmm_kidx(a.q, e, rb + k, c)] = o[k];
             }
-            ((uint8_t *)a.s.ptr)[qgmm_kq_mx_scale_index(a, e, c, rb / 32)] = code;
+            qgmm_kq_store_mx_scale(a, e, c, rb / 32, code);
         }
     } else if (a.kind == QGMM_KQ_BLOCKWISE) {
         /* 64 columns x 4 quarters of 32 rows = 256 work items */

@@ -267,6 +267,9 @@ static void layout_errors(void)
                  "QGMM_BLOCKED_M_GROUPS layout", "quantize a with qgmm_quantize_mxfp8 (block_dim 1, QGMM_SCALES_PLAIN) "
                  "and convert with qgmm_scales_to_blocked(QGMM_BLOCKED_M_GROUPS, offs)",
                  "the size of the QGMM_BLOCKED_2D layout");
+    CHECK(strstr(qgmm_last_error(g_ctx), "qgmm_quantize_mxfp8_grouped of a with block_dim 1, "
+                                         "QGMM_SCALES_BLOCKED_M_GROUPS and offs") != NULL,
+          "the M-groups refusal names the one-call cast: %s", qgmm_last_error(g_ctx));
     tsa = tensor(sa, QGMM_E8M0, 1, mgroups, 0, 0);
     CHECK(qgmm_grouped_gemm(g_ctx, &mx, &ta, &tb, &tsa, &tsb, &to, &tout) == QGMM_OK, "the M-groups layout: %s",
           qgmm_last_error(g_ctx));

@@ -9,10 +9,32 @@
  *     from the tile, 16-byte stores of the transposed rows.
  * Blocked scales: the few padding bytes (rows past R, columns past C/32 rounded to 4) are
  * zeroed with one memset of the scale buffer only when padding exists.
+ * Grouped layouts (qgmm_quantize_mxfp8_grouped): the same kernels store each scale at its
+ * M-groups / K-groups position; a one-block plan kernel checks the offsets and computes
+ * the groups' padded starts first, a padding kernel zeroes the bytes holding no scale
+ * (kernels/qgmm_kernels_mx_groups.cuh). Three launches, no host readback.
  */
 #include "cuda_internal.h"
-#include "qgmm_kernels_quant.cuh"
+#include "qgmm_kernels_mx_groups.cuh"
 #include "qgmm_layout_maps.h"
+
+/* The cast kernel of `a` (scales set up by the caller). */
+static qgmm_status mx_launch(qgmm_context *ctx, const qgmm_kquant &a, const qgmm_tensor *x)
+{
+    qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    const int64_t O = a.along_c ? a.R : a.C, NB = (a.along_c ? a.C : a.R) / 32;
+    if (a.along_c) {
+        if (qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a) && a.E * a.R < ((int64_t)1 << 31) &&
+            a.x_dtype != QGMM_K_F16) {
+            return qgmm_cuda_launch_kq_rowblock(ctx, a);
+        }
+        const int64_t warps = a.E * O * NB;
+        const unsigned grid = qgmm_cuda_grid(ctx, (warps + 7) / 8, 256, 16);
+        qgmm_kq_generic<<<grid, 256, 0, c->stream>>>(a);
+        return qgmm_cuda_launch_check(ctx, "qgmm_kq_generic");
+    }
+    return qgmm_cuda_launch_kq_transpose(ctx, a, x);
+}
 
 extern "C" qgmm_status qgmm_cuda_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p,
                                                 const qgmm_tensor *x, const qgmm_tensor *q,
@@ -60,16 +82,46 @@ extern "C" qgmm_status qgmm_cuda_quantize_mxfp8(qgmm_context *ctx, const qgmm_mx
         if (st != QGMM_OK) return st;
     }
     if (a.E * a.R * a.C == 0) return QGMM_OK;
+    return mx_launch(ctx, a, x);
+}
 
-    if (a.along_c) {
-        if (qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a) && a.E * a.R < ((int64_t)1 << 31) &&
-            a.x_dtype != QGMM_K_F16) {
-            return qgmm_cuda_launch_kq_rowblock(ctx, a);
-        }
-        const int64_t warps = a.E * O * NB;
-        const unsigned grid = qgmm_cuda_grid(ctx, (warps + 7) / 8, 256, 16);
-        qgmm_kq_generic<<<grid, 256, 0, c->stream>>>(a);
-        return qgmm_cuda_launch_check(ctx, "qgmm_kq_generic");
+/* x (T, D) rank 2; M-groups: block_dim 1, scales (T, D/32) placed by token row; K-groups:
+ * block_dim 0, scales (D, T/32) placed by token block. */
+extern "C" qgmm_status qgmm_cuda_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params *p,
+                                                        const qgmm_tensor *x, const qgmm_tensor *offs,
+                                                        const qgmm_tensor *q, const qgmm_tensor *scales)
+{
+    qgmm_status st = qgmm_cuda_enter(ctx);
+    if (st != QGMM_OK) return st;
+    qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    const int mg = p->scale_layout == QGMM_SCALES_BLOCKED_M_GROUPS;
+    if (x->rank != 2 || p->block_dim != (mg ? 1 : 0))
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "cuda mxfp8 grouped: rank %d, block_dim %d", x->rank,
+                              p->block_dim);
+    qgmm_kquant a = qgmm_kquant_base(x, q, c->status_dev);
+    a.kind = QGMM_KQ_MX;
+    a.along_c = mg;
+    a.rceil = p->mode == QGMM_MX_RCEIL;
+    a.glayout = mg ? QGMM_KQ_MG : QGMM_KQ_KG;
+    a.goffs = (const int32_t *)qgmm_tensor_data(offs);
+    a.goffs_stride = offs->strides[0];
+    a.gG = offs->shape[0];
+    const int64_t T = a.R, D = a.C, other = mg ? T : D, blocks = (mg ? D : T) / 32;
+    a.cols_pad = qgmm_blocked_cols(blocks);
+    a.grows_pad = qgmm_blocked_rows(other);
+    a.s.ptr = qgmm_tensor_data(scales);
+    a.s.s0 = scales->strides[0];
+    int32_t *plan = (int32_t *)qgmm_cuda_scratch(ctx, (size_t)(a.gG + 2) * sizeof(int32_t));
+    if (!plan) return QGMM_ERR_OUT_OF_MEMORY;
+    a.gplan = plan;
+    qgmm_kq_mx_groups_plan<<<1, 256, 0, c->stream>>>(a, plan, T);
+    if ((st = qgmm_cuda_launch_check(ctx, "qgmm_kq_mx_groups_plan")) != QGMM_OK) return st;
+    const int64_t len = scales->shape[0];
+    if (len > 0) {
+        const unsigned grid = qgmm_cuda_grid(ctx, ((len + 15) / 16 + 255) / 256, 256, 8);
+        qgmm_kq_mx_groups_pad<<<grid, 256, 0, c->stream>>>(a, len, other, blocks);
+        if ((st = qgmm_cuda_launch_check(ctx, "qgmm_kq_mx_groups_pad")) != QGMM_OK) return st;
     }
-    return qgmm_cuda_launch_kq_transpose(ctx, a, x);
+    if (T * D == 0) return QGMM_OK;
+    return mx_launch(ctx, a, x);
 }

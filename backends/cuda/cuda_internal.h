@@ -100,6 +100,9 @@ qgmm_status qgmm_cuda_quantize_fp8_rowwise_dual(qgmm_context *ctx,
 qgmm_status qgmm_cuda_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p,
                                      const qgmm_tensor *x, const qgmm_tensor *q,
                                      const qgmm_tensor *scales);
+qgmm_status qgmm_cuda_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params *p,
+                                             const qgmm_tensor *x, const qgmm_tensor *offs,
+                                             const qgmm_tensor *q, const qgmm_tensor *scales);
 qgmm_status qgmm_cuda_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
                                              const qgmm_tensor *x, const qgmm_tensor *q,
                                              const qgmm_tensor *scales);
