@@ -23,17 +23,17 @@ __device__ __forceinline__ float qg_block_scale(const qg_scales &s, int g, int64
     return __ldg((const float *)s.ptr + (int64_t)g * s.s_grp + (i / s.i_div) * s.s_row + kb * s.s_k);
 }
 
-/* MXFP8: the e8m0 scale of operand row/column i of group g, block kbl (32 wide) counted
- * from the group's contraction start, as f32 (2^(b-127), NaN for 255).
+/* MXFP8: the byte offset (qg_mx_offset) and the value as f32 (qg_mx_scale: 2^(b-127), NaN
+ * for 255) of the e8m0 scale of operand row/column i of group g, block kbl (32 wide)
+ * counted from the group's contraction start.
  *   M_GROUPED a: BLOCKED_M_GROUPS — one blocked matrix of round4(K/32) columns whose group
  *     g rows start at mxpref[g] (sum of 128-rounded sizes); i is the global token row.
  *   M_GROUPED b: BLOCKED_3D — expert g's blocked (N, K/32) matrix at g*round128(N)*cols.
  *   K_GROUPED a/b: BLOCKED_K_GROUPS — group g's blocked (rows, size_g/32) matrix, padded to
  *     round4(size_g/32) columns, at byte mxpref[g] * round128(rows) (torchao's layout). */
-__device__ __forceinline__ float qg_mx_scale(const qg_problem &p, const qg_sched &s, int which_b,
-                                             int g, int64_t i, int64_t kbl)
+__device__ __forceinline__ int64_t qg_mx_offset(const qg_problem &p, const qg_sched &s, int which_b, int g,
+                                               int64_t i, int64_t kbl)
 {
-    const uint8_t *base = (const uint8_t *)(which_b ? p.sb.ptr : p.sa.ptr);
     int64_t off;
     if (p.kind == QG_M_GROUPED) {
         const int64_t cols_pad = qgmm_blocked_cols(p.kdim / 32);
@@ -49,7 +49,13 @@ __device__ __forceinline__ float qg_mx_scale(const qg_problem &p, const qg_sched
         const int64_t rows_pad = qgmm_blocked_rows(which_b ? p.cols : p.rows);
         off = (int64_t)s.mxpref[g] * rows_pad + qgmm_blocked_offset(i, kbl, cols_pad);
     }
-    return qgmm_e8m0_to_f32(__ldg(base + off));
+    return off;
+}
+__device__ __forceinline__ float qg_mx_scale(const qg_problem &p, const qg_sched &s, int which_b,
+                                             int g, int64_t i, int64_t kbl)
+{
+    const uint8_t *base = (const uint8_t *)(which_b ? p.sb.ptr : p.sa.ptr);
+    return qgmm_e8m0_to_f32(__ldg(base + qg_mx_offset(p, s, which_b, g, i, kbl)));
 }
 
 /* Stores v0 (column c) and v1 (column c+1) of row r in group g, masked to the extents. */

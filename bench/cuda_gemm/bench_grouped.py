@@ -4,7 +4,8 @@
 Times, at the ops-spec §8 shapes (M-grouped forward and the K-grouped wgrad of each):
   BF16         qgmm (auto path, portable path)  vs torch._grouped_mm
   FP8 rowwise  qgmm (auto path, portable path)  vs torch._scaled_grouped_mm (use_fast_accum)
-  FP8 blockwise, MXFP8: qgmm only (no PyTorch peer on sm_90)
+  FP8 blockwise, MXFP8: qgmm only (no PyTorch peer on sm_90); the error column compares
+               with qgmm's portable kernel
 and the dense ceilings torch.mm (bf16) and torch._scaled_mm (fp8 rowwise) at 8192^3.
 Median of CUDA-event timings after warm-up, random data, jagged group sizes (multiples of
 16, seeded). Each qgmm result is compared with the peer's (relative Frobenius error) so a
@@ -232,6 +233,13 @@ def main():
 
     paths = (PATH_AUTO,) if args.no_portable else (PATH_AUTO, PATH_PORTABLE)
 
+    def portable_ref(make, out):
+        """The portable kernel's result (f32 sums of exact products) of the problem make(o):
+        the reference of recipes without a PyTorch peer, so a fast wrong kernel shows."""
+        ref = torch.empty_like(out)
+        lib.run(make(ref), PATH_PORTABLE)
+        return ref
+
     for (M, N, K, G) in shapes:
         offs = jagged_offs(M, G, 16, gen)
         offs128 = jagged_offs(M, G, 128, gen)
@@ -279,7 +287,8 @@ def main():
             sab = torch.rand(M, K // 128, device="cuda") * 0.01 + 0.001
             sbb = torch.rand(G, (N + 127) // 128, K // 128, device="cuda") * 0.01 + 0.001
             pr = m_problem(a8, b8, offs, out, SC_BLOCK, sab, sbb)
-            timed(pr, PATH_AUTO, out, None, None, flops, kind="M", recipe="fp8_blockwise", **sh)
+            ref = portable_ref(lambda o: m_problem(a8, b8, offs, o, SC_BLOCK, sab, sbb), out)
+            timed(pr, PATH_AUTO, out, ref, None, flops, kind="M", recipe="fp8_blockwise", **sh)
             del sab, sbb
         if "mxfp8" in mrec:
             cpad = ((K // 32 + 3) // 4) * 4
@@ -287,7 +296,8 @@ def main():
                                 device="cuda")
             sbm = torch.randint(120, 134, (G * ((N + 127) // 128 * 128) * cpad,), dtype=torch.uint8, device="cuda")
             pr = m_problem(a8, b8, offs, out, SC_MX, sam, sbm)
-            timed(pr, PATH_AUTO, out, None, None, flops, kind="M", recipe="mxfp8", **sh)
+            ref = portable_ref(lambda o: m_problem(a8, b8, offs, o, SC_MX, sam, sbm), out)
+            timed(pr, PATH_AUTO, out, ref, None, flops, kind="M", recipe="mxfp8", **sh)
             del sam, sbm
         del a8, b8, out
         torch.cuda.empty_cache()
@@ -327,7 +337,8 @@ def main():
             sab = torch.rand(N, (M + 127) // 128, device="cuda") * 0.01 + 0.001
             sbb = torch.rand(K, (M + 127) // 128, device="cuda") * 0.01 + 0.001
             pr = k_problem(dy8, x8, offs128, outk, SC_BLOCK, sab, sbb)
-            timed(pr, PATH_AUTO, outk, None, None, flops, kind="K", recipe="fp8_blockwise", **sh)
+            ref = portable_ref(lambda o: k_problem(dy8, x8, offs128, o, SC_BLOCK, sab, sbb), outk)
+            timed(pr, PATH_AUTO, outk, ref, None, flops, kind="K", recipe="fp8_blockwise", **sh)
             del sab, sbb
         if "mxfp8" in krec:
             mc = (M + 31) // 32
@@ -336,7 +347,8 @@ def main():
             sbm = torch.randint(120, 134, (((K + 127) // 128 * 128) * ((mc + 4 * G + 3) // 4 * 4),),
                                 dtype=torch.uint8, device="cuda")
             pr = k_problem(dy8, x8, offs128, outk, SC_MX, sam, sbm)
-            timed(pr, PATH_AUTO, outk, None, None, flops, kind="K", recipe="mxfp8", **sh)
+            ref = portable_ref(lambda o: k_problem(dy8, x8, offs128, o, SC_MX, sam, sbm), outk)
+            timed(pr, PATH_AUTO, outk, ref, None, flops, kind="K", recipe="mxfp8", **sh)
             del sam, sbm
         del dyT8, xT8, dy8, x8, outk
         torch.cuda.empty_cache()
