@@ -42,11 +42,7 @@ extern "C" void qgmm_cuda_gemm_relayout_bf16(qgmm_context *ctx, qg_problem *p); 
 extern "C" qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_gemm_problem *d)
 {
     qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
-    const int path = c->gemm_path;
-    if (path < 0)
-        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
-                              "grouped_gemm on cuda: QGMM_CUDA_GEMM_PATH (read when the context was created) "
-                              "is none of portable, hopper, auto");
+    const int path = c->gemm_path; /* valid: context creation refuses a bad QGMM_CUDA_GEMM_PATH */
     const qgmm_dtype da = d->a.at.dtype, db = d->b.at.dtype;
     const int ea = qg_elem_of(da), eb = qg_elem_of(db);
     if (ea < 0 || eb < 0)

@@ -1,7 +1,8 @@
 /*
  * gemm_problem.cuh — the grouped GEMM as the CUDA kernels see it: raw device pointers,
- * element strides and recipe enums, with no qgmm handle in sight. gemm_entry.cu builds one
- * from the API tensors; bench/cuda_gemm builds one from PyTorch tensors. Both launch
+ * element strides and recipe enums, with no qgmm handle in sight. gemm_entry.cu copies one
+ * from the API's problem description (api/qgmm_problem.h); bench/cuda_gemm builds one from
+ * PyTorch tensors. Both launch
  * through qgmm_cuda_gemm_run().
  *
  * One shape covers both kinds. A tile of group g is out_g[r][c] = sum_k A(r,k) * B(c,k):
