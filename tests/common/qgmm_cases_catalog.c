@@ -516,7 +516,6 @@ static void build_conformance(qc_list *l)
             push(l, mx(2, 64, 96, dim1, (qgmm_scale_layout)lay, (qgmm_mx_mode)(lay ^ dim1), QGMM_BF16,
                        QGMM_F8E4M3FN, dim1 ? QGMM_INPUT_EDGE : QGMM_INPUT_NORMAL));
     push(l, mx(0, 64, 256, 0, QGMM_SCALES_PLAIN, QGMM_MX_FLOOR, QGMM_F32, QGMM_F8E4M3FN, QGMM_INPUT_WIDE));
-
     /* MXFP8 with the scales written straight into the grouped GEMMs' layouts: M-groups
      * (dim0, any group size: 300 rows in 5 groups) and K-groups (dim1, groups of whole
      * 32-token blocks over 640 tokens), every group pattern */
@@ -529,6 +528,7 @@ static void build_conformance(qc_list *l)
                g == 1 ? QGMM_F32 : QGMM_BF16, k_fp8[g == 3 ? 2 : 0], g & 1 ? QGMM_INPUT_NORMAL : QGMM_INPUT_EDGE);
         c.groups = gps[g]; c.shape.G = 4; c.group_multiple = 32; push(l, c);
     }
+
     /* FP8 blockwise: block x layout x dtype; 128x128 with a ragged last tile row */
     for (int lay = 0; lay < 3; ++lay)
         for (int d = 0; d < 3; ++d) {
