@@ -8,6 +8,7 @@
  * no driver or no device.
  */
 #include "cuda_internal.h"
+#include "cuda_ep.h"
 #include "gemm_problem.cuh"
 
 #include <stdio.h>
@@ -397,6 +398,7 @@ qgmm_plugin_entry(uint32_t abi_version, char *reason, size_t reason_cap)
     v->event_elapsed_ms = cu_event_elapsed_ms;
     v->event_destroy = cu_event_destroy;
     qgmm_cuda_fill_cast_ops(v);
+    qgmm_cuda_fill_ep_ops(v);
     v->grouped_gemm = qgmm_cuda_grouped_gemm;
     return v;
 }
