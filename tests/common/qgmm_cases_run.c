@@ -273,12 +273,18 @@ static void check_coverage(qgmm_case_instance *in, uint8_t **b, qgmm_case_result
     for (int i = 0; i < in->nslots; ++i) {
         qc_slot *s = &in->slots[i];
         if (s->role != QC_OUT) continue;
-        const uint8_t *A = s->host, *B = b[i];
+        const uint8_t *A = s->host, *B = b[i], *mask = s->mask;
         uint64_t unwritten = 0, stray = 0, unstable = 0;
         size_t first = (size_t)-1;
+        /* in parallel over the bytes (a nightly cast's outputs are gigabytes): the counts and
+         * the first offending byte are the serial loop's */
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) reduction(+ : unwritten, stray, unstable) reduction(min : first) \
+    if (s->total > (1u << 20))
+#endif
         for (size_t k = 0; k < s->total; ++k) {
             const int keep_a = A[k] == POISON_A, keep_b = B[k] == POISON_B;
-            if (s->mask[k]) {
+            if (mask[k]) {
                 if (keep_a && keep_b) unwritten++;
                 else if (exact && A[k] != B[k]) unstable++;
                 else continue;
@@ -286,7 +292,7 @@ static void check_coverage(qgmm_case_instance *in, uint8_t **b, qgmm_case_result
                 if (keep_a && keep_b) continue;
                 stray++;
             }
-            if (first == (size_t)-1) first = k;
+            if (k < first) first = k;
         }
         const uint64_t bad = unwritten + stray + unstable;
         if (!bad) continue;
@@ -318,8 +324,19 @@ static void compare_exact(qgmm_case_instance *in, qgmm_case_instance *ref, qgmm_
         qc_slot *s = &in->slots[i], *t = &ref->slots[i];
         if (s->role != QC_OUT) continue;
         r->compared_bytes += s->total;
-        for (size_t k = 0; k < s->total; ++k) {
-            if (s->host[k] == t->host[k]) continue;
+        const uint8_t *x = s->host, *y = t->host;
+        uint64_t diff = 0;
+        size_t first = (size_t)-1;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) reduction(+ : diff) reduction(min : first) if (s->total > (1u << 20))
+#endif
+        for (size_t k = 0; k < s->total; ++k)
+            if (x[k] != y[k]) {
+                ++diff;
+                if (k < first) first = k;
+            }
+        if (diff) {
+            const size_t k = first;
             if (!r->mismatched_bytes) {
                 /* byte offset in the region, and the element it falls in (guards: negative
                  * or past the span) */
@@ -330,7 +347,7 @@ static void compare_exact(qgmm_case_instance *in, qgmm_case_instance *ref, qgmm_
                          off >= 0 ? off / (es ? es : 1) : -1, qgmm_dtype_name(s->view.dtype),
                          s->host[k], t->host[k]);
             }
-            r->mismatched_bytes++;
+            r->mismatched_bytes += diff;
         }
     }
     if (r->mismatched_bytes) {
