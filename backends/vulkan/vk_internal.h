@@ -138,7 +138,7 @@ typedef struct vk_cmd {
 enum { VK_WANT_AUTO, VK_WANT_TILED, VK_WANT_COOPMAT, VK_WANT_COOPMAT_NV }; /* gemm_path */
 enum { VK_LANES_GENERIC, VK_LANES_DEFAULT, VK_LANES_V1 };                 /* cast_lanes */
 enum { VK_SPEC_NONE, VK_SPEC_DEFAULT, VK_SPEC_ALL };                      /* cast_spec */
-enum { VK_ENC_B, VK_ENC_A, VK_ENC_BINADE };    /* cast_enc: the shaders' SC_ENC / CP_ENC codes */
+enum { VK_ENC_B, VK_ENC_A, VK_ENC_BINADE };    /* cast_enc: the shaders' SC_ENC / cast_params.h enc codes */
 typedef struct vk_tuning {
     int gemm_path;  /* QGMM_VULKAN_GEMM_PATH: auto | tiled | coopmat | coopmat-nv */
     int gemm_wg;    /* QGMM_VULKAN_GEMM_WG: 0 keeps BF16 / FP8 rowwise on subgroup-scope matrices */

@@ -7,6 +7,7 @@
  */
 #include "vk_internal.h"
 #include "../../kernels/glsl/params.h"
+#include "../../kernels/glsl/cast_params.h"
 #include "qgmm_layout_maps.h"
 #include "qgmm_scale_rules.h"
 
@@ -15,18 +16,18 @@
 #include <string.h>
 
 /* The f32 constants of codec.glsl's FmtConsts for fp8 format fmt. */
-static void fmt_consts(int fmt, int64_t *p, int base_max, int base_clamp, int base_eps, int base_inv)
+static void fmt_consts(int fmt, qg_cast_params *p)
 {
     const float maxv = qgmm_fp8_max(fmt);
-    p[base_max] = qgmm_f32_bits(maxv);
+    p->c_max = qgmm_f32_bits(maxv);
     /* qgmm_rowwise_scale for any amax below 1e-12: the float64 clamp value */
-    p[base_clamp] = qgmm_f32_bits((float)((double)maxv / QGMM_AMAX_EPS));
+    p->c_clamp = qgmm_f32_bits((float)((double)maxv / QGMM_AMAX_EPS));
     /* smallest f32 whose float64 value is >= 1e-12 (the clamp test in f32 bits) */
     float t = (float)QGMM_AMAX_EPS;
     if ((double)t < QGMM_AMAX_EPS) t = nextafterf(t, INFINITY);
-    p[base_eps] = qgmm_f32_bits(t);
+    p->c_eps = qgmm_f32_bits(t);
     const float inv = (fmt == QGMM_FMT_E5M2) ? (1.0f / 57344.0f) : (fmt == QGMM_FMT_E4M3FNUZ) ? (1.0f / 240.0f) : (1.0f / 448.0f);
-    p[base_inv] = qgmm_f32_bits(inv);
+    p->c_inv = qgmm_f32_bits(inv);
 }
 
 static int64_t pow2_ceil(int64_t v)
@@ -37,7 +38,7 @@ static int64_t pow2_ceil(int64_t v)
 }
 
 /* Lane layout: consecutive lanes walk whichever of (reduce, other) is contiguous. */
-static void choose_lanes(int64_t *p, int64_t xo, int64_t xr, int64_t seglen, int combine, int64_t O)
+static void choose_lanes(qg_cast_params *p, int64_t xo, int64_t xr, int64_t seglen, int combine, int64_t O)
 {
     int64_t TO, TR, ocontig;
     if (xr == 1 || combine || xo != 1) {
@@ -49,21 +50,21 @@ static void choose_lanes(int64_t *p, int64_t xo, int64_t xr, int64_t seglen, int
         TR = 4;
         ocontig = 1;
     }
-    p[CP_TO] = TO;
-    p[CP_TR] = TR;
-    p[CP_OCONTIG] = ocontig;
-    p[CP_OT] = combine ? 128 : TO;
-    p[CP_NOTILES] = (O + p[CP_OT] - 1) / p[CP_OT];
+    p->to = TO;
+    p->tr = TR;
+    p->ocontig = ocontig;
+    p->ot = combine ? 128 : TO;
+    p->notiles = (O + p->ot - 1) / p->ot;
 }
 
 /* The 8-wide path of cast.comp: reduce dim contiguous in x and q, every segment a
  * multiple of 8 elements, x rows 16-byte aligned and q rows 8-byte aligned. */
-static int can_vec(const int64_t *p, int64_t seglen)
+static int can_vec(const qg_cast_params *p, int64_t seglen)
 {
-    const int64_t es = (int64_t)qgmm_dtype_size((qgmm_dtype)p[CP_XDT]);
-    if (p[CP_XR] != 1 || p[CP_QR] != 1 || (es != 2 && es != 4) || seglen <= 0 || seglen % 8) return 0;
-    if (p[CP_X] % 16 || (p[CP_XO] * es) % 16 || (p[CP_XE] * es) % 16) return 0;
-    if (p[CP_Q] % 8 || p[CP_QO] % 8 || p[CP_QE] % 8) return 0;
+    const int64_t es = (int64_t)qgmm_dtype_size((qgmm_dtype)p->xdt);
+    if (p->xr != 1 || p->qr != 1 || (es != 2 && es != 4) || seglen <= 0 || seglen % 8) return 0;
+    if (p->x % 16 || (p->xo * es) % 16 || (p->xe * es) % 16) return 0;
+    if (p->q % 8 || p->qo % 8 || p->qe % 8) return 0;
     return 1;
 }
 
@@ -73,24 +74,24 @@ static int64_t fast_x_bytes(int64_t dtype) { return dtype == QGMM_BF16 ? 2 : dty
 
 /* The pipeline of a low-register shader for this cast: its bf16 or f32 build (first_bf16 /
  * first_f32: the e4m3fn pipeline of each), at the cast's fp8 format. */
-static int fast_pipe(const int64_t *p, int first_bf16, int first_f32)
+static int fast_pipe(const qg_cast_params *p, int first_bf16, int first_f32)
 {
-    return (p[CP_XDT] == QGMM_F32 ? first_f32 : first_bf16) + (int)(p[CP_FMT] - QGMM_F8E4M3FN);
+    return (p->xdt == QGMM_F32 ? first_f32 : first_bf16) + (int)(p->fmt - QGMM_F8E4M3FN);
 }
 
 /* cast.comp's register-resident paths (its header says what each needs). Segment path:
  * LS lanes per segment, the fewest that hold it in <= 8 units each (rows of more than 64
  * units: <= 16, which measured faster on the H100 than more lanes per row); MX blocks
  * (4 units) go to lane pairs, so each warp load covers whole sectors. */
-static void fast_segments(const vk_tuning *t, int64_t *p, int64_t seglen, int combine)
+static void fast_segments(const vk_tuning *t, qg_cast_params *p, int64_t seglen, int combine)
 {
     const int mode = t->cast_lanes;
-    if (mode == VK_LANES_GENERIC || !fast_x_bytes(p[CP_XDT]) || p[CP_VEC] != 8 || seglen <= 0) return;
+    if (mode == VK_LANES_GENERIC || !fast_x_bytes(p->xdt) || p->vec != 8 || seglen <= 0) return;
     if (combine) {
-        if (seglen == 128) p[CP_FAST] = 3;
+        if (seglen == 128) p->fast = 3;
         return;
     }
-    const int64_t U = seglen / 8, nsegt = p[CP_E] * p[CP_O] * p[CP_NSEG];
+    const int64_t U = seglen / 8, nsegt = p->e * p->o * p->nseg;
     if (U > 4096 || nsegt >= (int64_t)1 << 30) return; /* 256 lanes x 16 units: rows of up to 32768 */
     int64_t ls = 1;
     while (ls * 8 < U) ls <<= 1;
@@ -98,35 +99,35 @@ static void fast_segments(const vk_tuning *t, int64_t *p, int64_t seglen, int co
     /* long rows: up to 16 units per lane (fewer lanes and barriers per row) */
     if (U > 64 && mode != VK_LANES_V1) while (ls > 1 && (U + ls / 2 - 1) / (ls / 2) <= 16) ls >>= 1;
     if (ls > 256) return; /* v1 layouts: rows of more than 2048 units stay generic */
-    p[CP_FAST] = 1;
-    p[CP_LS] = ls;
-    p[CP_KPS] = (U + ls - 1) / ls;
-    p[CP_NSEGT] = nsegt;
+    p->fast = 1;
+    p->ls = ls;
+    p->kps = (U + ls - 1) / ls;
+    p->nsegt = nsegt;
 }
 
-static void lanes_auto(const vk_tuning *t, int64_t *p, int64_t seglen, int combine)
+static void lanes_auto(const vk_tuning *t, qg_cast_params *p, int64_t seglen, int combine)
 {
-    p[CP_VEC] = can_vec(p, seglen) ? 8 : 1;
-    choose_lanes(p, p[CP_XO], p[CP_XR], seglen > 0 ? seglen / p[CP_VEC] : 0, combine, p[CP_O]);
+    p->vec = can_vec(p, seglen) ? 8 : 1;
+    choose_lanes(p, p->xo, p->xr, seglen > 0 ? seglen / p->vec : 0, combine, p->o);
     fast_segments(t, p, seglen, combine);
 }
 
 /* MX along a strided dim whose other dim is contiguous (dim1): 8 columns per lane. */
-static void fast_dim1(const vk_tuning *t, int64_t *p)
+static void fast_dim1(const vk_tuning *t, qg_cast_params *p)
 {
-    const int64_t xr = p[CP_XR];
-    if (t->cast_lanes == VK_LANES_GENERIC || !fast_x_bytes(p[CP_XDT]) || p[CP_XO] != 1 || p[CP_O] % 8 || xr % 8 || xr <= 0 || xr > ((int64_t)1 << 26)) return;
-    if (p[CP_X] % 16 || p[CP_XE] % 8 || p[CP_QR] != 1 || p[CP_QO] % 16 || p[CP_QE] % 16 || p[CP_Q] % 16) return;
-    p[CP_FAST] = 2;
-    p[CP_OTILES] = (p[CP_O] + 1023) / 1024;
+    const int64_t xr = p->xr;
+    if (t->cast_lanes == VK_LANES_GENERIC || !fast_x_bytes(p->xdt) || p->xo != 1 || p->o % 8 || xr % 8 || xr <= 0 || xr > ((int64_t)1 << 26)) return;
+    if (p->x % 16 || p->xe % 8 || p->qr != 1 || p->qo % 16 || p->qe % 16 || p->q % 16) return;
+    p->fast = 2;
+    p->otiles = (p->o + 1023) / 1024;
 }
 
 /* MX dim0 rows of 4k blocks: a lane pair per 4-block chunk (cast.comp path 4). */
-static void fast_mx_chunks(const vk_tuning *t, int64_t *p)
+static void fast_mx_chunks(const vk_tuning *t, qg_cast_params *p)
 {
-    if (p[CP_FAST] != 1 || p[CP_NSEG] % 4 || t->cast_lanes == VK_LANES_V1) return;
-    p[CP_FAST] = 4;
-    p[CP_NSEGT] /= 4;
+    if (p->fast != 1 || p->nseg % 4 || t->cast_lanes == VK_LANES_V1) return;
+    p->fast = 4;
+    p->nsegt /= 4;
 }
 
 /* cast.comp's specialization constants (ids and values in its header). */
@@ -137,27 +138,27 @@ enum { SC_PATH, SC_RULE, SC_ENC, SC_XDT, SC_VEC, SC_KPS, SC_COUNT };
  * Knobs a path does not branch on stay -1 (read from the parameters), so that shapes share
  * pipelines: the set depends on the variant, never on the extents, except SC_KPS, which
  * only the 16x1 row path (rows of more than 512 elements) sets, to one of 8 values. */
-static void cast_spec(const int64_t *p, int32_t *sc)
+static void cast_spec(const qg_cast_params *p, int32_t *sc)
 {
     for (int i = 0; i < SC_COUNT; ++i) sc[i] = -1;
-    const int fast = (int)p[CP_FAST];
+    const int fast = (int)p->fast;
     if (fast == 0) {
         sc[SC_PATH] = 0;
-        sc[SC_XDT] = (int32_t)p[CP_XDT];
-        sc[SC_VEC] = (int32_t)p[CP_VEC];
+        sc[SC_XDT] = (int32_t)p->xdt;
+        sc[SC_VEC] = (int32_t)p->vec;
         return;
     }
     sc[SC_PATH] = fast;
     if (fast == 1) {
-        if (p[CP_KPS] == 2 && p[CP_LS] == 2) sc[SC_PATH] = 1;
-        else if (p[CP_KPS] <= 8) sc[SC_PATH] = 5;
+        if (p->kps == 2 && p->ls == 2) sc[SC_PATH] = 1;
+        else if (p->kps <= 8) sc[SC_PATH] = 5;
         else {
             sc[SC_PATH] = 6;
-            sc[SC_KPS] = (int32_t)p[CP_KPS];
+            sc[SC_KPS] = (int32_t)p->kps;
         }
     }
-    sc[SC_RULE] = (int32_t)p[CP_RULE];
-    sc[SC_ENC] = (int32_t)p[CP_ENC];
+    sc[SC_RULE] = (int32_t)p->rule;
+    sc[SC_ENC] = (int32_t)p->enc;
 }
 
 /* Whether cast.comp path `path` gets a pipeline of its own (QGMM_VULKAN_CAST_SPEC: none, the
@@ -218,15 +219,15 @@ enum { RC_LS, RC_KPS, RC_SPL, RC_RULE, RC_ENC, RC_NIT, RC_COUNT };
  * the cast stays on cast.comp: the device lacks the subgroup operations, a segment needs
  * more than 8 units per lane, one expert's blocked scales exceed 2^31 bytes, or
  * QGMM_VULKAN_CAST_ROWS=0. The shader takes its layout from the constants; of the parameters
- * only CP_NSEGT changes (segments, not cast.comp's 4-block chunks). */
-static int64_t rows_plan(const vk_ctx *c, int64_t *p, int32_t *rc)
+ * only p->nsegt changes (segments, not cast.comp's 4-block chunks). */
+static int64_t rows_plan(const vk_ctx *c, qg_cast_params *p, int32_t *rc)
 {
     const vk_tuning *t = &c->tune;
-    if (!c->cast_rows_ok || (p[CP_FAST] != 1 && p[CP_FAST] != 4) || !t->rows) return 0;
-    if (p[CP_SKIND] == 2 && p[CP_EXPBYTES] >= ((int64_t)1 << 31)) return 0; /* cast_quant.glsl scale_offset: 32-bit */
-    const int64_t L = p[CP_L] > 0 ? p[CP_L] : p[CP_R], U = L / 8;
+    if (!c->cast_rows_ok || (p->fast != 1 && p->fast != 4) || !t->rows) return 0;
+    if (p->skind == 2 && p->expbytes >= ((int64_t)1 << 31)) return 0; /* cast_quant.glsl scale_offset: 32-bit */
+    const int64_t L = p->l > 0 ? p->l : p->r, U = L / 8;
     /* units per lane: 8 (bf16: 32 registers of x), 4 for f32 (the same 32 registers) */
-    const int64_t kt = t->rows_kps ? t->rows_kps : p[CP_XDT] == QGMM_F32 ? 4 : 8;
+    const int64_t kt = t->rows_kps ? t->rows_kps : p->xdt == QGMM_F32 ? 4 : 8;
     int64_t ls = 1;
     while (ls < 256 && ls * kt < U) ls <<= 1;
     /* at least 2 lanes (a warp load then covers whole 32-byte sectors), 4 for segments of 16
@@ -238,16 +239,16 @@ static int64_t rows_plan(const vk_ctx *c, int64_t *p, int32_t *rc)
     /* consecutive segments of a row per lane group, up to 8 units per lane: addresses,
      * row and scale offsets computed once for all of them */
     int64_t spl = t->rows_spl;
-    while (spl > 1 && (spl * kps > 8 || p[CP_NSEG] % spl)) spl >>= 1;
-    if (p[CP_FAST] == 4) p[CP_NSEGT] *= 4; /* chunks of 4 MX blocks back to blocks */
+    while (spl > 1 && (spl * kps > 8 || p->nseg % spl)) spl >>= 1;
+    if (p->fast == 4) p->nsegt *= 4; /* chunks of 4 MX blocks back to blocks */
     rc[RC_LS] = (int32_t)ls;
     rc[RC_KPS] = (int32_t)kps;
     rc[RC_SPL] = (int32_t)spl;
-    rc[RC_RULE] = (int32_t)p[CP_RULE];
-    rc[RC_ENC] = (int32_t)p[CP_ENC];
+    rc[RC_RULE] = (int32_t)p->rule;
+    rc[RC_ENC] = (int32_t)p->enc;
     rc[RC_NIT] = 1;
     const int64_t per = (256 / ls) * spl;
-    return (p[CP_NSEGT] + per - 1) / per;
+    return (p->nsegt + per - 1) / per;
 }
 
 /* cast_2d.comp's constants (its header). */
@@ -258,31 +259,31 @@ enum { TC_MODE, TC_RPL, TC_RULE, TC_ENC, TC_BPW, TC_COUNT };
  * takes QGMM_VULKAN_CAST_2D_RPL rows per lane (8 or 16, default 8) and
  * QGMM_VULKAN_CAST_2D_BPW 32-row blocks per workgroup (1, 2 or 4, default 4), the fastest
  * pair timed on the H100. Returns the workgroup count, 0 to stay. */
-static int64_t twod_plan(const vk_ctx *c, int64_t *p, int32_t *tc)
+static int64_t twod_plan(const vk_ctx *c, qg_cast_params *p, int32_t *tc)
 {
     const vk_tuning *t = &c->tune;
-    if (!c->cast_rows_ok || (p[CP_FAST] != 2 && p[CP_FAST] != 3) || !t->twod) return 0;
-    if (p[CP_SKIND] == 2 && p[CP_EXPBYTES] >= ((int64_t)1 << 31)) return 0; /* cast_2d.comp: 32-bit blocked offsets */
-    tc[TC_MODE] = p[CP_FAST] == 2 ? 0 : 1;
+    if (!c->cast_rows_ok || (p->fast != 2 && p->fast != 3) || !t->twod) return 0;
+    if (p->skind == 2 && p->expbytes >= ((int64_t)1 << 31)) return 0; /* cast_2d.comp: 32-bit blocked offsets */
+    tc[TC_MODE] = p->fast == 2 ? 0 : 1;
     /* f32 x: 8 rows (16 would hold 128 registers of x) */
-    tc[TC_RPL] = p[CP_XDT] != QGMM_F32 && t->twod_rpl == 16 ? 16 : 8;
-    tc[TC_RULE] = (int32_t)p[CP_RULE];
-    tc[TC_ENC] = (int32_t)p[CP_ENC];
+    tc[TC_RPL] = p->xdt != QGMM_F32 && t->twod_rpl == 16 ? 16 : 8;
+    tc[TC_RULE] = (int32_t)p->rule;
+    tc[TC_ENC] = (int32_t)p->enc;
     tc[TC_BPW] = 1;
-    if (p[CP_FAST] == 3) {
+    if (p->fast == 3) {
         tc[TC_RPL] = 8; /* unused by the tile mode: one pipeline */
-        return p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
+        return p->e * p->nseg * p->notiles;
     }
     tc[TC_BPW] = t->twod_bpw;
     const int64_t cols = (256 / (32 / tc[TC_RPL]) / tc[TC_BPW]) * 8; /* columns per workgroup */
-    p[CP_OTILES] = (p[CP_O] + cols - 1) / cols;
-    return p[CP_E] * ((p[CP_NSEG] + tc[TC_BPW] - 1) / tc[TC_BPW]) * p[CP_OTILES];
+    p->otiles = (p->o + cols - 1) / cols;
+    return p->e * ((p->nseg + tc[TC_BPW] - 1) / tc[TC_BPW]) * p->otiles;
 }
 
 /* Byte offset in the scratch buffer of cast_cols.comp's words: after the group table. */
-static int64_t cols_words_at(const int64_t *p)
+static int64_t cols_words_at(const qg_cast_params *p)
 {
-    return ((TAB_HEADER + TAB_STRIDE * p[CP_NSEG]) * 4 + 255) / 256 * 256;
+    return ((TAB_HEADER + TAB_STRIDE * p->nseg) * 4 + 255) / 256 * 256;
 }
 
 /* cast_cols.comp's constants (its header). */
@@ -298,17 +299,17 @@ enum { CC_LC, CC_KPL, CC_QT, CC_ENC, CC_PASS, CC_COUNT };
  * 8 or 16; default 8: 128 bytes of each row), QGMM_VULKAN_CAST_COLS_KPL rows per lane (8 or
  * 16; default below: chunks of 512 or 256 rows, jagged 504); QGMM_VULKAN_CAST_COLS=0 keeps
  * cast.comp. Returns the rows of a chunk, 0 to stay. */
-static int64_t cols_plan(const vk_ctx *c, const int64_t *p, int jagged, int32_t *cc)
+static int64_t cols_plan(const vk_ctx *c, const qg_cast_params *p, int jagged, int32_t *cc)
 {
     const vk_tuning *t = &c->tune;
     if (!c->cast_rows_ok || !t->cols) return 0;
-    const int64_t es = fast_x_bytes(p[CP_XDT]);
-    if (!es || p[CP_XO] != 1 || p[CP_XR] == 1 || p[CP_O] % 8 ||
-        p[CP_X] % 16 || (p[CP_XR] * es) % 16 || (p[CP_XE] * es) % 16 || p[CP_Q] % 8 || p[CP_QE] % 8)
+    const int64_t es = fast_x_bytes(p->xdt);
+    if (!es || p->xo != 1 || p->xr == 1 || p->o % 8 ||
+        p->x % 16 || (p->xr * es) % 16 || (p->xe * es) % 16 || p->q % 8 || p->qe % 8)
         return 0;
-    if (cols_words_at(p) + 4 * p[CP_E] * p[CP_NSEG] * p[CP_O] > (int64_t)VK_SCRATCH_BYTES) return 0;
-    if (p[CP_QO] == 1 && p[CP_QR] % 8 == 0) cc[CC_QT] = 0;
-    else if (p[CP_QR] == 1 && p[CP_QO] % 8 == 0) cc[CC_QT] = 1;
+    if (cols_words_at(p) + 4 * p->e * p->nseg * p->o > (int64_t)VK_SCRATCH_BYTES) return 0;
+    if (p->qo == 1 && p->qr % 8 == 0) cc[CC_QT] = 0;
+    else if (p->qr == 1 && p->qo % 8 == 0) cc[CC_QT] = 1;
     else return 0;
     cc[CC_LC] = t->cols_lc;
     /* 16 rows per lane (chunks of 512 rows), 8 for whole-dim segments with q transposed (the
@@ -316,7 +317,7 @@ static int64_t cols_plan(const vk_ctx *c, const int64_t *p, int jagged, int32_t 
      * 128 registers of x) */
     const int kpl = t->cols_kpl ? t->cols_kpl : cc[CC_QT] == 1 && !jagged ? 8 : 16;
     cc[CC_KPL] = kpl == 8 || es == 4 ? 8 : 16;
-    cc[CC_ENC] = (int32_t)p[CP_ENC];
+    cc[CC_ENC] = (int32_t)p->enc;
     /* a chunk: the rows the lanes hold, 8 fewer for jagged groups (whose chunks start
      * anywhere: the lanes' 8-row grid starts up to 7 rows before them) */
     return (256 / t->cols_lc) * cc[CC_KPL] - (jagged ? 8 : 0);
@@ -334,19 +335,19 @@ enum { JC_LS, JC_KPS, JC_ENC, JC_COUNT };
  * lane in registers (default 4), at most QGMM_VULKAN_CAST_JROWS_WGS persistent workgroups
  * (default 1056); QGMM_VULKAN_CAST_JROWS=0 keeps cast.comp. Returns the workgroup count, 0
  * to stay. */
-static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
+static int64_t jrows_plan(const vk_ctx *c, qg_cast_params *p, int32_t *jc)
 {
     const vk_tuning *t = &c->tune;
-    if (!c->cast_rows_ok || !t->jrows || p[CP_E] != 1) return 0;
-    const int64_t es = fast_x_bytes(p[CP_XDT]);
-    if (!es || p[CP_XR] != 1 || p[CP_QR] != 1 || p[CP_R] % 8 ||
-        p[CP_X] % 16 || (p[CP_XO] * es) % 16 || p[CP_Q] % 8 || p[CP_QO] % 8)
+    if (!c->cast_rows_ok || !t->jrows || p->e != 1) return 0;
+    const int64_t es = fast_x_bytes(p->xdt);
+    if (!es || p->xr != 1 || p->qr != 1 || p->r % 8 ||
+        p->x % 16 || (p->xo * es) % 16 || p->q % 8 || p->qo % 8)
         return 0;
     /* the shader's indices are 32-bit: a row's bytes, and the segments plus one stride of
      * the persistent loop (at most 65535 x 256), stay below 2^31 */
-    if (p[CP_R] * es >= ((int64_t)1 << 31) || p[CP_O] * p[CP_NSEG] >= ((int64_t)1 << 31) - ((int64_t)1 << 24))
+    if (p->r * es >= ((int64_t)1 << 31) || p->o * p->nseg >= ((int64_t)1 << 31) - ((int64_t)1 << 24))
         return 0;
-    const int64_t units = (3 * p[CP_R] / (2 * p[CP_NSEG]) + 7) / 8; /* 1.5 x the mean group, in units */
+    const int64_t units = (3 * p->r / (2 * p->nseg) + 7) / 8; /* 1.5 x the mean group, in units */
     /* up to the subgroup size: wide groups ran faster on more lanes on the H100 (groups of
      * ~2048 columns: 32 lanes), and f32 x counts 4 units a lane (each is two loads) */
     const int per_lane = es == 4 ? 4 : 8;
@@ -356,19 +357,19 @@ static int64_t jrows_plan(const vk_ctx *c, int64_t *p, int32_t *jc)
     jc[JC_LS] = ls;
     /* later units are re-read: fewer registers, more workgroups resident */
     jc[JC_KPS] = t->jrows_kps;
-    jc[JC_ENC] = (int32_t)p[CP_ENC];
+    jc[JC_ENC] = (int32_t)p->enc;
     /* persistent workgroups (the shader strides by the dispatch's x size, so at most 65535) */
-    const int64_t per = 256 / ls, need = (p[CP_O] * p[CP_NSEG] + per - 1) / per;
+    const int64_t per = 256 / ls, need = (p->o * p->nseg + per - 1) / per;
     return need < t->jrows_wgs ? need : t->jrows_wgs;
 }
 
 /* Plain rowwise bf16 rows of 32769-65536 elements (longer than cast.comp's register path
  * holds) go to cast_jrows.comp as one segment per row; longer rows and f32 rows measured
  * faster on cast.comp's generic path (H100). QGMM_VULKAN_CAST_LONGROWS=0: always generic. */
-static int long_rows(const vk_tuning *t, const int64_t *p)
+static int long_rows(const vk_tuning *t, const qg_cast_params *p)
 {
-    return t->longrows && p[CP_XDT] == QGMM_BF16 && p[CP_XR] == 1 && p[CP_NSEG] == 1 && p[CP_R] > 32768 &&
-           p[CP_R] <= 65536;
+    return t->longrows && p->xdt == QGMM_BF16 && p->xr == 1 && p->nseg == 1 && p->r > 32768 &&
+           p->r <= 65536;
 }
 
 /* The kernels a cast runs on. */
@@ -383,7 +384,7 @@ typedef struct cast_plan {
     int32_t spec[VK_MAX_SPEC_CONST];
     int room[3];
     int64_t groups, chunk;
-    int64_t p[QP_MAX];
+    qg_cast_params p;
 } cast_plan;
 
 /* The cast variants, as the kernel choice tells them apart. */
@@ -393,9 +394,9 @@ enum { CV_ROWWISE, CV_ROWWISE_JAGGED, CV_MX_ALONG_ROWS, CV_MX_ACROSS_ROWS, CV_1X
 static int cols_choose(const vk_ctx *c, int jagged, cast_plan *pl)
 {
     static const int order[3] = {1, 0, 2}; /* amax, scales, quantize */
-    const int64_t chunk = cols_plan(c, pl->p, jagged, pl->spec);
+    const int64_t chunk = cols_plan(c, &pl->p, jagged, pl->spec);
     if (chunk <= 0) return 0;
-    const int pipe = fast_pipe(pl->p, VKP_CAST_COLS_E4M3FN, VKP_CAST_COLS_F32_E4M3FN);
+    const int pipe = fast_pipe(&pl->p, VKP_CAST_COLS_E4M3FN, VKP_CAST_COLS_F32_E4M3FN);
     int fresh = 0;
     for (int i = 0; i < 3; ++i) {
         pl->spec[CC_PASS] = order[i];
@@ -414,14 +415,13 @@ static int cols_choose(const vk_ctx *c, int jagged, cast_plan *pl)
  * takes the cast and a pipeline slot is free: 1 when taken. plan works on a copy of the
  * parameters, so a refused cast leaves them as the next candidate expects. */
 static int lowreg_choose(const vk_ctx *c, int kernel, int pipe, int nspec,
-                         int64_t (*plan)(const vk_ctx *, int64_t *, int32_t *), cast_plan *pl)
+                         int64_t (*plan)(const vk_ctx *, qg_cast_params *, int32_t *), cast_plan *pl)
 {
-    int64_t pr[QP_MAX];
-    memcpy(pr, pl->p, sizeof pr);
-    const int64_t groups = plan(c, pr, pl->spec);
+    qg_cast_params pr = pl->p;
+    const int64_t groups = plan(c, &pr, pl->spec);
     pl->room[0] = groups > 0 ? spec_room(c, pipe, pl->spec, nspec) : 0;
     if (!pl->room[0]) return 0;
-    memcpy(pl->p, pr, sizeof pr);
+    pl->p = pr;
     pl->kernel = kernel;
     pl->pipe = pipe;
     pl->nspec = nspec;
@@ -429,24 +429,24 @@ static int lowreg_choose(const vk_ctx *c, int kernel, int pipe, int nspec,
     return 1;
 }
 
-/* cast.comp at the path its lane plan (CP_FAST) says, specialized where spec_wanted and a
+/* cast.comp at the path its lane plan (p->fast) says, specialized where spec_wanted and a
  * slot allow. Its register-resident paths 1-4 decode bf16 only: f32 x, planned like bf16 so
  * that the low-register shaders' f32 builds could take it, goes to the vector path 0. */
 static void comp_choose(const vk_ctx *c, cast_plan *pl)
 {
-    int64_t *p = pl->p;
-    if (p[CP_XDT] == QGMM_F32) p[CP_FAST] = 0;
-    int64_t groups = p[CP_E] * p[CP_NSEG] * p[CP_NOTILES];
-    if (p[CP_FAST] == 4) {
-        groups = (p[CP_NSEGT] + 127) / 128;
-    } else if (p[CP_FAST] == 1) {
-        const int64_t per = (256 / p[CP_LS]) * (p[CP_LS] == 2 && p[CP_KPS] == 2 ? 4 : 1); /* cast_seg_2x4 */
-        groups = (p[CP_NSEGT] + per - 1) / per;
-    } else if (p[CP_FAST] == 2) {
-        groups = p[CP_E] * p[CP_NSEG] * p[CP_OTILES];
+    qg_cast_params *p = &pl->p;
+    if (p->xdt == QGMM_F32) p->fast = 0;
+    int64_t groups = p->e * p->nseg * p->notiles;
+    if (p->fast == 4) {
+        groups = (p->nsegt + 127) / 128;
+    } else if (p->fast == 1) {
+        const int64_t per = (256 / p->ls) * (p->ls == 2 && p->kps == 2 ? 4 : 1); /* cast_seg_2x4 */
+        groups = (p->nsegt + per - 1) / per;
+    } else if (p->fast == 2) {
+        groups = p->e * p->nseg * p->otiles;
     }
     pl->kernel = CK_COMP;
-    pl->pipe = VKP_CAST_E4M3FN + (int)(p[CP_FMT] - QGMM_F8E4M3FN);
+    pl->pipe = VKP_CAST_E4M3FN + (int)(p->fmt - QGMM_F8E4M3FN);
     pl->groups = groups;
     cast_spec(p, pl->spec);
     pl->room[0] = spec_wanted(&c->tune, pl->spec[SC_PATH]) && groups > 0 ? spec_room(c, pl->pipe, pl->spec, SC_COUNT) : 0;
@@ -462,18 +462,18 @@ static void comp_choose(const vk_ctx *c, cast_plan *pl)
  *   MX dim1, 128x128 tiles (cast.comp paths 2 and 3)       cast_2d.comp
  *   anything else                                          cast.comp (five paths)
  * The low-register shaders need compute subgroup operations (c->cast_rows_ok). */
-static void cast_choose(const vk_ctx *c, const int64_t *p, int variant, cast_plan *pl)
+static void cast_choose(const vk_ctx *c, const qg_cast_params *p, int variant, cast_plan *pl)
 {
     const vk_tuning *t = &c->tune;
     memset(pl, 0, sizeof *pl);
-    memcpy(pl->p, p, sizeof pl->p);
-    int64_t *q = pl->p;
+    pl->p = *p;
+    qg_cast_params *q = &pl->p;
     const int jagged = variant == CV_ROWWISE_JAGGED;
-    const int64_t seglen = variant == CV_ROWWISE ? q[CP_R] : jagged ? 0 : q[CP_L];
+    const int64_t seglen = variant == CV_ROWWISE ? q->r : jagged ? 0 : q->l;
     lanes_auto(t, q, seglen, variant == CV_128X128);
     if (variant == CV_MX_ALONG_ROWS) fast_mx_chunks(t, q);
     if (variant == CV_MX_ACROSS_ROWS) fast_dim1(t, q);
-    q[CP_ENC] = t->cast_enc;
+    q->enc = t->cast_enc;
     if (variant == CV_ROWWISE || jagged) {
         if (cols_choose(c, jagged, pl)) return;
         if ((jagged || long_rows(t, q)) &&
@@ -492,21 +492,21 @@ static void cast_choose(const vk_ctx *c, const int64_t *p, int variant, cast_pla
 static qgmm_status cols_run(vk_ctx *c, cast_plan *pl)
 {
     static const int order[3] = {1, 0, 2}; /* amax, scales, quantize */
-    int64_t *p = pl->p;
+    qg_cast_params *p = &pl->p;
     const int64_t chunk = pl->chunk, lc = pl->spec[CC_LC];
-    p[CP_OTILES] = (p[CP_O] + 8 * lc - 1) / (8 * lc);
-    p[CP_CHUNK] = chunk;
+    p->otiles = (p->o + 8 * lc - 1) / (8 * lc);
+    p->chunk = chunk;
     /* chunks per expert: whole R cut into chunks, or each group into its own (a bound: each
      * non-empty group adds at most one partial chunk, and at most R groups are non-empty) */
-    p[CP_NCH] = (p[CP_R] + chunk - 1) / chunk + (p[CP_TABLE] ? (p[CP_NSEG] < p[CP_R] ? p[CP_NSEG] : p[CP_R]) : 0);
-    const int64_t words = p[CP_E] * p[CP_NSEG] * p[CP_O];
-    p[CP_AMAX] = (int64_t)c->scratch.addr + cols_words_at(p);
-    qgmm_status st = vk_fill(c, (uint64_t)p[CP_AMAX], 4 * words, 0);
+    p->nch = (p->r + chunk - 1) / chunk + (p->table ? (p->nseg < p->r ? p->nseg : p->r) : 0);
+    const int64_t words = p->e * p->nseg * p->o;
+    p->amax = (int64_t)c->scratch.addr + cols_words_at(p);
+    qgmm_status st = vk_fill(c, (uint64_t)p->amax, 4 * words, 0);
     for (int i = 0; i < 3 && st == QGMM_OK; ++i) {
         pl->spec[CC_PASS] = order[i];
         report_new_pipe(c, pl->room[i], pl->pipe, pl->spec, CC_COUNT);
-        const int64_t groups = order[i] == 0 ? (words + 255) / 256 : p[CP_E] * p[CP_NCH] * p[CP_OTILES];
-        if (groups > 0) st = vk_dispatch_spec(c, pl->pipe, pl->spec, CC_COUNT, p, QP_MAX, groups);
+        const int64_t groups = order[i] == 0 ? (words + 255) / 256 : p->e * p->nch * p->otiles;
+        if (groups > 0) st = vk_dispatch_spec(c, pl->pipe, pl->spec, CC_COUNT, (const int64_t *)p, QG_CAST_NP, groups);
     }
     return st;
 }
@@ -515,12 +515,12 @@ static qgmm_status cols_run(vk_ctx *c, cast_plan *pl)
 static qgmm_status cast_run(vk_ctx *c, cast_plan *pl)
 {
     if (pl->kernel == CK_COLS) return cols_run(c, pl);
-    if (!pl->nspec) return vk_dispatch(c, pl->pipe, pl->p, QP_MAX, pl->groups);
+    if (!pl->nspec) return vk_dispatch(c, pl->pipe, (const int64_t *)&pl->p, QG_CAST_NP, pl->groups);
     if (pl->kernel == CK_COMP && pl->room[0] == 1 && c->pipestats) /* names the statistics line that follows */
         fprintf(stderr, "qgmm vulkan cast pipeline: path %d rule %d enc %d xdt %d vec %d kps %d\n", pl->spec[SC_PATH],
                 pl->spec[SC_RULE], pl->spec[SC_ENC], pl->spec[SC_XDT], pl->spec[SC_VEC], pl->spec[SC_KPS]);
     else report_new_pipe(c, pl->room[0], pl->pipe, pl->spec, pl->nspec);
-    return vk_dispatch_spec(c, pl->pipe, pl->spec, pl->nspec, pl->p, QP_MAX, pl->groups);
+    return vk_dispatch_spec(c, pl->pipe, pl->spec, pl->nspec, (const int64_t *)&pl->p, QG_CAST_NP, pl->groups);
 }
 
 qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *prm,
@@ -535,41 +535,41 @@ qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
     if (jagged && rank != 2)
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs: jagged groups need a rank-2 x, got rank %d", rank);
     const int od = rank == 2 ? 1 - rd : (rd == 2 ? 1 : 2);
-    int64_t p[QP_MAX];
-    memset(p, 0, sizeof p);
-    p[CP_X] = (int64_t)vk_tensor_addr(x);
-    p[CP_XDT] = x->dtype;
-    p[CP_Q] = (int64_t)vk_tensor_addr(q);
-    p[CP_FMT] = q->dtype;
-    p[CP_S] = (int64_t)vk_tensor_addr(scales);
-    p[CP_RULE] = 0;
-    p[CP_POW2] = prm->power_of_2;
-    p[CP_RECIP] = prm->scale_kind == QGMM_SCALE_RECIPROCAL;
-    p[CP_E] = rank == 3 ? x->shape[0] : 1;
-    p[CP_O] = x->shape[od];
-    p[CP_R] = x->shape[rd];
-    p[CP_XE] = rank == 3 ? x->strides[0] : 0;
-    p[CP_XO] = x->strides[od];
-    p[CP_XR] = x->strides[rd];
-    p[CP_QE] = rank == 3 ? q->strides[0] : 0;
-    p[CP_QO] = q->strides[od];
-    p[CP_QR] = q->strides[rd];
+    qg_cast_params cp, *p = &cp;
+    memset(p, 0, sizeof *p);
+    p->x = (int64_t)vk_tensor_addr(x);
+    p->xdt = x->dtype;
+    p->q = (int64_t)vk_tensor_addr(q);
+    p->fmt = q->dtype;
+    p->s = (int64_t)vk_tensor_addr(scales);
+    p->rule = 0;
+    p->pow2 = prm->power_of_2;
+    p->recip = prm->scale_kind == QGMM_SCALE_RECIPROCAL;
+    p->e = rank == 3 ? x->shape[0] : 1;
+    p->o = x->shape[od];
+    p->r = x->shape[rd];
+    p->xe = rank == 3 ? x->strides[0] : 0;
+    p->xo = x->strides[od];
+    p->xr = x->strides[rd];
+    p->qe = rank == 3 ? q->strides[0] : 0;
+    p->qo = q->strides[od];
+    p->qr = q->strides[rd];
     /* cpu scale_index: rank 1 (outer * other + inner) * st, rank 2 outer*s0 + inner*s1,
      * outer = g (jagged) or e */
-    const int64_t outer = scales->rank == 1 ? p[CP_O] * scales->strides[0] : scales->strides[0];
-    p[CP_SE] = outer;
-    p[CP_SG] = outer;
-    p[CP_SO] = scales->rank == 1 ? scales->strides[0] : scales->strides[1];
-    p[CP_NSEG] = jagged ? offs->shape[0] : 1;
-    fmt_consts(q->dtype, p, CP_C_MAX, CP_C_CLAMP, CP_C_EPS, CP_C_INV);
+    const int64_t outer = scales->rank == 1 ? p->o * scales->strides[0] : scales->strides[0];
+    p->se = outer;
+    p->sg = outer;
+    p->so = scales->rank == 1 ? scales->strides[0] : scales->strides[1];
+    p->nseg = jagged ? offs->shape[0] : 1;
+    fmt_consts(q->dtype, p);
     cast_plan pl;
     cast_choose(c, p, jagged ? CV_ROWWISE_JAGGED : CV_ROWWISE, &pl);
     if (jagged) {
-        if (p[CP_NSEG] == 0) return QGMM_OK;
+        if (p->nseg == 0) return QGMM_OK;
         /* cast_cols.comp schedules its chunks by the table's tile prefix (tile = a chunk) */
-        qgmm_status st = vk_offs_prep(c, offs, p[CP_R], 1, 1, pl.kernel == CK_COLS ? pl.chunk : 0, 1, 0, 0, 0, -1);
+        qgmm_status st = vk_offs_prep(c, offs, p->r, 1, 1, pl.kernel == CK_COLS ? pl.chunk : 0, 1, 0, 0, 0, -1);
         if (st != QGMM_OK) return st;
-        pl.p[CP_TABLE] = (int64_t)c->scratch.addr;
+        pl.p.table = (int64_t)c->scratch.addr;
     }
     return cast_run(c, &pl);
 }
@@ -587,40 +587,40 @@ qgmm_status vk_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *prm, c
     if (L % 32 != 0)
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "x: blocked extent %lld is not a multiple of 32", (long long)L);
     const int64_t NB = L / 32;
-    int64_t p[QP_MAX];
-    memset(p, 0, sizeof p);
-    p[CP_X] = (int64_t)vk_tensor_addr(x);
-    p[CP_XDT] = x->dtype;
-    p[CP_Q] = (int64_t)vk_tensor_addr(q);
-    p[CP_FMT] = q->dtype;
-    p[CP_S] = (int64_t)vk_tensor_addr(scales);
-    p[CP_RULE] = prm->mode == QGMM_MX_RCEIL ? 2 : 1;
-    p[CP_E] = E;
-    p[CP_O] = O;
-    p[CP_R] = L;
-    p[CP_XE] = rank == 3 ? x->strides[0] : 0;
-    p[CP_XO] = x->strides[odim];
-    p[CP_XR] = x->strides[rdim];
-    p[CP_QE] = rank == 3 ? q->strides[0] : 0;
-    p[CP_QO] = q->strides[odim];
-    p[CP_QR] = q->strides[rdim];
-    p[CP_L] = 32;
-    p[CP_NSEG] = NB;
-    fmt_consts(q->dtype, p, CP_C_MAX, CP_C_CLAMP, CP_C_EPS, CP_C_INV);
+    qg_cast_params cp, *p = &cp;
+    memset(p, 0, sizeof *p);
+    p->x = (int64_t)vk_tensor_addr(x);
+    p->xdt = x->dtype;
+    p->q = (int64_t)vk_tensor_addr(q);
+    p->fmt = q->dtype;
+    p->s = (int64_t)vk_tensor_addr(scales);
+    p->rule = prm->mode == QGMM_MX_RCEIL ? 2 : 1;
+    p->e = E;
+    p->o = O;
+    p->r = L;
+    p->xe = rank == 3 ? x->strides[0] : 0;
+    p->xo = x->strides[odim];
+    p->xr = x->strides[rdim];
+    p->qe = rank == 3 ? q->strides[0] : 0;
+    p->qo = q->strides[odim];
+    p->qr = q->strides[rdim];
+    p->l = 32;
+    p->nseg = NB;
+    fmt_consts(q->dtype, p);
     if (prm->scale_layout == QGMM_SCALES_BLOCKED) {
         if (scales->strides[0] != 1)
             return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "scales: blocked scales must be contiguous on vulkan");
-        p[CP_SKIND] = 2;
-        p[CP_COLSPAD] = qgmm_blocked_cols(NB);
-        p[CP_EXPBYTES] = qgmm_blocked_rows(O) * p[CP_COLSPAD];
-        qgmm_status st = vk_fill(c, (uint64_t)p[CP_S], E * p[CP_EXPBYTES], 0); /* padding bytes are 0 */
+        p->skind = 2;
+        p->colspad = qgmm_blocked_cols(NB);
+        p->expbytes = qgmm_blocked_rows(O) * p->colspad;
+        qgmm_status st = vk_fill(c, (uint64_t)p->s, E * p->expbytes, 0); /* padding bytes are 0 */
         if (st != QGMM_OK) return st;
     } else {
-        p[CP_SKIND] = 1;
+        p->skind = 1;
         const int64_t *s = scales->strides;
-        if (scales->rank == 1) { p[CP_SE] = O * NB * s[0]; p[CP_SO] = NB * s[0]; p[CP_SG] = s[0]; }
-        else if (scales->rank == 2) { p[CP_SO] = s[0]; p[CP_SG] = s[1]; }
-        else { p[CP_SE] = s[0]; p[CP_SO] = s[1]; p[CP_SG] = s[2]; }
+        if (scales->rank == 1) { p->se = O * NB * s[0]; p->so = NB * s[0]; p->sg = s[0]; }
+        else if (scales->rank == 2) { p->so = s[0]; p->sg = s[1]; }
+        else { p->se = s[0]; p->so = s[1]; p->sg = s[2]; }
     }
     cast_plan pl;
     cast_choose(c, p, along_last ? CV_MX_ALONG_ROWS : CV_MX_ACROSS_ROWS, &pl);
@@ -638,31 +638,31 @@ qgmm_status vk_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwis
     if (K % 128 != 0)
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "x: K = %lld is not a multiple of 128", (long long)K);
     const int combine = prm->block == QGMM_BLOCK_128X128;
-    int64_t p[QP_MAX];
-    memset(p, 0, sizeof p);
-    p[CP_X] = (int64_t)vk_tensor_addr(x);
-    p[CP_XDT] = x->dtype;
-    p[CP_Q] = (int64_t)vk_tensor_addr(q);
-    p[CP_FMT] = q->dtype;
-    p[CP_S] = (int64_t)vk_tensor_addr(scales);
-    p[CP_RULE] = 0;
-    p[CP_RECIP] = 1;
-    p[CP_E] = rank == 3 ? x->shape[0] : 1;
-    p[CP_O] = x->shape[rank - 2];
-    p[CP_R] = K;
-    p[CP_XE] = rank == 3 ? x->strides[0] : 0;
-    p[CP_XO] = x->strides[rank - 2];
-    p[CP_XR] = x->strides[rank - 1];
-    p[CP_QE] = rank == 3 ? q->strides[0] : 0;
-    p[CP_QO] = q->strides[rank - 2];
-    p[CP_QR] = q->strides[rank - 1];
-    p[CP_L] = 128;
-    p[CP_NSEG] = K / 128;
-    p[CP_COMBINE] = combine;
+    qg_cast_params cp, *p = &cp;
+    memset(p, 0, sizeof *p);
+    p->x = (int64_t)vk_tensor_addr(x);
+    p->xdt = x->dtype;
+    p->q = (int64_t)vk_tensor_addr(q);
+    p->fmt = q->dtype;
+    p->s = (int64_t)vk_tensor_addr(scales);
+    p->rule = 0;
+    p->recip = 1;
+    p->e = rank == 3 ? x->shape[0] : 1;
+    p->o = x->shape[rank - 2];
+    p->r = K;
+    p->xe = rank == 3 ? x->strides[0] : 0;
+    p->xo = x->strides[rank - 2];
+    p->xr = x->strides[rank - 1];
+    p->qe = rank == 3 ? q->strides[0] : 0;
+    p->qo = q->strides[rank - 2];
+    p->qr = q->strides[rank - 1];
+    p->l = 128;
+    p->nseg = K / 128;
+    p->combine = combine;
     const int64_t *s = scales->strides;
-    if (scales->rank == 3) { p[CP_SE] = s[0]; p[CP_SO] = s[1]; p[CP_SG] = s[2]; }
-    else { p[CP_SO] = s[0]; p[CP_SG] = s[1]; }
-    fmt_consts(q->dtype, p, CP_C_MAX, CP_C_CLAMP, CP_C_EPS, CP_C_INV);
+    if (scales->rank == 3) { p->se = s[0]; p->so = s[1]; p->sg = s[2]; }
+    else { p->so = s[0]; p->sg = s[1]; }
+    fmt_consts(q->dtype, p);
     cast_plan pl;
     cast_choose(c, p, combine ? CV_128X128 : CV_1X128, &pl);
     return cast_run(c, &pl);

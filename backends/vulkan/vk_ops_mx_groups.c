@@ -6,11 +6,12 @@
  *                   its flag and the context status word: the next two write nothing);
  *   blocked.comp    direction 2: zeroes the bytes of the scale buffer that hold no scale;
  *   cast.comp       its generic path, each block's scale stored at its grouped position
- *                   (CP_SKIND 3 / 4, mx_group_store) — the same scale and fp8 rules as
+ *                   (skind 3 / 4 of cast_params.h, mx_group_store) — the same scale and fp8 rules as
  *                   qgmm_quantize_mxfp8, so the bytes equal the CPU reference's.
  */
 #include "vk_internal.h"
 #include "../../kernels/glsl/params.h"
+#include "../../kernels/glsl/cast_params.h"
 #include "qgmm_layout_maps.h"
 #include "qgmm_scale_rules.h"
 
@@ -61,35 +62,36 @@ qgmm_status vk_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params
 
     /* cast.comp's generic path: one workgroup per (8 other indices, 32-element block), 32
      * lanes along the block, element by element through the strides */
-    memset(p, 0, sizeof p);
-    p[CP_X] = (int64_t)vk_tensor_addr(x);
-    p[CP_XDT] = x->dtype;
-    p[CP_Q] = (int64_t)vk_tensor_addr(q);
-    p[CP_FMT] = q->dtype;
-    p[CP_S] = (int64_t)vk_tensor_addr(scales);
-    p[CP_SKIND] = mg ? 3 : 4;
-    p[CP_RULE] = prm->mode == QGMM_MX_RCEIL ? 2 : 1;
-    p[CP_E] = 1;
-    p[CP_O] = other;
-    p[CP_R] = x->shape[rdim];
-    p[CP_XO] = x->strides[odim];
-    p[CP_XR] = x->strides[rdim];
-    p[CP_QO] = q->strides[odim];
-    p[CP_QR] = q->strides[rdim];
-    p[CP_L] = 32;
-    p[CP_NSEG] = blocks;
-    p[CP_TO] = 8;
-    p[CP_TR] = 32;
-    p[CP_OT] = 8;
-    p[CP_NOTILES] = (other + 7) / 8;
-    p[CP_VEC] = 1;
-    p[CP_COLSPAD] = cols_pad;
-    p[CP_EXPBYTES] = rows_pad;
-    p[CP_GTAB] = (int64_t)c->scratch.addr;
-    p[CP_GG] = G;
+    qg_cast_params cp;
+    memset(&cp, 0, sizeof cp);
+    cp.x = (int64_t)vk_tensor_addr(x);
+    cp.xdt = x->dtype;
+    cp.q = (int64_t)vk_tensor_addr(q);
+    cp.fmt = q->dtype;
+    cp.s = (int64_t)vk_tensor_addr(scales);
+    cp.skind = mg ? 3 : 4;
+    cp.rule = prm->mode == QGMM_MX_RCEIL ? 2 : 1;
+    cp.e = 1;
+    cp.o = other;
+    cp.r = x->shape[rdim];
+    cp.xo = x->strides[odim];
+    cp.xr = x->strides[rdim];
+    cp.qo = q->strides[odim];
+    cp.qr = q->strides[rdim];
+    cp.l = 32;
+    cp.nseg = blocks;
+    cp.to = 8;
+    cp.tr = 32;
+    cp.ot = 8;
+    cp.notiles = (other + 7) / 8;
+    cp.vec = 1;
+    cp.colspad = cols_pad;
+    cp.expbytes = rows_pad;
+    cp.gtab = (int64_t)c->scratch.addr;
+    cp.gg = G;
     /* the MX rules read the format's largest value and its f32 reciprocal (RCEIL) */
     const float maxv = qgmm_fp8_max((int)q->dtype);
-    p[CP_C_MAX] = qgmm_f32_bits(maxv);
-    p[CP_C_INV] = qgmm_f32_bits(1.0f / maxv);
-    return vk_dispatch(c, VKP_CAST_E4M3FN + (int)(q->dtype - QGMM_F8E4M3FN), p, QP_MAX, blocks * p[CP_NOTILES]);
+    cp.c_max = qgmm_f32_bits(maxv);
+    cp.c_inv = qgmm_f32_bits(1.0f / maxv);
+    return vk_dispatch(c, VKP_CAST_E4M3FN + (int)(q->dtype - QGMM_F8E4M3FN), (const int64_t *)&cp, QG_CAST_NP, blocks * cp.notiles);
 }

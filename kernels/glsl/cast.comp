@@ -5,7 +5,7 @@
 // 32/128, or jagged groups from the device group table); each segment gets
 // amax -> scale (codec.glsl, integer-exact) -> quantize.
 //
-// Five paths, chosen by the host (vk_ops_cast.c) through CP_FAST and, per dispatch, the
+// Five paths, chosen by the host (vk_ops_cast.c) through CPR.fast and, per dispatch, the
 // specialization constant SC_PATH (below):
 //  1 segments (cast_seg.glsl): bf16 x, reduce dim contiguous in x and q, segments of at
 //    most 2048 units of 8 elements: x is held in registers between amax and quantize
@@ -23,13 +23,14 @@
 #extension GL_EXT_control_flow_attributes : require // cast_quant.glsl unit_at
 #include "params.h"
 #include "common.glsl"
+#include "cast_params.h"
 #include "codec.glsl"
 #include "layout.glsl"
 
 #ifdef QG_FMT
 #define FMT QG_FMT // compiled per fp8 format: the codec's format branches fold away
 #else
-#define FMT PI(CP_FMT)
+#define FMT int(CPR.fmt)
 #endif
 
 // Specialization constants, set by vk_ops_cast.c (run_cast) from the parameters it also
@@ -46,11 +47,11 @@ layout(constant_id = 2) const int SC_ENC = -1;
 layout(constant_id = 3) const int SC_XDT = -1;
 layout(constant_id = 4) const int SC_VEC = -1;
 layout(constant_id = 5) const int SC_KPS = -1;
-#define K_RULE (SC_RULE >= 0 ? SC_RULE : PI(CP_RULE))
-#define K_ENC (SC_ENC >= 0 ? SC_ENC : PI(CP_ENC))
-#define K_XDT (SC_XDT >= 0 ? SC_XDT : PI(CP_XDT))
-#define K_VEC (SC_VEC >= 0 ? SC_VEC : PI(CP_VEC))
-#define K_KPS (SC_KPS >= 0 ? SC_KPS : PI(CP_KPS))
+#define K_RULE (SC_RULE >= 0 ? SC_RULE : int(CPR.rule))
+#define K_ENC (SC_ENC >= 0 ? SC_ENC : int(CPR.enc))
+#define K_XDT (SC_XDT >= 0 ? SC_XDT : int(CPR.xdt))
+#define K_VEC (SC_VEC >= 0 ? SC_VEC : int(CPR.vec))
+#define K_KPS (SC_KPS >= 0 ? SC_KPS : int(CPR.kps))
 
 layout(local_size_x = 256) in;
 shared uint sh[256];
@@ -113,12 +114,12 @@ void cast_mx_chunk()
 {
     const int tid = int(gl_LocalInvocationID.x), lr = tid & 1;
     const int ch = int(wg_linear()) * 128 + (tid >> 1);
-    const bool valid = ch < PI(CP_NSEGT);
-    const int cpr = PI(CP_NSEG) / 4, O = PI(CP_O);
+    const bool valid = ch < int(CPR.nsegt);
+    const int cpr = int(CPR.nseg) / 4, O = int(CPR.o);
     const int row = ch / cpr, g0 = (ch - row * cpr) * 4;
-    const int e = PI(CP_E) == 1 ? 0 : row / O, o = row - e * O;
-    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + o * P(CP_XO) + int64_t(g0) * 32) * 2);
-    const uint64_t qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + o * P(CP_QO) + int64_t(g0) * 32);
+    const int e = int(CPR.e) == 1 ? 0 : row / O, o = row - e * O;
+    const uint64_t xb = uint64_t(CPR.x) + uint64_t((e * CPR.xe + o * CPR.xo + int64_t(g0) * 32) * 2);
+    const uint64_t qb = uint64_t(CPR.q) + uint64_t(e * CPR.qe + o * CPR.qo + int64_t(g0) * 32);
     const int enc = K_ENC;
     uvec4 c[8];
     for (int j = 0; j < 8; ++j) c[j] = valid ? QV16(xb + uint64_t(lr + 2 * j) * 16ul).v : uvec4(0u);
@@ -131,13 +132,13 @@ void cast_mx_chunk()
         sh_f[t * 256 + tid] = am[t];
     }
     barrier();
-    uint64_t sa = PA(CP_S);
+    uint64_t sa = uint64_t(CPR.s);
     int64_t sst = 1;
-    if (PI(CP_SKIND) == 2) {
-        sa += uint64_t(e * P(CP_EXPBYTES) + blocked_offset(o, g0, P(CP_COLSPAD)));
+    if (int(CPR.skind) == 2) {
+        sa += uint64_t(e * CPR.expbytes + blocked_offset(o, g0, CPR.colspad));
     } else {
-        sa += uint64_t(e * P(CP_SE) + o * P(CP_SO) + g0 * P(CP_SG));
-        sst = P(CP_SG);
+        sa += uint64_t(e * CPR.se + o * CPR.so + g0 * CPR.sg);
+        sst = CPR.sg;
     }
     for (int t = 0; t < 4; ++t) {
         const uint amax = amax_bf_to_f32(max(am[t], sh_f[t * 256 + (tid ^ 1)]));
@@ -154,12 +155,12 @@ void cast_mx_chunk()
 // elements [8 lr, 8 lr + 8) of the tile's 128.
 void cast_tile128()
 {
-    const int64_t lin = wg_linear(), notiles = P(CP_NOTILES), nseg = P(CP_NSEG);
+    const int64_t lin = wg_linear(), notiles = CPR.notiles, nseg = CPR.nseg;
     const int64_t ot = lin % notiles, g = (lin / notiles) % nseg, e = lin / (notiles * nseg);
     const int tid = int(gl_LocalInvocationID.x), lo = tid >> 4, lr = tid & 15;
-    const int64_t o0 = ot * 128, O = P(CP_O), rs = g * 128 + 8 * lr;
-    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + rs) * 2), qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + rs);
-    const int64_t xo = P(CP_XO), qo = P(CP_QO);
+    const int64_t o0 = ot * 128, O = CPR.o, rs = g * 128 + 8 * lr;
+    const uint64_t xb = uint64_t(CPR.x) + uint64_t((e * CPR.xe + rs) * 2), qb = uint64_t(CPR.q) + uint64_t(e * CPR.qe + rs);
+    const int64_t xo = CPR.xo, qo = CPR.qo;
     uvec4 c[8];
     uvec4 ml = uvec4(0u), mh = uvec4(0u);
     for (int k = 0; k < 8; ++k) {
@@ -191,13 +192,13 @@ void cast_tile128()
 // stores fill one 32-byte sector of each column of q.
 void cast_dim1()
 {
-    const int64_t lin = wg_linear(), otl = P(CP_OTILES), nseg = P(CP_NSEG);
+    const int64_t lin = wg_linear(), otl = CPR.otiles, nseg = CPR.nseg;
     const int64_t ct = lin % otl, g = (lin / otl) % nseg, e = lin / (otl * nseg);
     const int tid = int(gl_LocalInvocationID.x), h = tid & 1;
     const int64_t c0 = ct * 1024 + 8 * (tid >> 1), rs = g * 32 + 16 * h;
-    const bool valid = c0 < P(CP_O);
-    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + rs * P(CP_XR) + c0) * 2);
-    const uint rowb = uint(P(CP_XR)) * 2u;
+    const bool valid = c0 < CPR.o;
+    const uint64_t xb = uint64_t(CPR.x) + uint64_t((e * CPR.xe + rs * CPR.xr + c0) * 2);
+    const uint rowb = uint(CPR.xr) * 2u;
     uvec4 w[16];
     uvec4 ml = uvec4(0u), mh = uvec4(0u);
     for (int i = 0; i < 16; ++i) {
@@ -216,17 +217,17 @@ void cast_dim1()
         mh[k] = max(mh[k], sh_f[(2 * k + 1) * 256 + (tid ^ 1)]);
     }
     if (!valid) return;
-    const uint64_t qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + c0 * P(CP_QO) + rs);
-    const uint64_t qo = uint64_t(P(CP_QO));
+    const uint64_t qb = uint64_t(CPR.q) + uint64_t(e * CPR.qe + c0 * CPR.qo + rs);
+    const uint64_t qo = uint64_t(CPR.qo);
     // the 8 columns' scales: plain at a stride of SO, blocked 16 bytes apart (8 rows of one
     // 32-row group of a tile, c0 % 8 == 0)
-    uint64_t sa = PA(CP_S);
+    uint64_t sa = uint64_t(CPR.s);
     int64_t sst = 16;
-    if (PI(CP_SKIND) == 2) {
-        sa += uint64_t(e * P(CP_EXPBYTES) + blocked_offset(c0, g, P(CP_COLSPAD)));
+    if (int(CPR.skind) == 2) {
+        sa += uint64_t(e * CPR.expbytes + blocked_offset(c0, g, CPR.colspad));
     } else {
-        sa += uint64_t(e * P(CP_SE) + c0 * P(CP_SO) + g * P(CP_SG));
-        sst = P(CP_SO);
+        sa += uint64_t(e * CPR.se + c0 * CPR.so + g * CPR.sg);
+        sst = CPR.so;
     }
     const int enc = K_ENC;
     for (int j = 0; j < 8; ++j) {
@@ -249,7 +250,7 @@ void cast_dim1()
     }
 }
 
-// An MX scale of qgmm_quantize_mxfp8_grouped (CP_SKIND 3: M-groups, so the token row;
+// An MX scale of qgmm_quantize_mxfp8_grouped (CPR.skind 3: M-groups, so the token row;
 // 4: K-groups, g the token block) stored at its place in the grouped layout, found in the
 // group table (start/end in tokens, padded start/end in rows or scale columns); a scale
 // whose tokens no group covers has no place. Returns the multiplier.
@@ -257,17 +258,17 @@ uint mx_group_store(uint amax, int64_t so, int64_t g)
 {
     uint b;
     const uint mult = scale_of(amax, scale_args(), b);
-    const uint64_t t = PA(CP_GTAB);
-    const int64_t G = P(CP_GG);
-    if (PI(CP_SKIND) == 3) {
+    const uint64_t t = uint64_t(CPR.gtab);
+    const int64_t G = CPR.gg;
+    if (int(CPR.skind) == 3) {
         const int64_t grp = tab_group_of(t, G, 1, so);
         if (grp >= 0)
-            st_u8(PA(CP_S), blocked_offset(tab_get(t, grp, 2) + so - tab_get(t, grp, 0), g, P(CP_COLSPAD)), b);
+            st_u8(uint64_t(CPR.s), blocked_offset(tab_get(t, grp, 2) + so - tab_get(t, grp, 0), g, CPR.colspad), b);
     } else {
         const int64_t grp = tab_group_of(t, G, 1, g * 32);
         if (grp >= 0) {
             const int64_t ps = tab_get(t, grp, 2), pe = tab_get(t, grp, 3);
-            st_u8(PA(CP_S), ps * P(CP_EXPBYTES) + blocked_offset(so, g - tab_get(t, grp, 0) / 32, pe - ps), b);
+            st_u8(uint64_t(CPR.s), ps * CPR.expbytes + blocked_offset(so, g - tab_get(t, grp, 0) / 32, pe - ps), b);
         }
     }
     return mult;
@@ -275,37 +276,37 @@ uint mx_group_store(uint amax, int64_t so, int64_t g)
 
 void cast_generic()
 {
-    if (PI(CP_SKIND) >= 3 && tab_bad(PA(CP_GTAB))) return; // bad offsets: write nothing (uniform)
-    const int64_t nseg = P(CP_NSEG), E = P(CP_E), O = P(CP_O);
-    const int64_t notiles = P(CP_NOTILES);
+    if (int(CPR.skind) >= 3 && tab_bad(uint64_t(CPR.gtab))) return; // bad offsets: write nothing (uniform)
+    const int64_t nseg = CPR.nseg, E = CPR.e, O = CPR.o;
+    const int64_t notiles = CPR.notiles;
     const int64_t lin = wg_linear();
     if (lin >= E * nseg * notiles) return;
     const int64_t ot = lin % notiles;
     const int64_t g = (lin / notiles) % nseg;
     const int64_t e = lin / (notiles * nseg);
-    const int TO = PI(CP_TO), TR = PI(CP_TR);
+    const int TO = int(CPR.to), TR = int(CPR.tr);
     const int tid = int(gl_LocalInvocationID.x);
     int lo, lr;
-    if (PI(CP_OCONTIG) != 0) { lo = tid % TO; lr = tid / TO; }
+    if (int(CPR.ocontig) != 0) { lo = tid % TO; lr = tid / TO; }
     else { lr = tid % TR; lo = tid / TR; }
 
     int64_t rs, re;
-    const uint64_t table = PA(CP_TABLE);
+    const uint64_t table = uint64_t(CPR.table);
     if (table != 0ul) {
         if (ld_u32(table, 0) != 0u) return; // bad offsets: write nothing (uniform)
         rs = ld_i32(table, TAB_HEADER + g * TAB_STRIDE);
         re = ld_i32(table, TAB_HEADER + g * TAB_STRIDE + 1);
-    } else if (P(CP_L) > 0) {
-        rs = g * P(CP_L); re = rs + P(CP_L);
+    } else if (CPR.l > 0) {
+        rs = g * CPR.l; re = rs + CPR.l;
     } else {
-        rs = 0; re = P(CP_R);
+        rs = 0; re = CPR.r;
     }
-    const int64_t OT = P(CP_OT);
+    const int64_t OT = CPR.ot;
     const int64_t o0 = ot * OT;
     const int64_t o1 = min(o0 + OT, O);
-    const uint64_t X = PA(CP_X);
+    const uint64_t X = uint64_t(CPR.x);
     const int xdt = K_XDT;
-    const int64_t xe = P(CP_XE), xo = P(CP_XO), xr = P(CP_XR);
+    const int64_t xe = CPR.xe, xo = CPR.xo, xr = CPR.xr;
     const bool vec = K_VEC == 8;
     const int64_t rstep = vec ? int64_t(TR) * 8 : int64_t(TR);
     const int64_t rfirst = rs + (vec ? int64_t(lr) * 8 : int64_t(lr));
@@ -327,7 +328,7 @@ void cast_generic()
     const int slot = lo + TO * lr;
     sh[slot] = m;
     barrier();
-    const bool combine = PI(CP_COMBINE) != 0;
+    const bool combine = int(CPR.combine) != 0;
     if (combine) {
         for (int s = 128; s > 0; s >>= 1) {
             if (tid < s) sh[tid] = amax_combine(sh[tid], sh[tid + s]);
@@ -342,13 +343,13 @@ void cast_generic()
 
     const int64_t so_idx = combine ? ot : o0 + lo;
     if (lr == 0 && (!combine || lo == 0) && (combine || o0 + lo < o1))
-        sh_mult[lo] = PI(CP_SKIND) >= 3 ? mx_group_store(sh[lo], so_idx, g) : scale_and_store(sh[lo], e, so_idx, g, true);
+        sh_mult[lo] = int(CPR.skind) >= 3 ? mx_group_store(sh[lo], so_idx, g) : scale_and_store(sh[lo], e, so_idx, g, true);
     barrier();
     const uint mult = sh_mult[combine ? 0 : lo];
     // the slice's amax is still in sh (nothing writes it after the reduction)
     const bool fast = quantize_fast_ok(sh[combine ? 0 : lo], mult);
-    const uint64_t Q = PA(CP_Q);
-    const int64_t qe = P(CP_QE), qo = P(CP_QO), qr = P(CP_QR);
+    const uint64_t Q = uint64_t(CPR.q);
+    const int64_t qe = CPR.qe, qo = CPR.qo, qr = CPR.qr;
     for (int64_t o = o0 + lo; o < o1; o += TO) {
         const int64_t b = e * xe + o * xo, bq = e * qe + o * qo;
         if (vec) {
@@ -372,8 +373,8 @@ void cast_generic()
 // The path of the unspecialized pipeline, from the parameter block.
 int runtime_path()
 {
-    const int fast = PI(CP_FAST);
-    if (fast == 1) return PI(CP_KPS) == 2 && PI(CP_LS) == 2 ? 1 : PI(CP_KPS) <= 8 ? 5 : 6;
+    const int fast = int(CPR.fast);
+    if (fast == 1) return int(CPR.kps) == 2 && int(CPR.ls) == 2 ? 1 : int(CPR.kps) <= 8 ? 5 : 6;
     return fast >= 2 && fast <= 4 ? fast : 0;
 }
 

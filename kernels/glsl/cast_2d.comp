@@ -26,6 +26,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "params.h"
 #include "common.glsl"
+#include "cast_params.h"
 #include "codec.glsl"
 #include "layout.glsl"
 
@@ -105,13 +106,13 @@ void mx_dim1()
     // that each column's q bytes of those blocks (BPW x 32 contiguous bytes) come from one
     // workgroup and reach memory as whole lines rather than as 32-byte pieces
     const int CGW = 256 / LPB / SC_BPW; // column groups per workgroup
-    const int64_t lin = wg_linear(), ct_n = P(CP_OTILES), nseg = P(CP_NSEG), gt_n = (nseg + SC_BPW - 1) / SC_BPW;
+    const int64_t lin = wg_linear(), ct_n = CPR.otiles, nseg = CPR.nseg, gt_n = (nseg + SC_BPW - 1) / SC_BPW;
     const int64_t ct = lin % ct_n, gt = (lin / ct_n) % gt_n, e = lin / (ct_n * gt_n);
     const int64_t g = gt * SC_BPW + cg / CGW;
     const int64_t c0 = ct * CGW * 8 + 8 * (cg % CGW), rs = g * 32 + rq * SC_RPL;
-    const bool valid = c0 < P(CP_O) && g < nseg;
-    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + rs * P(CP_XR) + c0) * XES);
-    const uint rowb = uint(P(CP_XR)) * uint(XES);
+    const bool valid = c0 < CPR.o && g < nseg;
+    const uint64_t xb = uint64_t(CPR.x) + uint64_t((e * CPR.xe + rs * CPR.xr + c0) * XES);
+    const uint rowb = uint(CPR.xr) * uint(XES);
     uvec4 w[16], w2[16];
     uvec4 ml = uvec4(0u), mh = uvec4(0u);
     [[unroll]] for (int i = 0; i < 16; ++i) {
@@ -136,13 +137,13 @@ void mx_dim1()
     const int CPL = 8 / LPB, j0 = CPL * rq;
     // the 8 columns' scales: plain at a stride of SO, blocked 16 bytes apart (8 rows of one
     // 32-row group of a tile, c0 % 8 == 0)
-    uint64_t sa = PA(CP_S);
+    uint64_t sa = uint64_t(CPR.s);
     int64_t sst = 16;
-    if (PI(CP_SKIND) == 2) {
-        sa += uint64_t(e * P(CP_EXPBYTES) + int64_t(blocked_offset32(int(c0), int(g), PI(CP_COLSPAD))));
+    if (int(CPR.skind) == 2) {
+        sa += uint64_t(e * CPR.expbytes + int64_t(blocked_offset32(int(c0), int(g), int(CPR.colspad))));
     } else {
-        sa += uint64_t(e * P(CP_SE) + c0 * P(CP_SO) + g * P(CP_SG));
-        sst = P(CP_SO);
+        sa += uint64_t(e * CPR.se + c0 * CPR.so + g * CPR.sg);
+        sst = CPR.so;
     }
     uint mine[4];
     uint fastmask = 0u;
@@ -168,8 +169,8 @@ void mx_dim1()
         fastmask |= subgroupShuffleXor(fastmask, 2u);
     }
     if (!valid) return;
-    const uint64_t qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + c0 * P(CP_QO) + rs);
-    const uint64_t qo = uint64_t(P(CP_QO));
+    const uint64_t qb = uint64_t(CPR.q) + uint64_t(e * CPR.qe + c0 * CPR.qo + rs);
+    const uint64_t qo = uint64_t(CPR.qo);
     if (fastmask == 0xFFu && FMT != FMT_E4M3FNUZ && SC_ENC == 2 && QG_XF32 == 0) {
         // magnitude codes, then the signs of 4 rows at once (cast_quant.glsl q4_fast's
         // word-wise signs, here across rows): 2 integer operations per element fewer than
@@ -218,12 +219,12 @@ void tile128()
 {
     const int sgs = int(gl_SubgroupSize);
     const int li = int(gl_SubgroupID) * sgs + int(gl_SubgroupInvocationID);
-    const int64_t lin = wg_linear(), notiles = P(CP_NOTILES), nseg = P(CP_NSEG);
+    const int64_t lin = wg_linear(), notiles = CPR.notiles, nseg = CPR.nseg;
     const int64_t ot = lin % notiles, g = (lin / notiles) % nseg, e = lin / (notiles * nseg);
     const int lo = li >> 4, lr = li & 15;
-    const int64_t o0 = ot * 128, O = P(CP_O), rs = g * 128 + 8 * lr;
-    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + rs) * XES), qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + rs);
-    const int64_t xo = P(CP_XO), qo = P(CP_QO);
+    const int64_t o0 = ot * 128, O = CPR.o, rs = g * 128 + 8 * lr;
+    const uint64_t xb = uint64_t(CPR.x) + uint64_t((e * CPR.xe + rs) * XES), qb = uint64_t(CPR.q) + uint64_t(e * CPR.qe + rs);
+    const int64_t xo = CPR.xo, qo = CPR.qo;
     uvec4 c[8], c2[8];
     uvec4 ml = uvec4(0u), mh = uvec4(0u);
     [[unroll]] for (int k = 0; k < 8; ++k) {

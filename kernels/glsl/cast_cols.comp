@@ -28,6 +28,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "params.h"
 #include "common.glsl"
+#include "cast_params.h"
 #include "codec.glsl"
 #include "layout.glsl"
 
@@ -81,7 +82,7 @@ void quantize_fast_rows(uvec4 w[16], uvec4 w2[16], int64_t base, int64_t rs, int
 // The scratch word of (e, c, g).
 uint64_t word(int64_t e, int64_t c, int64_t g)
 {
-    return PA(CP_AMAX) + uint64_t(((e * P(CP_NSEG) + g) * P(CP_O) + c) * 4);
+    return uint64_t(CPR.amax) + uint64_t(((e * CPR.nseg + g) * CPR.o + c) * 4);
 }
 
 // Pass 0: one lane per word, amax -> stored scale; the multiplier (bit 31: not for the
@@ -89,8 +90,8 @@ uint64_t word(int64_t e, int64_t c, int64_t g)
 void scales_pass()
 {
     const int64_t i = wg_linear() * 256 + int64_t(gl_LocalInvocationID.x);
-    const int64_t O = P(CP_O), nseg = P(CP_NSEG);
-    if (i >= P(CP_E) * nseg * O) return;
+    const int64_t O = CPR.o, nseg = CPR.nseg;
+    if (i >= CPR.e * nseg * O) return;
     const int64_t c = i % O, g = (i / O) % nseg, e = i / (O * nseg);
     const uint64_t at = word(e, c, g);
     const uint amax = QU32(at).v;
@@ -100,7 +101,7 @@ void scales_pass()
 
 void main()
 {
-    if (PA(CP_TABLE) != 0ul && ld_u32(PA(CP_TABLE), 0) != 0u) return; // bad offsets: write nothing (uniform)
+    if (uint64_t(CPR.table) != 0ul && ld_u32(uint64_t(CPR.table), 0) != 0u) return; // bad offsets: write nothing (uniform)
     if (SC_PASS == 0) {
         scales_pass();
         return;
@@ -110,18 +111,18 @@ void main()
     const int lc = li % SC_LC, lr = li / SC_LC, RL = 256 / SC_LC;
     // at most the RL * KPL rows the lanes hold, 8 fewer for jagged groups, so that the lanes'
     // grid (from the chunk's first row rounded down to a multiple of 8) covers the chunk
-    const uint64_t table = PA(CP_TABLE);
-    const int64_t CH = P(CP_CHUNK);
-    const int64_t lin = wg_linear(), ct_n = P(CP_OTILES), nch = P(CP_NCH);
+    const uint64_t table = uint64_t(CPR.table);
+    const int64_t CH = CPR.chunk;
+    const int64_t lin = wg_linear(), ct_n = CPR.otiles, nch = CPR.nch;
     const int64_t ct = lin % ct_n, t = (lin / ct_n) % nch, e = lin / (ct_n * nch);
     // the chunk: whole-dim segments are cut into chunks of CH rows; jagged groups each into
     // their own (the table's tile prefix, tile = CH), surplus workgroups exit
-    int64_t g = 0, rs = 0, re = P(CP_R), k = t;
+    int64_t g = 0, rs = 0, re = CPR.r, k = t;
     if (table != 0ul) {
         // the group of chunk t: each lane tests groups li, li + 256, ... (one round of
         // loads, not a binary search's chain of dependent ones) and the one whose chunks hold
         // t leaves its row range in shared memory
-        const int G = PI(CP_NSEG);
+        const int G = int(CPR.nseg);
         if (t >= ld_i32(table, TAB_HEADER + (G - 1) * TAB_STRIDE + 5)) return; // surplus (uniform)
         for (int b = 0; b < G; b += 256) {
             const int gi = b + int(gl_LocalInvocationID.x);
@@ -145,8 +146,8 @@ void main()
     const int64_t cs = rs + k * CH, ce = min(re, cs + CH); // the chunk's rows
     const int64_t base = cs & ~7l;                         // the lanes' 8-row grid starts here
     const int64_t c0 = (ct * SC_LC + lc) * 8;
-    const bool valid = c0 < P(CP_O);
-    const uint64_t xb = PA(CP_X) + uint64_t((e * P(CP_XE) + c0) * XES), xrow = uint64_t(P(CP_XR) * XES);
+    const bool valid = c0 < CPR.o;
+    const uint64_t xb = uint64_t(CPR.x) + uint64_t((e * CPR.xe + c0) * XES), xrow = uint64_t(CPR.xr * XES);
     const int64_t cv = valid ? ce : cs;
 
     // every load issued before the first is used (a load under a branch waited for each)
@@ -188,8 +189,8 @@ void main()
         mult[j] = m & 0x7FFFFFFFu;
         if (m < 0x80000000u) fastmask |= 1u << j;
     }
-    const uint64_t qb = PA(CP_Q) + uint64_t(e * P(CP_QE) + c0 * P(CP_QO));
-    const uint64_t qrow = uint64_t(P(CP_QR)), qcol = uint64_t(P(CP_QO));
+    const uint64_t qb = uint64_t(CPR.q) + uint64_t(e * CPR.qe + c0 * CPR.qo);
+    const uint64_t qrow = uint64_t(CPR.qr), qcol = uint64_t(CPR.qo);
     if (fastmask == 0xFFu) {
         quantize_fast_rows(w, w2, base, cs, ce, qb, qrow, qcol, mult, RL, lr);
         return;

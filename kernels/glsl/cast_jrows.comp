@@ -16,7 +16,7 @@
 // a warp's segments have one width; the workgroups are persistent (each lane group takes
 // every stride-th segment, the next one's bounds loaded ahead).
 // The QG_XF32 build takes f32 x: a unit of 8 columns is two 16-byte loads (w, w2). Without
-// a group table (CP_TABLE 0) a segment is a whole row: the plain rowwise cast of rows longer
+// a group table (CPR.table 0) a segment is a whole row: the plain rowwise cast of rows longer
 // than the register paths hold.
 // The host (vk_ops_cast.c jrows_plan) uses it where the subgroups have shuffles.
 #extension GL_KHR_shader_subgroup_basic : require
@@ -24,6 +24,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "params.h"
 #include "common.glsl"
+#include "cast_params.h"
 #include "codec.glsl"
 #include "layout.glsl"
 
@@ -120,14 +121,14 @@ ivec2 seg_bounds(uint64_t table, int g, int R)
 void main()
 {
     // no table: whole rows, one segment each (rows too long for the register paths)
-    const uint64_t table = PA(CP_TABLE);
+    const uint64_t table = uint64_t(CPR.table);
     if (table != 0ul && ld_u32(table, 0) != 0u) return; // bad offsets: write nothing (uniform)
     const int sgs = int(gl_SubgroupSize);
     const int li = int(gl_SubgroupID) * sgs + int(gl_SubgroupInvocationID);
     const int lr = li % SC_LS;
-    const int G = PI(CP_NSEG), O = PI(CP_O), R = PI(CP_R), total = O * G;
-    const uint64_t X = PA(CP_X), Q = PA(CP_Q);
-    const uint64_t xo = uint64_t(P(CP_XO) * XES), qo = uint64_t(P(CP_QO));
+    const int G = int(CPR.nseg), O = int(CPR.o), R = int(CPR.r), total = O * G;
+    const uint64_t X = uint64_t(CPR.x), Q = uint64_t(CPR.q);
+    const uint64_t xo = uint64_t(CPR.xo * XES), qo = uint64_t(CPR.qo);
     // Persistent lane groups: segment s = (g, row) in group-major order, then s + stride,
     // ... (the host dispatches at most 65535 workgroups, all in x). Group-major, the lane
     // groups of a warp take segments of one group in neighbouring rows: the same width, so

@@ -64,8 +64,8 @@ struct ScaleArgs {
 };
 ScaleArgs scale_args()
 {
-    return ScaleArgs(FmtConsts(PU(CP_C_MAX), PU(CP_C_CLAMP), PU(CP_C_EPS), PU(CP_C_INV)), PA(CP_S), P(CP_SE),
-                     P(CP_SO), P(CP_SG), P(CP_EXPBYTES), P(CP_COLSPAD), PI(CP_SKIND), PI(CP_POW2), PI(CP_RECIP));
+    return ScaleArgs(FmtConsts(uint(CPR.c_max), uint(CPR.c_clamp), uint(CPR.c_eps), uint(CPR.c_inv)), uint64_t(CPR.s), CPR.se,
+                     CPR.so, CPR.sg, CPR.expbytes, CPR.colspad, int(CPR.skind), int(CPR.pow2), int(CPR.recip));
 }
 
 // scale_and_store's arithmetic without the store: returns the multiplier, sets `stored` to
@@ -90,19 +90,19 @@ uint scale_of(uint amax, ScaleArgs a, out uint stored)
 // tiles (one call per tile, after the barrier) ran 7 % slower on the H100.
 uint scale_and_store(uint amax, int64_t e, int64_t so, int64_t g, bool store)
 {
-    const FmtConsts c = FmtConsts(PU(CP_C_MAX), PU(CP_C_CLAMP), PU(CP_C_EPS), PU(CP_C_INV));
+    const FmtConsts c = FmtConsts(uint(CPR.c_max), uint(CPR.c_clamp), uint(CPR.c_eps), uint(CPR.c_inv));
     const int rule = K_RULE;
-    const uint64_t S = PA(CP_S);
-    const int64_t sidx = e * P(CP_SE) + so * P(CP_SO) + g * P(CP_SG);
+    const uint64_t S = uint64_t(CPR.s);
+    const int64_t sidx = e * CPR.se + so * CPR.so + g * CPR.sg;
     if (rule == 0) {
         uint s = rowwise_scale(amax, c);
-        if (PI(CP_POW2) != 0) s = scale_pow2_floor(s);
-        if (store) st_u32(S, sidx, PI(CP_RECIP) != 0 ? scale_reciprocal(s) : s);
+        if (int(CPR.pow2) != 0) s = scale_pow2_floor(s);
+        if (store) st_u32(S, sidx, int(CPR.recip) != 0 ? scale_reciprocal(s) : s);
         return s;
     }
     const uint b = rule == 1 ? mx_scale_floor(amax, FMT) : mx_scale_rceil_fast(amax, c);
     if (store) {
-        if (PI(CP_SKIND) == 2) st_u8(S, e * P(CP_EXPBYTES) + blocked_offset(so, g, P(CP_COLSPAD)), b);
+        if (int(CPR.skind) == 2) st_u8(S, e * CPR.expbytes + blocked_offset(so, g, CPR.colspad), b);
         else st_u8(S, sidx, b);
     }
     return e8m0_reciprocal(b);
@@ -166,7 +166,7 @@ uint q1_fast(uint x, uint mult, int enc)
 uint mx_byte(uint amax)
 {
     if (K_RULE == 1) return mx_scale_floor(amax, FMT);
-    return mx_scale_rceil_fast(amax, FmtConsts(PU(CP_C_MAX), PU(CP_C_CLAMP), PU(CP_C_EPS), PU(CP_C_INV)));
+    return mx_scale_rceil_fast(amax, FmtConsts(uint(CPR.c_max), uint(CPR.c_clamp), uint(CPR.c_eps), uint(CPR.c_inv)));
 }
 
 // Unit k of a lane's 8 units (k not a constant: a select chain over constant indices, so

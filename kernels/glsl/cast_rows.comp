@@ -31,6 +31,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "params.h"
 #include "common.glsl"
+#include "cast_params.h"
 #include "codec.glsl"
 #include "layout.glsl"
 
@@ -105,11 +106,11 @@ void main()
     const int li = int(gl_SubgroupID) * sgs + int(gl_SubgroupInvocationID);
     const int lr = li & (SC_LS - 1);
     const int groups = 256 / SC_LS;
-    const int nsegt = PI(CP_NSEGT), nseg = PI(CP_NSEG), O = PI(CP_O);
-    const int L = PI(CP_L) > 0 ? PI(CP_L) : PI(CP_R);
+    const int nsegt = int(CPR.nsegt), nseg = int(CPR.nseg), O = int(CPR.o);
+    const int L = int(CPR.l) > 0 ? int(CPR.l) : int(CPR.r);
     const int U = L / 8;
-    const int64_t xe = P(CP_XE), xo = P(CP_XO), qe = P(CP_QE), qo = P(CP_QO);
-    const uint64_t X = PA(CP_X), Q = PA(CP_Q);
+    const int64_t xe = CPR.xe, xo = CPR.xo, qe = CPR.qe, qo = CPR.qo;
+    const uint64_t X = uint64_t(CPR.x), Q = uint64_t(CPR.q);
     const ScaleArgs sa = scale_args();
 
     for (int it = 0; it < SC_NIT; ++it) {
@@ -118,7 +119,7 @@ void main()
         const bool sv = s < nsegt;
         const int row = nseg == 1 ? s : s / nseg;
         const int sg = s - row * nseg;
-        const int se = PI(CP_E) == 1 ? 0 : row / O;
+        const int se = int(CPR.e) == 1 ? 0 : row / O;
         const int so = row - se * O;
         const int64_t rs = int64_t(sg) * L;
         const uint64_t xb = X + uint64_t((se * xe + so * xo + rs) * XES);

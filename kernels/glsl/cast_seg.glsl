@@ -1,4 +1,4 @@
-// cast_seg.glsl — cast.comp's register-resident segment path (CP_FAST 1), included once per
+// cast_seg.glsl — cast.comp's register-resident segment path (CPR.fast 1), included once per
 // (SEG_KPS, SEG_SPL) so that the unit loops have constant trip counts and the cached units
 // stay in registers (bf16 x). LS consecutive lanes share a segment (whole row, MX block of 32, 1x128
 // block); lane lr holds units lr, lr + LS, ... (unit = 8 contiguous bf16 elements, one
@@ -8,16 +8,16 @@
 // itself (SIMT: no extra cost, no second barrier) and lane 0 stores it.
 void SEG_FN()
 {
-    const int LS = PI(CP_LS), KPS = K_KPS;
+    const int LS = int(CPR.ls), KPS = K_KPS;
     const int tid = int(gl_LocalInvocationID.x);
     const int lr = tid & (LS - 1);
     const int groups = 256 / LS;
-    const int nsegt = PI(CP_NSEGT), nseg = PI(CP_NSEG), O = PI(CP_O);
-    const int L = PI(CP_L) > 0 ? PI(CP_L) : PI(CP_R);
+    const int nsegt = int(CPR.nsegt), nseg = int(CPR.nseg), O = int(CPR.o);
+    const int L = int(CPR.l) > 0 ? int(CPR.l) : int(CPR.r);
     const int U = L / 8;
     const int seg0 = int(wg_linear()) * groups * SEG_SPL + tid / LS;
-    const int64_t xe = P(CP_XE), xo = P(CP_XO), qe = P(CP_QE), qo = P(CP_QO);
-    const uint64_t X = PA(CP_X), Q = PA(CP_Q);
+    const int64_t xe = CPR.xe, xo = CPR.xo, qe = CPR.qe, qo = CPR.qo;
+    const uint64_t X = uint64_t(CPR.x), Q = uint64_t(CPR.q);
     const int enc = K_ENC;
 
     uint64_t xb[SEG_SPL], qb[SEG_SPL];
@@ -29,7 +29,7 @@ void SEG_FN()
         sv[t] = s < nsegt;
         const int row = nseg == 1 ? s : s / nseg;
         sg[t] = s - row * nseg;
-        se[t] = PI(CP_E) == 1 ? 0 : row / O;
+        se[t] = int(CPR.e) == 1 ? 0 : row / O;
         so[t] = row - se[t] * O;
         const int64_t rs = int64_t(sg[t]) * L;
         xb[t] = X + uint64_t((se[t] * xe + so[t] * xo + rs) * 2);

@@ -1,6 +1,6 @@
 /* params.h — slot numbers of the int64 parameter block each qgmm Vulkan shader reads (the
- * grouped GEMM's is a struct: gemm_params.h). Included by the GLSL shaders and by
- * backends/vulkan/ (C), so both sides agree. */
+ * grouped GEMM's and the casts' are structs: gemm_params.h, cast_params.h). Included by the
+ * GLSL shaders and by backends/vulkan/ (C), so both sides agree. */
 #ifndef QGMM_GLSL_PARAMS_H
 #define QGMM_GLSL_PARAMS_H
 
@@ -38,57 +38,6 @@
 #define OP_DIV 11      /* group bounds are divided by this before padding (K-groups: 32) */
 #define OP_PADCAP 12   /* cap + 1 (0 = none): the padded total must not exceed cap (unpad: rows
                           of x_padded); with OP_PADOFFS: padded offsets must stay within it */
-
-/* ---- cast.comp: amax over segments of a reduce dim, scale, quantize */
-#define CP_X 0
-#define CP_XDT 1
-#define CP_Q 2
-#define CP_FMT 3
-#define CP_S 4
-#define CP_SKIND 5     /* 0 f32 strided, 1 byte strided, 2 byte blocked, 3 / 4 byte M-groups / K-groups
-                          (cast.comp's generic path only, group table at CP_GTAB) */
-#define CP_RULE 6      /* 0 rowwise/blockwise, 1 mx floor, 2 mx rceil */
-#define CP_POW2 7
-#define CP_RECIP 8
-#define CP_XE 9
-#define CP_XO 10
-#define CP_XR 11
-#define CP_QE 12
-#define CP_QO 13
-#define CP_QR 14
-#define CP_SE 15
-#define CP_SO 16
-#define CP_SG 17
-#define CP_E 18
-#define CP_O 19
-#define CP_R 20
-#define CP_L 21        /* segment length (0: whole R, or groups when CP_TABLE != 0) */
-#define CP_NSEG 22
-#define CP_TO 23
-#define CP_TR 24
-#define CP_OT 25
-#define CP_COMBINE 26
-#define CP_OCONTIG 27  /* lane order: o fastest (1) or r fastest (0) */
-#define CP_COLSPAD 28
-#define CP_EXPBYTES 29
-#define CP_TABLE 30
-#define CP_C_MAX 31
-#define CP_C_CLAMP 32
-#define CP_C_EPS 33
-#define CP_C_INV 34
-#define CP_NOTILES 35
-#define CP_VEC 36      /* 8: each lane takes 8 consecutive reduce elements per step (16-byte loads) */
-#define CP_FAST 37     /* register-resident paths: 0 none, 1 segments, 2 MX dim1 (8 columns per lane), 3 128x128 tiles, 4 MX dim0 chunks of 4 blocks */
-#define CP_LS 38       /* CP_FAST 1: lanes per segment (power of two) */
-#define CP_KPS 39      /* CP_FAST 1: 8-element units per lane per segment */
-#define CP_NSEGT 40    /* CP_FAST 1: segments in all, E * O * NSEG (< 2^30); CP_FAST 4: chunks, a quarter of that */
-#define CP_OTILES 41   /* CP_FAST 2: 1024-column tiles per block row */
-#define CP_ENC 42      /* fast encoder: 1 quantize_fast per element (default), 0 fp8_mag_fast + word-wise signs */
-#define CP_AMAX 43     /* cast_cols.comp: scratch address of its per-(e, g, column) amax / multiplier words */
-#define CP_NCH 44      /* cast_cols.comp: row chunks per expert (jagged: a bound; surplus workgroups exit) */
-#define CP_CHUNK 45    /* cast_cols.comp: rows of a chunk (vk_ops_cast.c cols_plan) */
-#define CP_GTAB 46     /* CP_SKIND 3 / 4: the group table of the token offsets (offs_prep.comp) */
-#define CP_GG 47       /* CP_SKIND 3 / 4: groups */
 
 /* ---- dequant.comp: elementwise inverse of the casts */
 #define DQ_Q 0
