@@ -28,9 +28,11 @@
  *                       128x64 tile through shared memory, 16-byte stores; MX dim1 and
  *                       blockwise 128x1 (the transposed 1x128) take their amax from the
  *                       tile, rowwise its multiplier from colscale.
- *   qgmm_kq_tile128     blockwise 128x128: one block per tile, values kept in registers.
+ *   qgmm_kq_tile128     blockwise 128x128: a block per tile at a time (resident blocks
+ *                       looping over tiles), the tile's units loaded together and held
+ *                       as bits in registers, one barrier per tile.
  *   qgmm_kq_tile128t    blockwise 128x128 written R-contiguous (the transposed weights of
- *                       dgrad): the tile's fp8 bytes through shared memory.
+ *                       dgrad): as tile128, the tile's fp8 bytes through shared memory.
  */
 #ifndef QGMM_KERNELS_QUANT_CUH
 #define QGMM_KERNELS_QUANT_CUH
@@ -987,38 +989,57 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int
 }
 
 /* ------------------------------------------------------------------ tile128
- * Blockwise 128x128: one 256-thread block per tile (blockIdx.x over E*RT*CT); 16
- * threads per row x 8 elements, 16 rows per pass, 8 passes; values stay in registers.
- * Same layout requirements as rowblock. */
-template <int FMT>
-QGMM_KERNEL void qgmm_kq_tile128(qgmm_kquant a)
+ * Blockwise 128x128: a block of 256 threads per tile, blocks looping over tiles (a grid
+ * of resident blocks); thread (cs = tid % 16, rr = tid / 16) owns unit cs (8 columns) of
+ * rows rr + 16 p, p < 8. The eight units are loaded before the first is used and held as
+ * raw bits (unit registers, widened only when cast), so a tile's 32 KiB (bf16) are in
+ * flight per block with several blocks per SM; the tile amax is a warp shuffle plus one
+ * shared slot per warp (two alternating slot sets: one barrier per tile). Requires bf16 or
+ * f32 x with x.s2 == 1, C % 128 == 0, 16-byte aligned x rows, E*R < 2^31; q 8-byte aligned
+ * rows (q.s2 == 1). */
+QGMM_DEV float qgmm_kq_tile_amax(float amax, float (*part)[QGMM_MAX_WARPS], int &buf)
 {
-    QGMM_SHARED float sm_warps[QGMM_MAX_WARPS];
-    const int64_t RT = (a.R + 127) / 128, CT = a.C / 128;
+    const int lane = QGMM_TID % QGMM_WARP, warp = QGMM_TID / QGMM_WARP;
+    const int nw = (QGMM_NTHREADS + QGMM_WARP - 1) / QGMM_WARP;
+    amax = qgmm_warp_amax(amax);
+    if (lane == 0) part[buf][warp] = amax;
+    QGMM_SYNC();
+    amax = part[buf][0];
+    for (int w = 1; w < nw; ++w) amax = qgmm_amax_combine(amax, part[buf][w]);
+    buf ^= 1;
+    return amax;
+}
+
+template <int FMT, int XF32>
+QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, XF32 ? 2 : 4) qgmm_kq_tile128(qgmm_kquant a)
+{
+    QGMM_SHARED float part[2][QGMM_MAX_WARPS];
+    const int64_t RT = (a.R + 127) / 128, CT = a.C / 128, n = a.E * RT * CT;
     const int tid = QGMM_TID;
     const int cc = (tid % 16) * 8, rr = tid / 16;
-    for (int64_t t = QGMM_BID_X; t < a.E * RT * CT; t += QGMM_NBLOCKS_X) {
+    uint8_t *qb = (uint8_t *)a.q.ptr;
+    int buf = 0;
+    for (int64_t t = QGMM_BID_X; t < n; t += QGMM_NBLOCKS_X) {
         const int64_t ct = t % CT, rt = (t / CT) % RT, e = t / (CT * RT);
-        float v[8][8];
+        const int64_t r0 = rt * 128 + rr, c = ct * 128 + cc;
+        qgmm_kq_unit<XF32> u[8] = {}; /* zero only for the host emulation's compiler */
+#pragma unroll
+        for (int p = 0; p < 8; ++p)
+            if (r0 + 16 * p < a.R) qgmm_kq_unit_load<XF32>(u[p], a.x.ptr, qgmm_kidx(a.x, e, r0 + 16 * p, c));
         float amax = 0.0f;
 #pragma unroll
-        for (int p = 0; p < 8; ++p) {
-            const int64_t r = rt * 128 + p * 16 + rr;
-            if (r < a.R) {
-                qgmm_kload8(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, ct * 128 + cc), v[p]);
-#pragma unroll
-                for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[p][k]));
-            }
-        }
-        amax = qgmm_block_amax(amax, sm_warps);
+        for (int p = 0; p < 8; ++p)
+            if (r0 + 16 * p < a.R) amax = qgmm_kq_unit_amax<XF32>(u[p], amax);
+        amax = qgmm_kq_tile_amax(amax, part, buf);
         const float mult = qgmm_blockwise_scale(amax, FMT);
 #pragma unroll
         for (int p = 0; p < 8; ++p) {
-            const int64_t r = rt * 128 + p * 16 + rr;
-            if (r < a.R) {
+            if (r0 + 16 * p < a.R) {
+                float v[8];
                 uint8_t o[8];
-                qgmm_k_quantize8<FMT>(v[p], mult, o);
-                *(uint2 *)((uint8_t *)a.q.ptr + qgmm_kidx(a.q, e, r, ct * 128 + cc)) = qgmm_kpack8(o);
+                qgmm_kq_unit_f32<XF32>(u[p], v);
+                qgmm_k_quantize8<FMT>(v, mult, o);
+                *(uint2 *)(qb + qgmm_kidx(a.q, e, r0 + 16 * p, c)) = qgmm_kpack8(o);
             }
         }
         if (tid == 0) qgmm_kq_store_scale_f32(a, e * a.s.s0 + rt * a.s.s1 + ct * a.s.s2, qgmm_scale_reciprocal(mult));
@@ -1026,43 +1047,45 @@ QGMM_KERNEL void qgmm_kq_tile128(qgmm_kquant a)
 }
 
 /* ------------------------------------------------------------------ tile128t
- * Blockwise 128x128 with q R-contiguous (q.s1 == 1): one 256-thread block per tile like
- * qgmm_kq_tile128 (16-byte loads along C, same x requirements), but 8 consecutive rows
- * per thread, so that each of its 8 columns is one 8-byte chunk of fp8 bytes. The chunks
- * go to a shared (column, 16 row chunks) tile, chunk j of column c at j ^ (c / 8) so
- * neither the writes (16 columns per half-warp) nor the 16-byte reads along a column
- * meet on a bank; then 16-byte stores along R (vec_out: q.s1 == 1 and 16-byte aligned
- * columns), byte stores through q's strides at a ragged last tile row or otherwise. */
-template <int FMT>
-QGMM_KERNEL void qgmm_kq_tile128t(qgmm_kquant a, int vec_out)
+ * Blockwise 128x128 with q R-contiguous (q.s1 == 1): like qgmm_kq_tile128 (same x
+ * requirements, bf16 or f32, units held as bits, a grid of resident blocks), but 8 consecutive rows per
+ * thread, so that each of its 8 columns is one 8-byte chunk of fp8 bytes. The chunks go to
+ * a shared (column, 16 row chunks) tile, chunk j of column c at j ^ (c / 8) so neither the
+ * writes (16 columns per half-warp) nor the 16-byte reads along a column meet on a bank;
+ * then 16-byte stores along R (vec_out: q.s1 == 1 and 16-byte aligned columns), byte
+ * stores through q's strides at a ragged last tile row or otherwise. Two barriers per
+ * tile: the amax one (which also ends the last tile's reads of the shared tile) and the
+ * one between writing and reading the shared tile. */
+template <int FMT, int XF32>
+QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, XF32 ? 2 : 4) qgmm_kq_tile128t(qgmm_kquant a, int vec_out)
 {
-    QGMM_SHARED float sm_warps[QGMM_MAX_WARPS];
+    QGMM_SHARED float part[2][QGMM_MAX_WARPS];
     QGMM_SHARED __align__(16) uint2 tq[128][16];
-    const int64_t RT = (a.R + 127) / 128, CT = a.C / 128;
+    const int64_t RT = (a.R + 127) / 128, CT = a.C / 128, n = a.E * RT * CT;
     const int tid = QGMM_TID;
     const int cs = tid % 16, cc = cs * 8, rc = tid / 16; /* columns cc..cc+7, rows 8rc..8rc+7 */
     uint8_t *qb = (uint8_t *)a.q.ptr;
-    for (int64_t t = QGMM_BID_X; t < a.E * RT * CT; t += QGMM_NBLOCKS_X) {
+    int buf = 0;
+    for (int64_t t = QGMM_BID_X; t < n; t += QGMM_NBLOCKS_X) {
         const int64_t ct = t % CT, rt = (t / CT) % RT, e = t / (CT * RT);
-        float v[8][8];
+        const int64_t r0 = rt * 128 + rc * 8;
+        qgmm_kq_unit<XF32> u[8] = {}; /* rows past R stay zero: they cast to zero bytes never stored */
+#pragma unroll
+        for (int p = 0; p < 8; ++p)
+            if (r0 + p < a.R) qgmm_kq_unit_load<XF32>(u[p], a.x.ptr, qgmm_kidx(a.x, e, r0 + p, ct * 128 + cc));
         float amax = 0.0f;
 #pragma unroll
-        for (int p = 0; p < 8; ++p) {
-            const int64_t r = rt * 128 + rc * 8 + p;
-            if (r < a.R) {
-                qgmm_kload8(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, ct * 128 + cc), v[p]);
-#pragma unroll
-                for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[p][k]));
-            } else {
-#pragma unroll
-                for (int k = 0; k < 8; ++k) v[p][k] = 0.0f;
-            }
-        }
-        amax = qgmm_block_amax(amax, sm_warps); /* its first barrier also ends the last tile's reads of tq */
+        for (int p = 0; p < 8; ++p)
+            if (r0 + p < a.R) amax = qgmm_kq_unit_amax<XF32>(u[p], amax);
+        amax = qgmm_kq_tile_amax(amax, part, buf);
         const float mult = qgmm_blockwise_scale(amax, FMT);
         uint8_t o[8][8];
 #pragma unroll
-        for (int p = 0; p < 8; ++p) qgmm_k_quantize8<FMT>(v[p], mult, o[p]);
+        for (int p = 0; p < 8; ++p) {
+            float v[8];
+            qgmm_kq_unit_f32<XF32>(u[p], v);
+            qgmm_k_quantize8<FMT>(v, mult, o[p]);
+        }
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
             uint8_t col[8];
@@ -1074,8 +1097,8 @@ QGMM_KERNEL void qgmm_kq_tile128t(qgmm_kquant a, int vec_out)
         /* 128 columns x 8 parts of 16 rows: a part is chunks 2m, 2m+1, stored swapped when
          * the column's swizzle is odd */
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const int ch = tid + u * 256, c = ch / 8, m = ch % 8, f = c / 8;
+        for (int k = 0; k < 4; ++k) {
+            const int ch = tid + k * 256, c = ch / 8, m = ch % 8, f = c / 8;
             const uint4 pr = *(const uint4 *)&tq[c][(2 * m) ^ (f & 14)];
             const uint4 w4 = (f & 1) ? make_uint4(pr.z, pr.w, pr.x, pr.y) : pr;
             const int64_t r = rt * 128 + 16 * m, col = ct * 128 + c;
@@ -1083,8 +1106,8 @@ QGMM_KERNEL void qgmm_kq_tile128t(qgmm_kquant a, int vec_out)
                 *(uint4 *)(qb + e * a.q.s0 + col * a.q.s2 + r) = w4;
             } else {
                 const uint32_t w[4] = {w4.x, w4.y, w4.z, w4.w};
-                for (int k = 0; k < 16 && r + k < a.R; ++k)
-                    qb[qgmm_kidx(a.q, e, r + k, col)] = (uint8_t)(w[k / 4] >> (8 * (k % 4)));
+                for (int j = 0; j < 16 && r + j < a.R; ++j)
+                    qb[qgmm_kidx(a.q, e, r + j, col)] = (uint8_t)(w[j / 4] >> (8 * (j % 4)));
             }
         }
         if (tid == 0) qgmm_kq_store_scale_f32(a, e * a.s.s0 + rt * a.s.s1 + ct * a.s.s2, qgmm_scale_reciprocal(mult));

@@ -1,8 +1,9 @@
 /*
  * cast_blockwise.cu — FP8 blockwise quantize on CUDA (ops-spec §3): 1x128 with
  * qgmm_kq_rowblock (4 lanes x 4 units of 8 elements per 128-element block, the units of a
- * lane loaded together), 128x128 with qgmm_kq_tile128 (one block per tile, values held in
- * registers, single pass), or qgmm_kq_tile128t where q is R-contiguous. The torchao /
+ * lane loaded together), 128x128 with qgmm_kq_tile128 (resident blocks looping over the
+ * tiles, a tile's units held as bits in registers, single pass), or qgmm_kq_tile128t where
+ * q is R-contiguous; both for bf16 / f32 x (f16 takes the generic kernel). The torchao /
  * DeepGEMM scale layouts are strides of the scales tensor, written through.
  * x given as the transposed view of a row-major tensor (the composite's wgrad operands,
  * blocks along the tokens, and its dgrad weights as (E, K, N)) is read as that row-major
@@ -12,6 +13,30 @@
  */
 #include "cuda_internal.h"
 #include "qgmm_kernels_quant.cuh"
+
+/* The 128x128 tile kernels on a grid of resident blocks (occupancy query) looping over
+ * the tiles. */
+static int64_t tile128_count(const qgmm_kquant &a)
+{
+    return a.E * ((a.R + 127) / 128) * (a.C / 128);
+}
+
+template <int FMT, int XF>
+static void tile128_run(qgmm_context *ctx, const qgmm_kquant &a)
+{
+    const qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    const unsigned grid = qgmm_cuda_grid(ctx, tile128_count(a), 256, qgmm_k_resident(qgmm_kq_tile128<FMT, XF>, 256, 4));
+    qgmm_kq_tile128<FMT, XF><<<grid, 256, 0, c->stream>>>(a);
+}
+
+template <int FMT, int XF>
+static void tile128t_run(qgmm_context *ctx, const qgmm_kquant &a, int vec_out)
+{
+    const qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    const unsigned grid =
+        qgmm_cuda_grid(ctx, tile128_count(a), 256, qgmm_k_resident(qgmm_kq_tile128t<FMT, XF>, 256, 4));
+    qgmm_kq_tile128t<FMT, XF><<<grid, 256, 0, c->stream>>>(a, vec_out);
+}
 
 extern "C" qgmm_status qgmm_cuda_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
                                                         const qgmm_tensor *x, const qgmm_tensor *q,
@@ -52,17 +77,16 @@ extern "C" qgmm_status qgmm_cuda_quantize_fp8_blockwise(qgmm_context *ctx, const
     if (fast && a.tile_rows == 1 && a.x_dtype != QGMM_K_F16) {
         return qgmm_cuda_launch_kq_rowblock(ctx, a);
     }
-    if (x_fast && a.tile_rows == 128 && a.q.s1 == 1 && a.q.s2 != 1) {
+    const int tile_x = x_fast && a.x_dtype != QGMM_K_F16; /* the tile kernels hold bf16 / f32 units */
+    if (tile_x && a.tile_rows == 128 && a.q.s1 == 1 && a.q.s2 != 1) {
         const int vec_out = ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
-        const int64_t tiles = a.E * ((a.R + 127) / 128) * (a.C / 128);
-        const unsigned grid = qgmm_cuda_grid(ctx, tiles, 256, 8);
-        QGMM_FMT_DISPATCH(a.fmt, qgmm_kq_tile128t<FMT><<<grid, 256, 0, c->stream>>>(a, vec_out));
+        if (a.x_dtype == QGMM_K_F32) QGMM_FMT_DISPATCH(a.fmt, (tile128t_run<FMT, 1>(ctx, a, vec_out)));
+        else QGMM_FMT_DISPATCH(a.fmt, (tile128t_run<FMT, 0>(ctx, a, vec_out)));
         return qgmm_cuda_launch_check(ctx, "qgmm_kq_tile128t");
     }
-    if (fast) {
-        const int64_t tiles = a.E * ((a.R + 127) / 128) * (a.C / 128);
-        const unsigned grid = qgmm_cuda_grid(ctx, tiles, 256, 8);
-        QGMM_FMT_DISPATCH(a.fmt, qgmm_kq_tile128<FMT><<<grid, 256, 0, c->stream>>>(a));
+    if (fast && tile_x && a.tile_rows == 128) {
+        if (a.x_dtype == QGMM_K_F32) QGMM_FMT_DISPATCH(a.fmt, (tile128_run<FMT, 1>(ctx, a)));
+        else QGMM_FMT_DISPATCH(a.fmt, (tile128_run<FMT, 0>(ctx, a)));
         return qgmm_cuda_launch_check(ctx, "qgmm_kq_tile128");
     }
     const int64_t warps = a.E * ((a.R + a.tile_rows - 1) / a.tile_rows) * (a.C / 128);

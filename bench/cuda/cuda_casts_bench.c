@@ -345,6 +345,16 @@ static void cases_3d(int64_t E, int64_t N, int64_t K)
     c.bw.block = QGMM_BLOCK_128X128;
     c.s = T(sb, QGMM_F32, 3, E, (N + 127) / 128, K / 128);
     bench("fp8_blockwise_128x128", shape, 3 * n + 4.0 * E * N * K / 16384, r_bw, &c, 1);
+    if (N % 128 == 0) {
+        /* the dgrad weights: 128x128 tiles of the (E, K, N) view of x into row-major (E, K, N) q */
+        c.x.shape[1] = K;
+        c.x.shape[2] = N;
+        c.x.strides[1] = 1;
+        c.x.strides[2] = K;
+        c.q = T(qb, QGMM_F8E4M3FN, 3, E, K, N);
+        c.s = T(sb, QGMM_F32, 3, E, K / 128, N / 128);
+        bench("fp8_blockwise_128x128_xt", shape, 3 * n + 4.0 * E * N * K / 16384, r_bw, &c, 1);
+    }
     qgmm_buffer_free(xb);
     qgmm_buffer_free(qb);
     qgmm_buffer_free(sb);
@@ -471,15 +481,17 @@ static void cases_pad(int64_t T_, int64_t D, int64_t G)
 int main(int argc, char **argv)
 {
     int quick = 0, focus = 0;
+    int64_t shape3d[3] = {0, 0, 0};
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: qgmm-cuda-casts-bench [--reps N] [--quick|--focus] [--filter SUBSTR]...\n"
+            printf("usage: qgmm-cuda-casts-bench [--reps N] [--quick|--focus|--shape3d E,N,K] [--filter SUBSTR]...\n"
                    "Times every CUDA cast/layout/padding op at the ops-spec section 8 shapes with\n"
                    "device events (median of N runs after 5 warm-ups, default 50) and prints CSV:\n"
                    "op,shape,us,GB/s,%% of the measured device-to-device copy bandwidth,bytes,status.\n"
                    "--filter: only the cases whose \"op shape\" contains one of the SUBSTRs.\n"
                    "--quick: one shape per family (smoke). --focus: the casts only, at (65536, 5120) and\n"
                    "(16384, 7168) bf16, (32768, 5120) f32, 3D (16, 8192, 5120) / (16, 5120, 8192) bf16.\n"
+                   "--shape3d E,N,K: only the 3D weight casts of (E, N, K) bf16 (e.g. 64,4096,7168).\n"
                    "Exit 77 without a CUDA device.\n");
             return 0;
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
@@ -489,6 +501,16 @@ int main(int argc, char **argv)
             quick = 1;
         } else if (!strcmp(argv[i], "--focus")) {
             focus = 1;
+        } else if (!strcmp(argv[i], "--shape3d") && i + 1 < argc) {
+            long long e_, n_, k_;
+            if (sscanf(argv[++i], "%lld,%lld,%lld", &e_, &n_, &k_) != 3 || e_ < 1 || n_ < 1 || k_ < 128 ||
+                k_ % 128 != 0) {
+                fprintf(stderr, "--shape3d wants E,N,K (positive, K a multiple of 128), got %s\n", argv[i]);
+                return 2;
+            }
+            shape3d[0] = e_;
+            shape3d[1] = n_;
+            shape3d[2] = k_;
         } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
             if (g_nfilter == 16) {
                 fprintf(stderr, "at most 16 --filter arguments\n");
@@ -536,6 +558,12 @@ int main(int argc, char **argv)
     }
     printf("op,shape,us,gbps,pct_copy,bytes,status\n");
     const int64_t toks[3] = {16384, 65536, 131072}, dims[3] = {2048, 5120, 7168};
+    if (shape3d[0]) {
+        cases_3d(shape3d[0], shape3d[1], shape3d[2]);
+        qgmm_context_destroy(g_ctx);
+        free(g_tile);
+        return 0;
+    }
     if (focus) {
         cases_2d(65536, 5120, 0);
         cases_2d(16384, 7168, 0);

@@ -560,6 +560,14 @@ static void build_conformance(qc_list *l)
         c.transposed_out = t == 3;
         push(l, c);
     }
+    /* more 128x128 tiles (1152) than a GPU holds resident blocks: blocks loop over tiles
+     * (CUDA tile128 / tile128t), both the row-major weights and their (E, K, N) view */
+    for (int t = 0; t < 2; ++t) {
+        qgmm_case c = blockwise(4, 2304, 2048, QGMM_BLOCK_128X128, QGMM_BLOCKWISE_DEEPGEMM, QGMM_BF16,
+                                QGMM_F8E4M3FN, QGMM_INPUT_NORMAL);
+        c.transposed_in = t;
+        push(l, c);
+    }
 
     /* dequantize: every format, f32 and bf16 out */
     for (int o = 0; o < 2; ++o) {
@@ -741,6 +749,9 @@ static void build_strided_and_many_groups(qc_list *l)
         {0, 700, 16, 0, 300, 0, 1, QGMM_GROUPS_RAGGED, QGMM_F8E4M3FN, QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL},
         {0, 40, 3000, 1, 3, 0, 0, QGMM_GROUPS_RAGGED, QGMM_F8E4M3FN, QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE},
         {0, 24, 1000, 1, 7, 1, 0, QGMM_GROUPS_EMPTY, QGMM_F8E5M2, QGMM_SCALE_MULTIPLIER, QGMM_INPUT_NORMAL},
+        /* the 3D weights of many experts (the MoE dgrad weights): columns of 1000 rows (8
+         * pieces of 128, the last ragged) and a partial last 64-column strip */
+        {8, 1000, 136, 1, 0, 0, 1, QGMM_GROUPS_NONE, QGMM_F8E4M3FN, QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE},
     };
     for (size_t i = 0; i < sizeof longseg / sizeof longseg[0]; ++i) {
         c = rowwise(longseg[i].E, longseg[i].M, longseg[i].K, longseg[i].rd, longseg[i].gp, longseg[i].G, QGMM_BF16,
