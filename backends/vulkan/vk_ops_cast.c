@@ -8,6 +8,7 @@
 #include "vk_internal.h"
 #include "../../kernels/glsl/params.h"
 #include "../../kernels/glsl/cast_params.h"
+#include "../../kernels/glsl/dequant_params.h"
 #include "qgmm_layout_maps.h"
 #include "qgmm_scale_rules.h"
 
@@ -673,10 +674,10 @@ qgmm_status vk_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const q
 {
     vk_ctx *c = vk_of(ctx);
     const int rank = q->rank;
-    int64_t p[QP_MAX];
-    memset(p, 0, sizeof p);
+    qg_dequant_params dp, *p = &dp;
+    memset(p, 0, sizeof *p);
     int rdim, odim;
-    p[DQ_ODIV] = 1;
+    p->odiv = 1;
     const int64_t *s = scales->strides;
     if (f->kind == QGMM_QUANT_FP8_ROWWISE) {
         const int rd = f->rowwise.reduce_dim;
@@ -686,16 +687,16 @@ qgmm_status vk_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const q
         if (jagged && rank != 2) return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs: needs rank 2");
         rdim = rd;
         odim = rank == 2 ? 1 - rd : (rd == 2 ? 1 : 2);
-        p[DQ_MODE] = f->rowwise.scale_kind == QGMM_SCALE_RECIPROCAL ? 1 : 0;
+        p->mode = f->rowwise.scale_kind == QGMM_SCALE_RECIPROCAL ? 1 : 0;
         const int64_t outer = scales->rank == 1 ? q->shape[odim] * s[0] : s[0];
-        p[DQ_SE] = outer;
-        p[DQ_SG] = outer;
-        p[DQ_SO] = scales->rank == 1 ? s[0] : s[1];
+        p->se = outer;
+        p->sg = outer;
+        p->so = scales->rank == 1 ? s[0] : s[1];
         if (jagged) {
-            p[DQ_NSEG] = offs->shape[0];
+            p->nseg = offs->shape[0];
             qgmm_status st = vk_offs_prep(c, offs, q->shape[rd], 1, 1, 0, 1, 0, 0, 0, -1);
             if (st != QGMM_OK) return st;
-            p[DQ_TABLE] = (int64_t)c->scratch.addr;
+            p->table = (int64_t)c->scratch.addr;
         }
     } else if (f->kind == QGMM_QUANT_MXFP8) {
         const int last = rank - 1, bd = f->mx.block_dim;
@@ -707,18 +708,18 @@ qgmm_status vk_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const q
         if (L % 32 != 0)
             return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "q: blocked extent %lld not a multiple of 32", (long long)L);
         const int64_t NB = L / 32;
-        p[DQ_MODE] = 2;
-        p[DQ_L] = 32;
+        p->mode = 2;
+        p->l = 32;
         if (f->mx.scale_layout == QGMM_SCALES_BLOCKED) {
             if (s[0] != 1) return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "scales: blocked scales must be contiguous");
-            p[DQ_SKIND] = 2;
-            p[DQ_COLSPAD] = qgmm_blocked_cols(NB);
-            p[DQ_EXPBYTES] = qgmm_blocked_rows(O) * p[DQ_COLSPAD];
+            p->skind = 2;
+            p->colspad = qgmm_blocked_cols(NB);
+            p->expbytes = qgmm_blocked_rows(O) * p->colspad;
         } else {
-            p[DQ_SKIND] = 1;
-            if (scales->rank == 1) { p[DQ_SE] = O * NB * s[0]; p[DQ_SO] = NB * s[0]; p[DQ_SG] = s[0]; }
-            else if (scales->rank == 2) { p[DQ_SO] = s[0]; p[DQ_SG] = s[1]; }
-            else { p[DQ_SE] = s[0]; p[DQ_SO] = s[1]; p[DQ_SG] = s[2]; }
+            p->skind = 1;
+            if (scales->rank == 1) { p->se = O * NB * s[0]; p->so = NB * s[0]; p->sg = s[0]; }
+            else if (scales->rank == 2) { p->so = s[0]; p->sg = s[1]; }
+            else { p->se = s[0]; p->so = s[1]; p->sg = s[2]; }
         }
     } else if (f->kind == QGMM_QUANT_FP8_BLOCKWISE) {
         if ((rank != 2 && rank != 3) ||
@@ -726,28 +727,28 @@ qgmm_status vk_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const q
             return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "blockwise block %d rank %d", (int)f->blockwise.block, rank);
         rdim = rank - 1;
         odim = rank - 2;
-        p[DQ_MODE] = 1;
-        p[DQ_L] = 128;
-        p[DQ_ODIV] = f->blockwise.block == QGMM_BLOCK_128X128 ? 128 : 1;
-        if (scales->rank == 3) { p[DQ_SE] = s[0]; p[DQ_SO] = s[1]; p[DQ_SG] = s[2]; }
-        else { p[DQ_SO] = s[0]; p[DQ_SG] = s[1]; }
+        p->mode = 1;
+        p->l = 128;
+        p->odiv = f->blockwise.block == QGMM_BLOCK_128X128 ? 128 : 1;
+        if (scales->rank == 3) { p->se = s[0]; p->so = s[1]; p->sg = s[2]; }
+        else { p->so = s[0]; p->sg = s[1]; }
     } else {
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "format kind %d", (int)f->kind);
     }
-    p[DQ_Q] = (int64_t)vk_tensor_addr(q);
-    p[DQ_FMT] = q->dtype;
-    p[DQ_S] = (int64_t)vk_tensor_addr(scales);
-    p[DQ_OUT] = (int64_t)vk_tensor_addr(out);
-    p[DQ_OUTDT] = out->dtype;
-    p[DQ_E] = rank == 3 ? q->shape[0] : 1;
-    p[DQ_O] = q->shape[odim];
-    p[DQ_R] = q->shape[rdim];
-    p[DQ_QE] = rank == 3 ? q->strides[0] : 0;
-    p[DQ_QO] = q->strides[odim];
-    p[DQ_QR] = q->strides[rdim];
-    p[DQ_OE] = rank == 3 ? out->strides[0] : 0;
-    p[DQ_OO] = out->strides[odim];
-    p[DQ_OR] = out->strides[rdim];
-    p[DQ_N] = p[DQ_E] * p[DQ_O] * p[DQ_R];
-    return vk_dispatch(c, VKP_DEQUANT, p, QP_MAX, (p[DQ_N] + 255) / 256);
+    p->q = (int64_t)vk_tensor_addr(q);
+    p->fmt = q->dtype;
+    p->s = (int64_t)vk_tensor_addr(scales);
+    p->x = (int64_t)vk_tensor_addr(out);
+    p->xdt = out->dtype;
+    p->e = rank == 3 ? q->shape[0] : 1;
+    p->o = q->shape[odim];
+    p->r = q->shape[rdim];
+    p->qe = rank == 3 ? q->strides[0] : 0;
+    p->qo = q->strides[odim];
+    p->qr = q->strides[rdim];
+    p->xe = rank == 3 ? out->strides[0] : 0;
+    p->xo = out->strides[odim];
+    p->xr = out->strides[rdim];
+    p->n = p->e * p->o * p->r;
+    return vk_dispatch(c, VKP_DEQUANT, (const int64_t *)p, QG_DEQUANT_NP, (p->n + 255) / 256);
 }

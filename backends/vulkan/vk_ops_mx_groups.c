@@ -6,11 +6,11 @@
  *                   its flag and the context status word: the next two write nothing);
  *   blocked.comp    direction 2: zeroes the bytes of the scale buffer that hold no scale;
  *   cast.comp       its generic path, each block's scale stored at its grouped position
- *                   (skind 3 / 4 of cast_params.h, mx_group_store) — the same scale and fp8 rules as
+ *                   (skind 3 / 4, mx_group_store) — the same scale and fp8 rules as
  *                   qgmm_quantize_mxfp8, so the bytes equal the CPU reference's.
  */
 #include "vk_internal.h"
-#include "../../kernels/glsl/params.h"
+#include "../../kernels/glsl/blocked_params.h"
 #include "../../kernels/glsl/cast_params.h"
 #include "qgmm_layout_maps.h"
 #include "qgmm_scale_rules.h"
@@ -38,24 +38,24 @@ qgmm_status vk_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params
                         : vk_offs_prep(c, offs, T, 32, 4, 0, 32, 0, 0, 0, -1);
     if (st != QGMM_OK) return st;
 
-    int64_t p[QP_MAX];
     if (len > 0) {
-        memset(p, 0, sizeof p);
-        p[BL_DIR] = 2;
-        p[BL_VAR] = mg ? QGMM_BLOCKED_M_GROUPS : QGMM_BLOCKED_K_GROUPS;
-        p[BL_BLK] = (int64_t)vk_tensor_addr(scales);
-        p[BL_BSTRIDE] = 1;
-        p[BL_BLEN] = len;
-        p[BL_E] = 1;
-        p[BL_R] = other;
-        p[BL_C] = blocks;
-        p[BL_COLSPAD] = cols_pad;
-        p[BL_ROWSPAD] = rows_pad;
-        p[BL_PEREXP] = cols_pad * rows_pad;
-        p[BL_G] = G;
-        p[BL_TABLE] = (int64_t)c->scratch.addr;
-        p[BL_N] = (len + 3) / 4;
-        st = vk_dispatch(c, VKP_BLOCKED, p, QP_MAX, (p[BL_N] + 255) / 256);
+        qg_blocked_params bp;
+        memset(&bp, 0, sizeof bp);
+        bp.dir = 2;
+        bp.var = mg ? QGMM_BLOCKED_M_GROUPS : QGMM_BLOCKED_K_GROUPS;
+        bp.blk = (int64_t)vk_tensor_addr(scales);
+        bp.bstride = 1;
+        bp.blen = len;
+        bp.e = 1;
+        bp.r = other;
+        bp.c = blocks;
+        bp.colspad = cols_pad;
+        bp.rowspad = rows_pad;
+        bp.perexp = cols_pad * rows_pad;
+        bp.g = G;
+        bp.table = (int64_t)c->scratch.addr;
+        bp.n = (len + 3) / 4;
+        st = vk_dispatch(c, VKP_BLOCKED, (const int64_t *)&bp, QG_BLOCKED_NP, (bp.n + 255) / 256);
         if (st != QGMM_OK) return st;
     }
     if (T * D == 0) return QGMM_OK;

@@ -12,6 +12,7 @@
 // that hold no scale and leaves the others alone.
 #include "params.h"
 #include "common.glsl"
+#include "blocked_params.h"
 #include "layout.glsl"
 layout(local_size_x = 256) in;
 
@@ -22,7 +23,7 @@ layout(local_size_x = 256) in;
 
 uint plain_at(int64_t e, int64_t r, int64_t c)
 {
-    return ld_u8(PA(BL_PLAIN), e * P(BL_PE) + r * P(BL_PR) + c * P(BL_PC));
+    return ld_u8(uint64_t(BLP.plain), e * BLP.pe + r * BLP.pr + c * BLP.pc);
 }
 
 // The blocked bytes off .. off + 3 (off a multiple of 4: columns c .. c + 3 of one row of
@@ -30,12 +31,12 @@ uint plain_at(int64_t e, int64_t r, int64_t c)
 // once; bit k of `home` says whether byte off + k holds a scale.
 uint blocked_word(int var, uint64_t table, int64_t off, bool read, out uint home)
 {
-    const int64_t R = P(BL_R), C = P(BL_C), G = P(BL_G);
-    const int64_t colspad = P(BL_COLSPAD), rowspad = P(BL_ROWSPAD);
+    const int64_t R = BLP.r, C = BLP.c, G = BLP.g;
+    const int64_t colspad = BLP.colspad, rowspad = BLP.rowspad;
     int64_t e = 0, r = -1, c = 0, lim = C; // source (e, r, c .. c + 3), columns below lim
     if (var == V_2D || var == V_3D) {
-        e = off / P(BL_PEREXP);
-        blocked_coords(off % P(BL_PEREXP), colspad, r, c);
+        e = off / BLP.perexp;
+        blocked_coords(off % BLP.perexp, colspad, r, c);
         if (r >= R) r = -1;
     } else if (var == V_MG) {
         int64_t pr;
@@ -75,28 +76,28 @@ uint blocked_word(int var, uint64_t table, int64_t off, bool read, out uint home
 void main()
 {
     const int64_t n = wg_linear() * 256 + int64_t(gl_LocalInvocationID.x);
-    if (n >= P(BL_N)) return;
-    const int var = PI(BL_VAR);
-    const uint64_t table = PA(BL_TABLE);
+    if (n >= BLP.n) return;
+    const int var = int(BLP.var);
+    const uint64_t table = uint64_t(BLP.table);
     if ((var == V_MG || var == V_KG) && tab_bad(table)) return;
-    const int64_t R = P(BL_R), C = P(BL_C), G = P(BL_G);
-    const int64_t colspad = P(BL_COLSPAD), rowspad = P(BL_ROWSPAD);
-    const uint64_t B = PA(BL_BLK);
-    const int64_t bs = P(BL_BSTRIDE);
+    const int64_t R = BLP.r, C = BLP.c, G = BLP.g;
+    const int64_t colspad = BLP.colspad, rowspad = BLP.rowspad;
+    const uint64_t B = uint64_t(BLP.blk);
+    const int64_t bs = BLP.bstride;
 
-    if (PI(BL_DIR) == 2) { // n enumerates 4-byte words: zero those bytes that hold no scale
-        const int64_t off = n * 4, len = P(BL_BLEN);
+    if (int(BLP.dir) == 2) { // n enumerates 4-byte words: zero those bytes that hold no scale
+        const int64_t off = n * 4, len = BLP.blen;
         uint home;
         blocked_word(var, table, off, false, home);
         for (int k = 0; k < 4; ++k)
             if (off + k < len && ((home >> k) & 1u) == 0u) st_u8(B, (off + k) * bs, 0u);
         return;
     }
-    if (PI(BL_DIR) == 0) { // n enumerates 4-byte words of the blocked buffer
-        const int64_t off = n * 4, len = P(BL_BLEN);
+    if (int(BLP.dir) == 0) { // n enumerates 4-byte words of the blocked buffer
+        const int64_t off = n * 4, len = BLP.blen;
         uint home;
         const uint w = blocked_word(var, table, off, true, home);
-        if (PI(BL_WORDS) != 0 && off + 4 <= len) {
+        if (int(BLP.words) != 0 && off + 4 <= len) {
             st_u32(B, n, w);
         } else {
             for (int k = 0; k < 4; ++k)
@@ -108,7 +109,7 @@ void main()
     const int64_t c = n % C, r = (n / C) % R, e = n / (C * R);
     int64_t off = -1;
     if (var == V_2D || var == V_3D) {
-        off = e * P(BL_PEREXP) + blocked_offset(r, c, colspad);
+        off = e * BLP.perexp + blocked_offset(r, c, colspad);
     } else if (var == V_MG) {
         const int64_t g = tab_group_of(table, G, 1, r);
         if (g >= 0) off = blocked_offset(tab_get(table, g, 2) + (r - tab_get(table, g, 0)), c, colspad);
@@ -120,6 +121,6 @@ void main()
         }
     }
     uint v = 0u;
-    if (off >= 0 && off < P(BL_BLEN)) v = ld_u8(B, off * bs);
-    st_u8(PA(BL_PLAIN), e * P(BL_PE) + r * P(BL_PR) + c * P(BL_PC), v);
+    if (off >= 0 && off < BLP.blen) v = ld_u8(B, off * bs);
+    st_u8(uint64_t(BLP.plain), e * BLP.pe + r * BLP.pr + c * BLP.pc, v);
 }
