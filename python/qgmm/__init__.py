@@ -5,10 +5,11 @@ mixture-of-experts training) through ctypes, on NumPy arrays and PyTorch tensors
     q, s = qgmm.quantize_fp8_rowwise(x)            # x: float32 NumPy array, cpu backend
     import qgmm.torch                              # PyTorch custom ops and autograd
     y = qgmm.torch.grouped_mm(x, w, offs, recipe="fp8_rowwise")
+    comms = qgmm.ep.Comm.loopback(2)               # expert parallelism (qgmm.ep, docs/ep.md)
 
 docs/python.md has the whole picture; api/qgmm.h the semantics of every op.
 """
-from . import errors
+from . import ep, errors
 from ._lib import lib as _clib
 from .arrays import TypedArray, context_for, typed
 from .context import Backend, Buffer, Context, Event, backends

@@ -69,6 +69,27 @@ class MoeParams(ctypes.Structure):
     _fields_ = [("recipe", ctypes.c_int), ("fp8_dtype", ctypes.c_int), ("mx_mode", ctypes.c_int)]
 
 
+MOE_PROFILE_MAX_STEPS = 16
+
+
+class MoeProfile(ctypes.Structure):
+    """qgmm_moe_profile: the caller's events in, the steps' names out."""
+    _fields_ = [("events", ctypes.c_void_p * (MOE_PROFILE_MAX_STEPS + 1)), ("steps", ctypes.c_int),
+                ("phase", ctypes.c_char_p * MOE_PROFILE_MAX_STEPS),
+                ("step", ctypes.c_char_p * MOE_PROFILE_MAX_STEPS)]
+
+
+EP_UNIQUE_ID_BYTES = 128
+
+
+class EpPlanParams(ctypes.Structure):
+    """qgmm_ep_plan_params (expert_rank: a host int32 array of num_experts, or None)."""
+    _fields_ = [("num_experts", ctypes.c_int64), ("top_k", ctypes.c_int), ("max_tokens", ctypes.c_int64),
+                ("max_row_bytes", ctypes.c_int64), ("alignment", ctypes.c_int),
+                ("max_rows_per_peer", ctypes.c_int64), ("max_recv_rows", ctypes.c_int64),
+                ("expert_rank", ctypes.POINTER(ctypes.c_int32))]
+
+
 # Every struct above, by its C name (the layout test compares each against the compiler).
 STRUCTS = {
     "qgmm_tensor": Tensor,
@@ -79,6 +100,8 @@ STRUCTS = {
     "qgmm_quant_format": QuantFormat,
     "qgmm_grouped_gemm_params": GroupedGemmParams,
     "qgmm_moe_params": MoeParams,
+    "qgmm_moe_profile": MoeProfile,
+    "qgmm_ep_plan_params": EpPlanParams,
 }
 
 _P = ctypes.c_void_p
@@ -144,10 +167,33 @@ SIGNATURES = {
     "qgmm_moe_experts_forward": (_I, [_P, ctypes.POINTER(MoeParams), _TP, _TP, _TP, _TP, _P]),
     "qgmm_moe_experts_backward": (_I, [_P, ctypes.POINTER(MoeParams), _TP, _TP, _TP, _TP, _TP, _TP,
                                        _P]),
-    # the _profiled calls' last argument is a qgmm_moe_profile * (not wrapped: pass None)
-    "qgmm_moe_experts_forward_profiled": (_I, [_P, ctypes.POINTER(MoeParams), _TP, _TP, _TP, _TP, _P, _P]),
+    "qgmm_moe_experts_forward_profiled": (_I, [_P, ctypes.POINTER(MoeParams), _TP, _TP, _TP, _TP, _P,
+                                               ctypes.POINTER(MoeProfile)]),
     "qgmm_moe_experts_backward_profiled": (_I, [_P, ctypes.POINTER(MoeParams), _TP, _TP, _TP, _TP, _TP, _TP,
-                                                _P, _P]),
+                                                _P, ctypes.POINTER(MoeProfile)]),
+    # expert parallelism: communicators, plans and the layer are handles
+    "qgmm_ep_comm_create_loopback": (_I, [_I, ctypes.POINTER(_P), ctypes.POINTER(_P)]),
+    "qgmm_ep_comm_create_nccl": (_I, [_P, _P, ctypes.POINTER(_P)]),
+    "qgmm_ep_nccl_unique_id": (_I, [_P, _P]),
+    "qgmm_ep_comm_create_nccl_id": (_I, [_P, _P, _I, _I, ctypes.POINTER(_P)]),
+    "qgmm_ep_comm_destroy": (None, [_P]),
+    "qgmm_ep_comm_rank": (_I, [_P]),
+    "qgmm_ep_comm_nranks": (_I, [_P]),
+    "qgmm_ep_comm_context": (_P, [_P]),
+    "qgmm_ep_wire_row_bytes": (_I64, [_I, _I64, _I64]),
+    "qgmm_ep_plan_create": (_I, [_P, ctypes.POINTER(EpPlanParams), ctypes.POINTER(_P)]),
+    "qgmm_ep_plan_destroy": (None, [_P]),
+    "qgmm_ep_plan_local_experts": (_I64, [_P]),
+    "qgmm_ep_plan_local_expert_id": (_I64, [_P, _I64]),
+    "qgmm_ep_plan_recv_rows": (_I64, [_P]),
+    "qgmm_ep_route": (_I, [_P, _TP]),
+    "qgmm_ep_received_rows": (_I, [_P, ctypes.POINTER(_I64)]),
+    "qgmm_ep_dispatch": (_I, [_P, _TP, _TP, _TP, _TP, _TP, _TP]),
+    "qgmm_ep_combine": (_I, [_P, _TP, _TP, _TP]),
+    "qgmm_ep_moe_create": (_I, [_P, ctypes.POINTER(MoeParams), _I64, _I64, _I, ctypes.POINTER(_P)]),
+    "qgmm_ep_moe_destroy": (None, [_P]),
+    "qgmm_ep_moe_forward": (_I, [_P, _TP, _TP, _TP, _TP, _TP]),
+    "qgmm_ep_moe_backward": (_I, [_P, _TP, _TP, _TP, _TP, _TP]),
 }
 
 

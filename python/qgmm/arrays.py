@@ -183,6 +183,8 @@ class Call:
             raise _invalid(f"{what} has rank {rank}; qgmm tensors have rank 1 to 3")
         if min(strides) < 0:
             raise _invalid(f"{what} has strides {strides}; negative strides are not accepted")
+        if 0 in shape:  # NumPy gives empty arrays zero strides; no element is addressed
+            strides = tuple(int(np.prod(shape[i + 1:])) for i in range(rank))
         h = ctypes.c_void_p()
         check(lib.qgmm_buffer_wrap(self.ctx.handle, ptr or None, _span_bytes(shape, strides, isz),
                                    ctypes.byref(h)), self.ctx.handle)
