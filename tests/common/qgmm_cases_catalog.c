@@ -560,10 +560,10 @@ static void build_conformance(qc_list *l)
         c.transposed_out = t == 3;
         push(l, c);
     }
-    /* more 128x128 tiles (1152) than a GPU holds resident blocks: blocks loop over tiles
+    /* more 128x128 tiles (864) than an H100 holds resident blocks: blocks loop over tiles
      * (CUDA tile128 / tile128t), both the row-major weights and their (E, K, N) view */
     for (int t = 0; t < 2; ++t) {
-        qgmm_case c = blockwise(4, 2304, 2048, QGMM_BLOCK_128X128, QGMM_BLOCKWISE_DEEPGEMM, QGMM_BF16,
+        qgmm_case c = blockwise(3, 2304, 2048, QGMM_BLOCK_128X128, QGMM_BLOCKWISE_DEEPGEMM, QGMM_BF16,
                                 QGMM_F8E4M3FN, QGMM_INPUT_NORMAL);
         c.transposed_in = t;
         push(l, c);
