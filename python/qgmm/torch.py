@@ -12,6 +12,10 @@ workspace from PyTorch's allocator, the offsets never read on the host. So the o
 under torch.compile(fullgraph=True) (fake implementations give the shapes) and capture
 into CUDA graphs (nothing synchronises; warm up once on the capture stream first, which
 creates qgmm's context for that stream).
+
+ExpertParallelExperts is the expert-parallel layer (experts spread over the ranks of a
+torch.distributed NCCL group, or of loopback qgmm.ep.Comm ranks on the CPU), ep_comm its
+communicator (qgmm/torch_ep.py).
 """
 import math
 
@@ -114,3 +118,7 @@ class GroupedExperts(torch.nn.Module):
     def extra_repr(self):
         e, h, d = self.w1.shape
         return f"num_experts={e}, dim={d}, hidden_dim={h}, recipe={self.recipe!r}"
+
+
+# the expert-parallel layer over a torch.distributed process group (docs/ep.md)
+from .torch_ep import ExpertParallelExperts, ep_comm  # noqa: E402,F401
