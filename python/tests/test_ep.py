@@ -155,7 +155,7 @@ class EpOpsTest(unittest.TestCase):
 
         def rank(comm):
             r = comm.rank
-            plan = ep.Plan(comm, self.E, self.k, max(self.T), ep.wire_row_bytes("f32", self.D, 4))
+            plan = ep.Plan(comm, self.E, self.k, max(self.T), ep.wire_row_bytes("f32", self.D, 4))  # the widest row: f32 x
             plan.route(self.ids[r])
             rows = plan.received_rows()
             out, _, offs = plan.dispatch(self.x[r], rows=rows)
@@ -163,7 +163,13 @@ class EpOpsTest(unittest.TestCase):
             weighted, _, _ = plan.dispatch(self.x[r], weights=self.wt[r], rows=rows)
             q, s = qgmm.quantize_fp8_rowwise(self.x[r], 1, ctx=comm.ctx)
             q_out, s_out, _ = plan.dispatch(q, x_scales=s, rows=rows)
+            mq, ms = qgmm.quantize_mxfp8(self.x[r], 1, ctx=comm.ctx)
+            _, ms_plain, _ = plan.dispatch(mq, x_scales=ms, rows=rows)
+            _, ms_blocked, _ = plan.dispatch(mq, x_scales=ms, rows=rows, scale_layout="m_groups")
+            ms_back = (qgmm.scales_from_blocked(ms_blocked, ms_plain.shape, "m_groups", offs, ctx=comm.ctx)
+                       if rows else ms_plain)
             comm.ctx.synchronize()
+            self.assertEqual(raw_bytes(ms_back), raw_bytes(ms_plain), f"rank {r}: MXFP8 blocked scales")
             return plan.local_expert_ids, rows, out, offs, back, weighted, q, s, q_out, s_out
 
         results = ep.run_ranks(rank, comms, timeout=120)
