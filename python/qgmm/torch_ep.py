@@ -29,14 +29,16 @@ def _process_group_comm(group, device):
     pg = group if group is not None else dist.group.WORLD
     try:
         backend = pg._get_backend(device)
-        get = backend._comm_ptr
-    except (AttributeError, RuntimeError):
+    except (AttributeError, RuntimeError, ValueError):
+        return 0
+    if not hasattr(backend, "_comm_ptr"):
         return 0
     dist.all_reduce(torch.zeros(1, device=device), group=group)
     torch.cuda.synchronize(device)
+    ptr = backend._comm_ptr  # a method in most builds, a property in some
     try:
-        return int(get())
-    except RuntimeError:
+        return int(ptr() if callable(ptr) else ptr)
+    except (RuntimeError, TypeError, ValueError):
         return 0
 
 
