@@ -54,7 +54,9 @@ def ep_comm(group=None, device=None, share="auto"):
     ctx = context_for(torch.empty(0, device=device))
     if share != "own":
         ptr = _process_group_comm(group, device)
-        if ptr:
+        every = torch.tensor([1 if ptr else 0], device=device)
+        dist.all_reduce(every, op=dist.ReduceOp.MIN, group=group)  # every rank takes one path
+        if every.item():
             return ep.Comm.from_nccl(ctx, ptr)
         if share == "process_group":
             raise RuntimeError("ep_comm: this PyTorch build does not expose the process group's "
