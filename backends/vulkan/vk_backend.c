@@ -3,7 +3,7 @@
  * transfers), fills/copies, timestamp events, synchronize with the device status word.
  */
 #include "vk_internal.h"
-#include "../../kernels/glsl/params.h"
+#include "../../kernels/glsl/fill_params.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,12 +178,9 @@ static qgmm_status vk_buffer_copy(qgmm_context *ctx, qgmm_backend_buf *dst, size
     const uint64_t sa = ((vk_buf *)src)->m.addr + soff, da = ((vk_buf *)dst)->m.addr + doff;
     if (sa % 16 == 0 && da % 16 == 0 && bytes % 16 == 0) {
         /* the copy shader: vkCmdCopyBuffer moves a fraction of what a compute shader does */
-        int64_t p[QP_MAX] = {0};
         const int64_t units = (int64_t)(bytes / 16), per_group = 256 * COPY_PER_LANE;
-        p[COPY_SRC] = (int64_t)sa;
-        p[COPY_DST] = (int64_t)da;
-        p[COPY_UNITS] = units;
-        return vk_dispatch(c, VKP_COPY, p, 3, (units + per_group - 1) / per_group);
+        const qg_copy_params p = {.src = (int64_t)sa, .dst = (int64_t)da, .units = units};
+        return vk_dispatch(c, VKP_COPY, (const int64_t *)&p, QG_COPY_NP, (units + per_group - 1) / per_group);
     }
     VkCommandBuffer cb = vk_begin(c);
     VkBufferCopy r = {.srcOffset = soff, .dstOffset = doff, .size = bytes};

@@ -282,7 +282,7 @@ qgmm_status vk_dispatch_spec(vk_ctx *c, int pipe, const int32_t *spec, int nspec
 qgmm_status vk_dispatch_spec_ex(vk_ctx *c, int pipe, const int32_t *spec, int nspec, const int64_t *p, int n,
                                 int64_t groups, int barrier_after);
 qgmm_status vk_fill(vk_ctx *c, uint64_t addr, int64_t bytes, uint8_t value);
-/* Runs offs_prep.comp for offs (params.h OP_* says what each argument means; cap -1: none);
+/* Runs offs_prep.comp for offs (offs_params.h says what each argument means; cap -1: none);
  * the main kernel then reads the table at scratch.addr. */
 qgmm_status vk_offs_prep(vk_ctx *c, const qgmm_tensor *offs, int64_t extent, int64_t multiple,
                          int64_t align, int64_t tile, int64_t div, uint64_t out0, uint64_t out1,

@@ -6,6 +6,7 @@
 #include "vk_internal.h"
 #include "../../kernels/glsl/params.h"
 #include "../../kernels/glsl/blocked_params.h"
+#include "../../kernels/glsl/offs_params.h"
 #include "../../kernels/glsl/pad_params.h"
 #include "qgmm_layout_maps.h"
 
@@ -138,14 +139,14 @@ qgmm_status vk_group_row_ids(qgmm_context *ctx, const qgmm_tensor *offs, const q
     const int padded = padded_offs && padded_offs->buffer;
     if (padded && padded_offs->shape[0] != offs->shape[0]) {
         /* the CPU reference treats a length mismatch as bad offsets */
-        int64_t p[QP_MAX];
-        memset(p, 0, sizeof p);
-        p[OP_OFFS] = (int64_t)vk_tensor_addr(offs);
-        p[OP_G] = 1;
-        p[OP_EXTENT] = -1; /* any offset fails: raises the status word, writes nothing */
-        p[OP_TABLE] = (int64_t)c->scratch.addr;
-        p[OP_STATUS] = (int64_t)c->status.addr;
-        return vk_dispatch(c, VKP_OFFS_PREP, p, QP_MAX, 1);
+        qg_offs_params p;
+        memset(&p, 0, sizeof p);
+        p.offs = (int64_t)vk_tensor_addr(offs);
+        p.g = 1;
+        p.extent = -1; /* any offset fails: raises the status word, writes nothing */
+        p.table = (int64_t)c->scratch.addr;
+        p.status = (int64_t)c->status.addr;
+        return vk_dispatch(c, VKP_OFFS_PREP, (const int64_t *)&p, QG_OFFS_NP, 1);
     }
     /* padded space: padded_offs monotonic and within the row count */
     qgmm_status st = vk_offs_prep(c, offs, padded ? INT32_MAX : row_ids->shape[0], 1, 1, 0, 1, 0, 0,

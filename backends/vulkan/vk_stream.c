@@ -4,6 +4,8 @@
  */
 #include "vk_internal.h"
 #include "../../kernels/glsl/params.h"
+#include "../../kernels/glsl/fill_params.h"
+#include "../../kernels/glsl/offs_params.h"
 
 #include <string.h>
 
@@ -178,11 +180,8 @@ qgmm_status vk_dispatch(vk_ctx *c, int pipe, const int64_t *p, int n, int64_t gr
 qgmm_status vk_fill(vk_ctx *c, uint64_t addr, int64_t bytes, uint8_t value)
 {
     if (bytes <= 0) return QGMM_OK;
-    int64_t p[QP_MAX] = {0};
-    p[FILL_DST] = (int64_t)addr;
-    p[FILL_BYTES] = bytes;
-    p[FILL_VALUE] = value;
-    return vk_dispatch(c, VKP_FILL, p, 3, (bytes + 1023) / 1024);
+    const qg_fill_params p = {.dst = (int64_t)addr, .bytes = bytes, .value = value};
+    return vk_dispatch(c, VKP_FILL, (const int64_t *)&p, QG_FILL_NP, (bytes + 1023) / 1024);
 }
 
 qgmm_status vk_offs_prep(vk_ctx *c, const qgmm_tensor *offs, int64_t extent, int64_t multiple,
@@ -195,19 +194,20 @@ qgmm_status vk_offs_prep(vk_ctx *c, const qgmm_tensor *offs, int64_t extent, int
                               (long long)G);
     if (offs->rank == 1 && offs->shape[0] > 1 && offs->strides[0] != 1)
         return qgmm_set_error(c->api, QGMM_ERR_UNSUPPORTED, "offs: the Vulkan backend needs contiguous offsets");
-    int64_t p[QP_MAX] = {0};
-    p[OP_OFFS] = (int64_t)vk_tensor_addr(offs);
-    p[OP_G] = G;
-    p[OP_EXTENT] = extent;
-    p[OP_MULTIPLE] = multiple;
-    p[OP_ALIGN] = align;
-    p[OP_TILE] = tile;
-    p[OP_TABLE] = (int64_t)c->scratch.addr;
-    p[OP_STATUS] = (int64_t)c->status.addr;
-    p[OP_OUT0] = (int64_t)out0;
-    p[OP_OUT1] = (int64_t)out1;
-    p[OP_PADOFFS] = (int64_t)padoffs;
-    p[OP_DIV] = div;
-    p[OP_PADCAP] = cap + 1;
-    return vk_dispatch(c, VKP_OFFS_PREP, p, 13, 1);
+    qg_offs_params p;
+    memset(&p, 0, sizeof p);
+    p.offs = (int64_t)vk_tensor_addr(offs);
+    p.g = G;
+    p.extent = extent;
+    p.multiple = multiple;
+    p.align = align;
+    p.tile = tile;
+    p.table = (int64_t)c->scratch.addr;
+    p.status = (int64_t)c->status.addr;
+    p.out0 = (int64_t)out0;
+    p.out1 = (int64_t)out1;
+    p.padoffs = (int64_t)padoffs;
+    p.div = div;
+    p.padcap = cap + 1;
+    return vk_dispatch(c, VKP_OFFS_PREP, (const int64_t *)&p, QG_OFFS_NP, 1);
 }

@@ -4,13 +4,13 @@
 // every load issued before the first store: the access pattern of the fastest casts, where
 // vkCmdCopyBuffer moves a fraction of the bandwidth on the NVIDIA driver (the runner's copy
 // ceiling is this copy). Other ranges go through vkCmdCopyBuffer.
-#include "params.h"
 #include "common.glsl"
+#include "fill_params.h"
 layout(local_size_x = 256) in;
 void main()
 {
-    const int64_t units = P(COPY_UNITS);
-    const uint64_t src = PA(COPY_SRC), dst = PA(COPY_DST);
+    const int64_t units = COPYP.units;
+    const uint64_t src = uint64_t(COPYP.src), dst = uint64_t(COPYP.dst);
     const int64_t base = wg_linear() * 256 * COPY_PER_LANE + int64_t(gl_LocalInvocationID.x);
     uvec4 v[COPY_PER_LANE];
     for (int k = 0; k < COPY_PER_LANE; ++k) {

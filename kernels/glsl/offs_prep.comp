@@ -11,17 +11,18 @@
 // (the API allows 65536 groups), and one lane is slow on any device at that count.
 #include "params.h"
 #include "common.glsl"
+#include "offs_params.h"
 layout(local_size_x = 256) in;
 shared int64_t sh_pad[256], sh_tiles[256];
 shared uint sh_bad;
 
 void main()
 {
-    const uint64_t offs = PA(OP_OFFS), table = PA(OP_TABLE);
-    const int64_t G = P(OP_G), extent = P(OP_EXTENT), multiple = P(OP_MULTIPLE);
-    const int64_t align = P(OP_ALIGN), tile = P(OP_TILE), dv = max(P(OP_DIV), 1l);
-    const int64_t cap = P(OP_PADCAP) - 1; // slot holds cap + 1; 0 = no cap
-    const uint64_t po = PA(OP_PADOFFS);
+    const uint64_t offs = uint64_t(OPP.offs), table = uint64_t(OPP.table);
+    const int64_t G = OPP.g, extent = OPP.extent, multiple = OPP.multiple;
+    const int64_t align = OPP.align, tile = OPP.tile, dv = max(OPP.div, 1l);
+    const int64_t cap = OPP.padcap - 1; // padcap holds cap + 1; 0 = no cap
+    const uint64_t po = uint64_t(OPP.padoffs);
     const int lane = int(gl_LocalInvocationID.x);
     const int64_t run = (G + 255) / 256;
     const int64_t g0 = min(G, int64_t(lane) * run), g1 = min(G, g0 + run);
@@ -61,7 +62,7 @@ void main()
     if (sh_bad != 0u || (po == 0ul && cap >= 0 && sh_pad[255] > cap)) { // uniform
         if (lane == 0) {
             st_u32(table, 0, 1u);
-            atomicOr(QU32(PA(OP_STATUS)).v, 1u);
+            atomicOr(QU32(uint64_t(OPP.status)).v, 1u);
         }
         return;
     }
@@ -86,8 +87,8 @@ void main()
         st_i32(table, t + 2, int(ps));
         st_i32(table, t + 3, int(pe));
         st_i32(table, t + 4, int(tiles));
-        if (PA(OP_OUT0) != 0ul) st_i32(PA(OP_OUT0), g, int(ps));
-        if (PA(OP_OUT1) != 0ul) st_i32(PA(OP_OUT1), g, int(pe));
+        if (uint64_t(OPP.out0) != 0ul) st_i32(uint64_t(OPP.out0), g, int(ps));
+        if (uint64_t(OPP.out1) != 0ul) st_i32(uint64_t(OPP.out1), g, int(pe));
         if (tile > 0) tiles += (size + tile - 1) / tile;
         st_i32(table, t + 5, int(tiles));
         pstart = pe;

@@ -1,7 +1,7 @@
-/* params.h — slot numbers of the int64 parameter block each qgmm Vulkan shader reads (the
- * grouped GEMM's, the casts' and dequant's are structs: gemm_params.h, cast_params.h,
- * dequant_params.h). Included by the GLSL shaders and by backends/vulkan/ (C), so both
- * sides agree. */
+/* params.h — what the Vulkan shaders and backends/vulkan/ (C) share besides each shader's
+ * parameter struct (gemm_params.h, cast_params.h, dequant_params.h, blocked_params.h,
+ * pad_params.h, offs_params.h, fill_params.h): the layout of the group table, and the size
+ * of the numbered int64 block ep.comp reads (ep_params.h). */
 #ifndef QGMM_GLSL_PARAMS_H
 #define QGMM_GLSL_PARAMS_H
 
@@ -12,32 +12,5 @@
  * TAB_STRIDE int32: start, end, padded start, padded end, tiles before, tiles through g. */
 #define TAB_STRIDE 6
 #define TAB_HEADER 4
-
-/* ---- fill.comp */
-#define FILL_DST 0
-#define FILL_BYTES 1
-#define FILL_VALUE 2
-
-/* ---- copy.comp: 16-byte units, COPY_PER_LANE per lane */
-#define COPY_SRC 0
-#define COPY_DST 1
-#define COPY_UNITS 2
-#define COPY_PER_LANE 8
-
-/* ---- offs_prep.comp: validate offsets, build the group table */
-#define OP_OFFS 0      /* i32 (G) */
-#define OP_G 1
-#define OP_EXTENT 2
-#define OP_MULTIPLE 3  /* every group size a multiple of this (1 = any) */
-#define OP_ALIGN 4     /* padded size = align * ceil(size / align) */
-#define OP_TILE 5      /* tiles before g count ceil(size / tile) (0 = unused) */
-#define OP_TABLE 6     /* scratch address */
-#define OP_STATUS 7    /* context status word address */
-#define OP_OUT0 8      /* optional i32 (G): padded start (0 = absent) */
-#define OP_OUT1 9      /* optional i32 (G): padded end offsets (0 = absent) */
-#define OP_PADOFFS 10  /* optional i32 (G) input: padded offsets to validate (row ids) */
-#define OP_DIV 11      /* group bounds are divided by this before padding (K-groups: 32) */
-#define OP_PADCAP 12   /* cap + 1 (0 = none): the padded total must not exceed cap (unpad: rows
-                          of x_padded); with OP_PADOFFS: padded offsets must stay within it */
 
 #endif
