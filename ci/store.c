@@ -3,6 +3,8 @@
 #include "stats.h"
 #include "store_write.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -85,6 +87,16 @@ static int user_version(sqlite3 *db, int *v)
     if (rc == SQLITE_ROW) *v = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
     return rc == SQLITE_ROW ? 0 : -1;
+}
+
+/* The file's size in pages (-1 when unreadable). */
+static int page_count(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &st, NULL) != SQLITE_OK) return -1;
+    int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_finalize(st);
+    return n;
 }
 
 static int migrate(sqlite3 *db, const char *path, int target, char *err, size_t cap)
@@ -175,10 +187,22 @@ static int open_for_writing(const char *path, int version, int create, sqlite3 *
     char e[256];
     const int txn = exec(db, "BEGIN", e, sizeof e) == 0;
     store_state s = store_identify(db, path, store_latest_version(), NULL, err, cap);
+    const int read_busy = (sqlite3_errcode(db) & 0xff) == SQLITE_BUSY; /* before COMMIT resets it */
     if (txn) exec(db, "COMMIT", e, sizeof e);
     if ((s != STORE_OK && s != STORE_EMPTY && s != STORE_TOO_OLD) || (s == STORE_EMPTY && !create)) {
-        *busy = sqlite3_errcode(db) == SQLITE_BUSY;
+        *busy = read_busy;
         *state = s;
+        sqlite3_close(db);
+        return -1;
+    }
+    /* The switch to WAL writes page 1 of a new file in a rollback-journal transaction; a
+     * writer killed before deleting that journal would leave a hot journal, which no
+     * read-only connection can roll back (every reader refused until a writer opens the
+     * store). A file of no pages has nothing to roll back to, so its journal stays in
+     * memory. */
+    if (s == STORE_EMPTY && page_count(db) == 0 && exec(db, "PRAGMA journal_mode = MEMORY", e, sizeof e)) {
+        *busy = sqlite3_errcode(db) == SQLITE_BUSY;
+        snprintf(err, cap, "%s: %s", path, e);
         sqlite3_close(db);
         return -1;
     }
@@ -201,6 +225,90 @@ static int open_for_writing(const char *path, int version, int create, sqlite3 *
     return 0;
 }
 
+static int open_retrying(const char *path, int version, int create, sqlite3 **out, char *err, size_t cap,
+                         store_state *state)
+{
+    /* Two writers opening a fresh file at once: the loser of the WAL switch or of the first
+     * migration retries (within the busy timeout) instead of failing. */
+    for (int waited_ms = 0;; waited_ms += 20) {
+        int busy = 0;
+        if (open_for_writing(path, version, create, out, err, cap, &busy, state) == 0) return 0;
+        if (!busy || waited_ms >= STORE_BUSY_TIMEOUT_MS) return -1;
+        usleep(20000);
+    }
+}
+
+static void unlink_store_files(const char *path, char *buf, size_t cap)
+{
+    unlink(path);
+    snprintf(buf, cap, "%s-wal", path);
+    unlink(buf);
+    snprintf(buf, cap, "%s-shm", path);
+    unlink(buf);
+}
+
+/* Removes the temporary files that writers killed while creating path left (those of
+ * processes no longer running). */
+static void remove_stale_creations(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup("./");
+    char *prefix = malloc(strlen(base) + 16);
+    DIR *d = dir && prefix ? opendir(dir) : NULL;
+    if (d) {
+        sprintf(prefix, "%s.creating-", base);
+        const size_t np = strlen(prefix);
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            if (strncmp(e->d_name, prefix, np) != 0) continue;
+            char *tail;
+            const long pid = strtol(e->d_name + np, &tail, 10);
+            if (pid <= 0 || (*tail && strcmp(tail, "-wal") && strcmp(tail, "-shm"))) continue;
+            if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+            char *f = malloc(strlen(dir) + strlen(e->d_name) + 1);
+            if (f) {
+                sprintf(f, "%s%s", dir, e->d_name);
+                unlink(f);
+                free(f);
+            }
+        }
+        closedir(d);
+    }
+    free(prefix);
+    free(dir);
+}
+
+/* A new store is made whole under a temporary name beside path and then linked to path:
+ * readers never find it half made (an empty file, or the rollback journal of the switch
+ * to WAL that a writer killed there leaves behind and no read-only connection can roll
+ * back), and of two writers creating it at once one link wins and the other opens that
+ * store. A writer killed while creating leaves only its temporary files, which the next
+ * one to create the store removes. Where this fails (no hard links on the file system, a
+ * directory not writable), path is left as it was and the caller creates the store in
+ * place, and says what stops it. */
+static void create_store(const char *path, int version)
+{
+    const size_t n = strlen(path) + 48;
+    char *tmp = malloc(n), *aux = malloc(n);
+    if (tmp && aux) {
+        remove_stale_creations(path);
+        snprintf(tmp, n, "%s.creating-%ld", path, (long)getpid());
+        unlink_store_files(tmp, aux, n);
+        sqlite3 *db = NULL;
+        store_state s;
+        char e[512];
+        if (open_retrying(tmp, version, 1, &db, e, sizeof e, &s) == 0) {
+            /* the last connection's close folds the write-ahead log into the file */
+            const int closed = sqlite3_close(db) == SQLITE_OK;
+            snprintf(aux, n, "%s-wal", tmp);
+            if (closed && access(aux, F_OK) != 0) (void)link(tmp, path); /* EEXIST: another writer's store won */
+        }
+        unlink_store_files(tmp, aux, n);
+    }
+    free(tmp);
+    free(aux);
+}
+
 static int open_writer(const char *path, int version, int create, sqlite3 **out, char *err, size_t cap,
                        store_state *state)
 {
@@ -210,14 +318,8 @@ static int open_writer(const char *path, int version, int create, sqlite3 **out,
                  "and its directory", path);
         return -1;
     }
-    /* Two writers opening a fresh file at once: the loser of the WAL switch or of the first
-     * migration retries (within the busy timeout) instead of failing. */
-    for (int waited_ms = 0;; waited_ms += 20) {
-        int busy = 0;
-        if (open_for_writing(path, version, create, out, err, cap, &busy, state) == 0) return 0;
-        if (!busy || waited_ms >= STORE_BUSY_TIMEOUT_MS) return -1;
-        usleep(20000);
-    }
+    if (create && access(path, F_OK) != 0) create_store(path, version);
+    return open_retrying(path, version, create, out, err, cap, state);
 }
 
 int store_open_version(const char *path, int version, sqlite3 **out, char *err, size_t cap)

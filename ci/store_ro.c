@@ -61,6 +61,19 @@ store_state store_identify(sqlite3 *db, const char *path, int latest, int *versi
     return STORE_OK;
 }
 
+/* store_identify in one read transaction: a writer installing or migrating the schema
+ * between its reads would otherwise make the store look foreign or empty. *code: the
+ * primary result code of the reads. */
+static store_state identify_snapshot(sqlite3 *db, const char *path, int latest, int *version, char *err, size_t cap,
+                                     int *code)
+{
+    const int txn = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+    store_state s = store_identify(db, path, latest, version, err, cap);
+    *code = sqlite3_errcode(db) & 0xff;
+    if (txn) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    return s;
+}
+
 /* "file:PATH?immutable=1" with PATH percent-encoded as RFC 3986 asks of a URI path. */
 static char *immutable_uri(const char *path)
 {
@@ -105,8 +118,8 @@ store_state store_open_ro(const char *path, int latest, sqlite3 **out, int *vers
     }
     sqlite3_busy_timeout(db, 10000);
     int v = 0;
-    store_state s = store_identify(db, path, latest, &v, err, cap);
-    int code = sqlite3_errcode(db) & 0xff;
+    int code = SQLITE_OK;
+    store_state s = identify_snapshot(db, path, latest, &v, err, cap, &code);
     if (s == STORE_ERROR && (code == SQLITE_READONLY || code == SQLITE_CANTOPEN)) {
         /* A WAL store whose -shm cannot be created: without a pending log the main file
          * is the whole store, and immutable mode reads it without the shared memory. */
@@ -125,7 +138,7 @@ store_state store_open_ro(const char *path, int latest, sqlite3 **out, int *vers
             return STORE_ERROR;
         }
         free(uri);
-        s = store_identify(db, path, latest, &v, err, cap);
+        s = identify_snapshot(db, path, latest, &v, err, cap, &code);
     }
     if (version) *version = v;
     if (s != STORE_OK && s != STORE_TOO_OLD) {
