@@ -5,14 +5,16 @@
 // Why buffer device addresses: tensors may start at any element offset inside a buffer
 // and may exceed maxStorageBufferRange; 64-bit addresses avoid descriptor sets, alignment
 // rules and range limits in one go. Every op reads its parameters (addresses, shapes,
-// strides in elements) from a small host-written int64 array whose address is the only
-// push constant.
+// strides in elements) from a small host-written block of int64 members, a struct that C
+// and GLSL both compile (kernels/glsl/*_params.h), whose address is the only push constant.
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference2 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
 
+// The block as an int64 array. No shader reads it, but glslc (shaderc 2023.2 here) needs
+// the declaration: without it, optimizing cast_2d.comp took over 23 GB.
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer QParams { int64_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 1) buffer QU8 { uint8_t v; };
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer QU16 { uint16_t v; };
@@ -24,11 +26,6 @@ layout(buffer_reference, std430, buffer_reference_align = 16) buffer QV16 { uvec
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer QV8 { uvec2 v; };
 
 layout(push_constant) uniform QPush { uint64_t params; } qpush;
-
-#define P(i) (QParams(qpush.params).v[i])
-#define PU(i) uint(P(i))
-#define PI(i) int(P(i))
-#define PA(i) uint64_t(P(i))
 
 // dtype ids of api/qgmm.h
 #define DT_F32 1
