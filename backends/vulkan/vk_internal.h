@@ -289,6 +289,9 @@ qgmm_status vk_offs_prep(vk_ctx *c, const qgmm_tensor *offs, int64_t extent, int
                          uint64_t padoffs, int64_t cap);
 
 /* ops (vk_ops_cast.c, vk_ops_layout.c, vk_ops_gemm.c) */
+struct qg_cast_params;
+void vk_cast_params_operands(struct qg_cast_params *p, const qgmm_tensor *x, const qgmm_tensor *q,
+                             const qgmm_tensor *scales, int odim, int rdim);
 qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
                                     const qgmm_tensor *x, const qgmm_tensor *offs,
                                     const qgmm_tensor *q, const qgmm_tensor *scales);

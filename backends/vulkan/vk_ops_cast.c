@@ -524,6 +524,30 @@ static qgmm_status cast_run(vk_ctx *c, cast_plan *pl)
     return vk_dispatch_spec(c, pl->pipe, pl->spec, pl->nspec, (const int64_t *)&pl->p, QG_CAST_NP, pl->groups);
 }
 
+/* The operands and geometry every cast shares: a zeroed block with x, q and the scales'
+ * addresses and dtypes, (e, o, r) extents (e = 1 for rank 2) and x's and q's strides along
+ * them; odim is the other dimension, rdim the one the scales run along. */
+void vk_cast_params_operands(struct qg_cast_params *p, const qgmm_tensor *x, const qgmm_tensor *q,
+                             const qgmm_tensor *scales, int odim, int rdim)
+{
+    const int r3 = x->rank == 3;
+    memset(p, 0, sizeof *p);
+    p->x = (int64_t)vk_tensor_addr(x);
+    p->xdt = x->dtype;
+    p->q = (int64_t)vk_tensor_addr(q);
+    p->fmt = q->dtype;
+    p->s = (int64_t)vk_tensor_addr(scales);
+    p->e = r3 ? x->shape[0] : 1;
+    p->o = x->shape[odim];
+    p->r = x->shape[rdim];
+    p->xe = r3 ? x->strides[0] : 0;
+    p->xo = x->strides[odim];
+    p->xr = x->strides[rdim];
+    p->qe = r3 ? q->strides[0] : 0;
+    p->qo = q->strides[odim];
+    p->qr = q->strides[rdim];
+}
+
 qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *prm,
                                     const qgmm_tensor *x, const qgmm_tensor *offs,
                                     const qgmm_tensor *q, const qgmm_tensor *scales)
@@ -537,24 +561,10 @@ qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs: jagged groups need a rank-2 x, got rank %d", rank);
     const int od = rank == 2 ? 1 - rd : (rd == 2 ? 1 : 2);
     qg_cast_params cp, *p = &cp;
-    memset(p, 0, sizeof *p);
-    p->x = (int64_t)vk_tensor_addr(x);
-    p->xdt = x->dtype;
-    p->q = (int64_t)vk_tensor_addr(q);
-    p->fmt = q->dtype;
-    p->s = (int64_t)vk_tensor_addr(scales);
+    vk_cast_params_operands(p, x, q, scales, od, rd);
     p->rule = 0;
     p->pow2 = prm->power_of_2;
     p->recip = prm->scale_kind == QGMM_SCALE_RECIPROCAL;
-    p->e = rank == 3 ? x->shape[0] : 1;
-    p->o = x->shape[od];
-    p->r = x->shape[rd];
-    p->xe = rank == 3 ? x->strides[0] : 0;
-    p->xo = x->strides[od];
-    p->xr = x->strides[rd];
-    p->qe = rank == 3 ? q->strides[0] : 0;
-    p->qo = q->strides[od];
-    p->qr = q->strides[rd];
     /* cpu scale_index: rank 1 (outer * other + inner) * st, rank 2 outer*s0 + inner*s1,
      * outer = g (jagged) or e */
     const int64_t outer = scales->rank == 1 ? p->o * scales->strides[0] : scales->strides[0];
@@ -589,22 +599,8 @@ qgmm_status vk_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *prm, c
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "x: blocked extent %lld is not a multiple of 32", (long long)L);
     const int64_t NB = L / 32;
     qg_cast_params cp, *p = &cp;
-    memset(p, 0, sizeof *p);
-    p->x = (int64_t)vk_tensor_addr(x);
-    p->xdt = x->dtype;
-    p->q = (int64_t)vk_tensor_addr(q);
-    p->fmt = q->dtype;
-    p->s = (int64_t)vk_tensor_addr(scales);
+    vk_cast_params_operands(p, x, q, scales, odim, rdim);
     p->rule = prm->mode == QGMM_MX_RCEIL ? 2 : 1;
-    p->e = E;
-    p->o = O;
-    p->r = L;
-    p->xe = rank == 3 ? x->strides[0] : 0;
-    p->xo = x->strides[odim];
-    p->xr = x->strides[rdim];
-    p->qe = rank == 3 ? q->strides[0] : 0;
-    p->qo = q->strides[odim];
-    p->qr = q->strides[rdim];
     p->l = 32;
     p->nseg = NB;
     fmt_consts(q->dtype, p);
@@ -640,23 +636,9 @@ qgmm_status vk_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwis
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "x: K = %lld is not a multiple of 128", (long long)K);
     const int combine = prm->block == QGMM_BLOCK_128X128;
     qg_cast_params cp, *p = &cp;
-    memset(p, 0, sizeof *p);
-    p->x = (int64_t)vk_tensor_addr(x);
-    p->xdt = x->dtype;
-    p->q = (int64_t)vk_tensor_addr(q);
-    p->fmt = q->dtype;
-    p->s = (int64_t)vk_tensor_addr(scales);
+    vk_cast_params_operands(p, x, q, scales, rank - 2, rank - 1);
     p->rule = 0;
     p->recip = 1;
-    p->e = rank == 3 ? x->shape[0] : 1;
-    p->o = x->shape[rank - 2];
-    p->r = K;
-    p->xe = rank == 3 ? x->strides[0] : 0;
-    p->xo = x->strides[rank - 2];
-    p->xr = x->strides[rank - 1];
-    p->qe = rank == 3 ? q->strides[0] : 0;
-    p->qo = q->strides[rank - 2];
-    p->qr = q->strides[rank - 1];
     p->l = 128;
     p->nseg = K / 128;
     p->combine = combine;

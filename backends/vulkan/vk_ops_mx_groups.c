@@ -63,21 +63,9 @@ qgmm_status vk_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params
     /* cast.comp's generic path: one workgroup per (8 other indices, 32-element block), 32
      * lanes along the block, element by element through the strides */
     qg_cast_params cp;
-    memset(&cp, 0, sizeof cp);
-    cp.x = (int64_t)vk_tensor_addr(x);
-    cp.xdt = x->dtype;
-    cp.q = (int64_t)vk_tensor_addr(q);
-    cp.fmt = q->dtype;
-    cp.s = (int64_t)vk_tensor_addr(scales);
+    vk_cast_params_operands(&cp, x, q, scales, odim, rdim);
     cp.skind = mg ? 3 : 4;
     cp.rule = prm->mode == QGMM_MX_RCEIL ? 2 : 1;
-    cp.e = 1;
-    cp.o = other;
-    cp.r = x->shape[rdim];
-    cp.xo = x->strides[odim];
-    cp.xr = x->strides[rdim];
-    cp.qo = q->strides[odim];
-    cp.qr = q->strides[rdim];
     cp.l = 32;
     cp.nseg = blocks;
     cp.to = 8;
