@@ -28,35 +28,6 @@ static uint64_t g_rng = 0x51ED270B27A5F1E3ull;
 static uint64_t rnd(void) { return qgmm_test_xorshift(&g_rng); }
 static int64_t rnd_below(int64_t n) { return n > 0 ? (int64_t)(rnd() % (uint64_t)n) : 0; }
 
-static qgmm_buffer *buf_from(const void *src, size_t bytes)
-{
-    qgmm_buffer *b;
-    OK(qgmm_buffer_alloc(g_ctx, bytes ? bytes : 1, &b));
-    if (bytes) OK(qgmm_buffer_upload(b, 0, src, bytes));
-    return b;
-}
-
-static qgmm_buffer *buf_poisoned(size_t bytes, uint8_t poison)
-{
-    qgmm_buffer *b;
-    OK(qgmm_buffer_alloc(g_ctx, bytes ? bytes : 1, &b));
-    OK(qgmm_buffer_fill(b, 0, bytes ? bytes : 1, poison));
-    return b;
-}
-
-static uint8_t *fetch(qgmm_buffer *b, size_t bytes)
-{
-    uint8_t *p = malloc(bytes ? bytes : 1);
-    if (bytes) OK(qgmm_buffer_download(b, 0, p, bytes));
-    return p;
-}
-
-static qgmm_tensor t1(qgmm_buffer *b, qgmm_dtype dt, int64_t n)
-{
-    const int64_t s[1] = {n};
-    return qgmm_tensor_make(b, 0, dt, 1, s);
-}
-
 /* x (T, D) of f32 bit patterns: normal values with a per-row scale of 2^[-8, 8], and a
  * few NaN, +-inf, zeros and f32 subnormals (stored as bf16 by truncation when bf16). */
 static void fill_x(uint8_t *dst, qgmm_dtype dt, int64_t T, int64_t D)
@@ -126,17 +97,17 @@ static void same_bytes_case(int mg, int64_t T, int64_t D, int G, int pattern, qg
     const int64_t other = mg ? T : D, blocks = (mg ? D : T) / 32;
     const size_t sbytes = grouped_bytes(mg, T, D, G), pbytes = (size_t)(other * blocks);
 
-    qgmm_buffer *bx = buf_from(xh, n * xs), *boffs = buf_from(offs, sizeof(int32_t) * (size_t)G);
-    qgmm_buffer *bqa = buf_poisoned(n, 0x11), *bqb = buf_poisoned(n, 0x22);
-    qgmm_buffer *bplain = buf_poisoned(pbytes, 0x33), *bsa = buf_poisoned(sbytes, 0x44);
-    qgmm_buffer *bsb = buf_poisoned(sbytes, 0x55);
+    qgmm_buffer *bx = qgmm_test_buf_from(xh, n * xs), *boffs = qgmm_test_buf_from(offs, sizeof(int32_t) * (size_t)G);
+    qgmm_buffer *bqa = qgmm_test_buf_poisoned(n, 0x11), *bqb = qgmm_test_buf_poisoned(n, 0x22);
+    qgmm_buffer *bplain = qgmm_test_buf_poisoned(pbytes, 0x33), *bsa = qgmm_test_buf_poisoned(sbytes, 0x44);
+    qgmm_buffer *bsb = qgmm_test_buf_poisoned(sbytes, 0x55);
     const int64_t xsh[2] = {T, D}, psh[2] = {other, blocks};
     const qgmm_tensor x = qgmm_tensor_make(bx, 0, xdt, 2, xsh);
     const qgmm_tensor qa = colmajor_q ? qgmm_tensor_make_colmajor(bqa, 0, qdt, T, D) : qgmm_tensor_make(bqa, 0, qdt, 2, xsh);
     const qgmm_tensor qb = colmajor_q ? qgmm_tensor_make_colmajor(bqb, 0, qdt, T, D) : qgmm_tensor_make(bqb, 0, qdt, 2, xsh);
     const qgmm_tensor plain = qgmm_tensor_make(bplain, 0, QGMM_E8M0, 2, psh);
-    const qgmm_tensor sa = t1(bsa, QGMM_E8M0, (int64_t)sbytes), sb = t1(bsb, QGMM_E8M0, (int64_t)sbytes);
-    const qgmm_tensor to = t1(boffs, QGMM_I32, G);
+    const qgmm_tensor sa = qgmm_test_t1(bsa, QGMM_E8M0, (int64_t)sbytes), sb = qgmm_test_t1(bsb, QGMM_E8M0, (int64_t)sbytes);
+    const qgmm_tensor to = qgmm_test_t1(boffs, QGMM_I32, G);
 
     qgmm_mxfp8_params p = QGMM_MXFP8_PARAMS_INIT(mg ? 1 : 0);
     p.mode = mode;
@@ -146,7 +117,7 @@ static void same_bytes_case(int mg, int64_t T, int64_t D, int G, int pattern, qg
     OK(qgmm_quantize_mxfp8_grouped(g_ctx, &p, &x, &to, &qb, &sb));
     OK(qgmm_synchronize(g_ctx));
 
-    uint8_t *ha = fetch(bqa, n), *hb = fetch(bqb, n);
+    uint8_t *ha = qgmm_test_fetch(bqa, n), *hb = qgmm_test_fetch(bqb, n);
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < n; ++i)
         if (ha[i] != hb[i] && !bad++) first = i;
@@ -155,8 +126,8 @@ static void same_bytes_case(int mg, int64_t T, int64_t D, int G, int pattern, qg
           qgmm_dtype_name(qdt), (int)mode, colmajor_q ? " col-major q" : "", bad, first, ha[first], hb[first]);
     free(ha);
     free(hb);
-    ha = fetch(bsa, sbytes);
-    hb = fetch(bsb, sbytes);
+    ha = qgmm_test_fetch(bsa, sbytes);
+    hb = qgmm_test_fetch(bsb, sbytes);
     bad = 0;
     for (size_t i = 0; i < sbytes; ++i)
         if (ha[i] != hb[i] && !bad++) first = i;
@@ -205,13 +176,13 @@ static void bad_offsets_suite(void)
             g_cases++;
             const int mg = !kind;
             const size_t sbytes = grouped_bytes(mg, T, D, 3), n = (size_t)(T * D);
-            qgmm_buffer *bx = buf_from(xh, n * 2), *boffs = buf_from(mg ? bad_m[i] : bad_k[i], 12);
-            qgmm_buffer *bq = buf_poisoned(n, 0xA5), *bs = buf_poisoned(sbytes, 0xA5);
+            qgmm_buffer *bx = qgmm_test_buf_from(xh, n * 2), *boffs = qgmm_test_buf_from(mg ? bad_m[i] : bad_k[i], 12);
+            qgmm_buffer *bq = qgmm_test_buf_poisoned(n, 0xA5), *bs = qgmm_test_buf_poisoned(sbytes, 0xA5);
             const int64_t xsh[2] = {T, D};
             const qgmm_tensor x = qgmm_tensor_make(bx, 0, QGMM_BF16, 2, xsh);
             const qgmm_tensor q = mg ? qgmm_tensor_make(bq, 0, QGMM_F8E4M3FN, 2, xsh)
                                      : qgmm_tensor_make_colmajor(bq, 0, QGMM_F8E4M3FN, T, D);
-            const qgmm_tensor s = t1(bs, QGMM_E8M0, (int64_t)sbytes), to = t1(boffs, QGMM_I32, 3);
+            const qgmm_tensor s = qgmm_test_t1(bs, QGMM_E8M0, (int64_t)sbytes), to = qgmm_test_t1(boffs, QGMM_I32, 3);
             qgmm_mxfp8_params p = QGMM_MXFP8_PARAMS_INIT(mg ? 1 : 0);
             p.scale_layout = mg ? QGMM_SCALES_BLOCKED_M_GROUPS : QGMM_SCALES_BLOCKED_K_GROUPS;
             OK(qgmm_quantize_mxfp8_grouped(g_ctx, &p, &x, &to, &q, &s));
@@ -221,7 +192,7 @@ static void bad_offsets_suite(void)
             CHECK(strstr(qgmm_last_error(g_ctx), "qgmm_quantize_mxfp8_grouped") && strstr(qgmm_last_error(g_ctx), "offs"),
                   "the bad-offsets message names the op and offs: \"%s\"", qgmm_last_error(g_ctx));
             CHECK(qgmm_synchronize(g_ctx) == QGMM_OK, "status word not cleared");
-            uint8_t *hq = fetch(bq, n), *hs = fetch(bs, sbytes);
+            uint8_t *hq = qgmm_test_fetch(bq, n), *hs = qgmm_test_fetch(bs, sbytes);
             size_t changed = 0;
             for (size_t k = 0; k < n; ++k) changed += hq[k] != 0xA5;
             for (size_t k = 0; k < sbytes; ++k) changed += hs[k] != 0xA5;
@@ -250,14 +221,14 @@ static void refusal_suite(void)
     const size_t n = (size_t)(T * D), ms = grouped_bytes(1, T, D, G), ks = grouped_bytes(0, T, D, G);
     uint8_t *xh = calloc(n, 4);
     const int32_t offs[2] = {32, 96};
-    qgmm_buffer *bx = buf_from(xh, n * 4), *boffs = buf_from(offs, 8);
-    qgmm_buffer *bq = buf_poisoned(n, 0xA5), *bs = buf_poisoned(ms > ks ? ms : ks, 0xA5);
+    qgmm_buffer *bx = qgmm_test_buf_from(xh, n * 4), *boffs = qgmm_test_buf_from(offs, 8);
+    qgmm_buffer *bq = qgmm_test_buf_poisoned(n, 0xA5), *bs = qgmm_test_buf_poisoned(ms > ks ? ms : ks, 0xA5);
     const int64_t xsh[2] = {T, D}, x3[3] = {1, T, D};
-    const qgmm_tensor x = qgmm_tensor_make(bx, 0, QGMM_F32, 2, xsh), to = t1(boffs, QGMM_I32, G);
+    const qgmm_tensor x = qgmm_tensor_make(bx, 0, QGMM_F32, 2, xsh), to = qgmm_test_t1(boffs, QGMM_I32, G);
     const qgmm_tensor xr3 = qgmm_tensor_make(bx, 0, QGMM_F32, 3, x3), qr3 = qgmm_tensor_make(bq, 0, QGMM_F8E4M3FN, 3, x3);
     const qgmm_tensor q = qgmm_tensor_make(bq, 0, QGMM_F8E4M3FN, 2, xsh);
-    const qgmm_tensor sm = t1(bs, QGMM_E8M0, (int64_t)ms), sk = t1(bs, QGMM_E8M0, (int64_t)ks);
-    const qgmm_tensor s2d = t1(bs, QGMM_E8M0, (int64_t)qgmm_blocked_scales_bytes(T, D / 32));
+    const qgmm_tensor sm = qgmm_test_t1(bs, QGMM_E8M0, (int64_t)ms), sk = qgmm_test_t1(bs, QGMM_E8M0, (int64_t)ks);
+    const qgmm_tensor s2d = qgmm_test_t1(bs, QGMM_E8M0, (int64_t)qgmm_blocked_scales_bytes(T, D / 32));
     qgmm_mxfp8_params p = QGMM_MXFP8_PARAMS_INIT(1);
 
     p.scale_layout = QGMM_SCALES_BLOCKED_M_GROUPS;
@@ -278,7 +249,7 @@ static void refusal_suite(void)
     expect_refused(qgmm_quantize_mxfp8_grouped(g_ctx, &p, &xr3, &to, &qr3, &sm), "rank 3", "x", "rank 3");
     expect_refused(qgmm_quantize_mxfp8_grouped(g_ctx, &p, &x, &to, &q, &s2d), "2D blocked size", "scales", NULL);
     expect_refused(qgmm_quantize_mxfp8_grouped(g_ctx, &p, &x, NULL, &q, &sm), "no offs", "offs", NULL);
-    const qgmm_tensor s_on_x = t1(bx, QGMM_E8M0, (int64_t)ms);
+    const qgmm_tensor s_on_x = qgmm_test_t1(bx, QGMM_E8M0, (int64_t)ms);
     expect_refused(qgmm_quantize_mxfp8_grouped(g_ctx, &p, &x, &to, &q, &s_on_x), "scales over x", "scales", "x");
     qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(1);
     f.mx.scale_layout = QGMM_SCALES_BLOCKED_M_GROUPS;
@@ -286,7 +257,7 @@ static void refusal_suite(void)
     expect_refused(qgmm_dequantize(g_ctx, &f, &q, &sm, NULL, &out), "dequantize M-groups", "scale_layout",
                    "qgmm_scales_from_blocked");
     OK(qgmm_synchronize(g_ctx));
-    uint8_t *hq = fetch(bq, n);
+    uint8_t *hq = qgmm_test_fetch(bq, n);
     size_t changed = 0;
     for (size_t k = 0; k < n; ++k) changed += hq[k] != 0xA5;
     CHECK(changed == 0, "refused calls wrote %zu bytes of q", changed);

@@ -33,34 +33,6 @@ static int64_t rnd_below(int64_t n) { return n > 0 ? (int64_t)(rnd() % (uint64_t
 
 static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
-static qgmm_buffer *buf_from(const void *src, size_t bytes)
-{
-    qgmm_buffer *b;
-    OK(qgmm_buffer_alloc(g_ctx, bytes ? bytes : 1, &b));
-    if (bytes) OK(qgmm_buffer_upload(b, 0, src, bytes));
-    return b;
-}
-
-static qgmm_buffer *buf_poisoned(size_t bytes, uint8_t poison)
-{
-    qgmm_buffer *b;
-    OK(qgmm_buffer_alloc(g_ctx, bytes ? bytes : 1, &b));
-    OK(qgmm_buffer_fill(b, 0, bytes ? bytes : 1, poison));
-    return b;
-}
-
-static void *fetch(qgmm_buffer *b, size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (bytes) OK(qgmm_buffer_download(b, 0, p, bytes));
-    return p;
-}
-
-static qgmm_tensor t1(qgmm_buffer *b, qgmm_dtype dt, int64_t n)
-{
-    const int64_t s[1] = {n};
-    return qgmm_tensor_make(b, 0, dt, 1, s);
-}
 static qgmm_tensor t2(qgmm_buffer *b, qgmm_dtype dt, int64_t r, int64_t c)
 {
     const int64_t s[2] = {r, c};
@@ -184,18 +156,18 @@ static uint8_t *run_to_blocked(qgmm_blocked_variant v, const uint8_t *in, int64_
 {
     const size_t n = (size_t)(E * R * C);
     *len = variant_bytes(v, E, R, C, G);
-    qgmm_buffer *bin = buf_from(in, n);
-    qgmm_buffer *bout = buf_poisoned(*len, 0xA5);
-    qgmm_buffer *boffs = G ? buf_from(offs, sizeof(int32_t) * (size_t)G) : NULL;
-    qgmm_buffer *bst = G ? buf_poisoned(sizeof(int32_t) * (size_t)G, 0xEE) : NULL;
+    qgmm_buffer *bin = qgmm_test_buf_from(in, n);
+    qgmm_buffer *bout = qgmm_test_buf_poisoned(*len, 0xA5);
+    qgmm_buffer *boffs = G ? qgmm_test_buf_from(offs, sizeof(int32_t) * (size_t)G) : NULL;
+    qgmm_buffer *bst = G ? qgmm_test_buf_poisoned(sizeof(int32_t) * (size_t)G, 0xEE) : NULL;
     qgmm_tensor tin = (v == QGMM_BLOCKED_3D) ? t3(bin, QGMM_E8M0, E, R, C) : t2(bin, QGMM_E8M0, R, C);
-    qgmm_tensor tout = t1(bout, QGMM_E8M0, (int64_t)*len);
-    qgmm_tensor toffs = t1(boffs, QGMM_I32, G), tst = t1(bst, QGMM_I32, G);
+    qgmm_tensor tout = qgmm_test_t1(bout, QGMM_E8M0, (int64_t)*len);
+    qgmm_tensor toffs = qgmm_test_t1(boffs, QGMM_I32, G), tst = qgmm_test_t1(bst, QGMM_I32, G);
     OK(qgmm_scales_to_blocked(g_ctx, v, &tin, G ? &toffs : NULL, &tout, G ? &tst : NULL));
     OK(qgmm_synchronize(g_ctx));
-    uint8_t *out = fetch(bout, *len);
+    uint8_t *out = qgmm_test_fetch(bout, *len);
     if (G) {
-        int32_t *st = fetch(bst, sizeof(int32_t) * (size_t)G);
+        int32_t *st = qgmm_test_fetch(bst, sizeof(int32_t) * (size_t)G);
         memcpy(starts, st, sizeof(int32_t) * (size_t)G);
         free(st);
     }
@@ -211,15 +183,15 @@ static uint8_t *run_from_blocked(qgmm_blocked_variant v, const uint8_t *blocked,
                                  int64_t E, int64_t R, int64_t C, const int32_t *offs, int G)
 {
     const size_t n = (size_t)(E * R * C);
-    qgmm_buffer *bin = buf_from(blocked, len);
-    qgmm_buffer *bout = buf_poisoned(n, 0x5A);
-    qgmm_buffer *boffs = G ? buf_from(offs, sizeof(int32_t) * (size_t)G) : NULL;
-    qgmm_tensor tin = t1(bin, QGMM_E8M0, (int64_t)len);
+    qgmm_buffer *bin = qgmm_test_buf_from(blocked, len);
+    qgmm_buffer *bout = qgmm_test_buf_poisoned(n, 0x5A);
+    qgmm_buffer *boffs = G ? qgmm_test_buf_from(offs, sizeof(int32_t) * (size_t)G) : NULL;
+    qgmm_tensor tin = qgmm_test_t1(bin, QGMM_E8M0, (int64_t)len);
     qgmm_tensor tout = (v == QGMM_BLOCKED_3D) ? t3(bout, QGMM_E8M0, E, R, C) : t2(bout, QGMM_E8M0, R, C);
-    qgmm_tensor toffs = t1(boffs, QGMM_I32, G);
+    qgmm_tensor toffs = qgmm_test_t1(boffs, QGMM_I32, G);
     OK(qgmm_scales_from_blocked(g_ctx, v, &tin, G ? &toffs : NULL, &tout));
     OK(qgmm_synchronize(g_ctx));
-    uint8_t *out = fetch(bout, n);
+    uint8_t *out = qgmm_test_fetch(bout, n);
     qgmm_buffer_free(bin);
     qgmm_buffer_free(bout);
     qgmm_buffer_free(boffs);
@@ -455,17 +427,17 @@ static void pad_case(size_t esz, int A, int64_t T, int64_t D, const int32_t *off
         prev = offs[g];
     }
 
-    qgmm_buffer *bx = buf_from(x, (size_t)T * row);
-    qgmm_buffer *boffs = buf_from(offs, sizeof(int32_t) * (size_t)G);
-    qgmm_buffer *bout = buf_poisoned((size_t)P * row, 0xC3);
-    qgmm_buffer *bst = buf_poisoned(sizeof(int32_t) * (size_t)G, 0xEE);
-    qgmm_buffer *bpo = buf_poisoned(sizeof(int32_t) * (size_t)G, 0xEE);
-    qgmm_tensor tx = t2(bx, dt, T, D), toffs = t1(boffs, QGMM_I32, G), tout = t2(bout, dt, P, D);
-    qgmm_tensor tst = t1(bst, QGMM_I32, G), tpo = t1(bpo, QGMM_I32, G);
+    qgmm_buffer *bx = qgmm_test_buf_from(x, (size_t)T * row);
+    qgmm_buffer *boffs = qgmm_test_buf_from(offs, sizeof(int32_t) * (size_t)G);
+    qgmm_buffer *bout = qgmm_test_buf_poisoned((size_t)P * row, 0xC3);
+    qgmm_buffer *bst = qgmm_test_buf_poisoned(sizeof(int32_t) * (size_t)G, 0xEE);
+    qgmm_buffer *bpo = qgmm_test_buf_poisoned(sizeof(int32_t) * (size_t)G, 0xEE);
+    qgmm_tensor tx = t2(bx, dt, T, D), toffs = qgmm_test_t1(boffs, QGMM_I32, G), tout = t2(bout, dt, P, D);
+    qgmm_tensor tst = qgmm_test_t1(bst, QGMM_I32, G), tpo = qgmm_test_t1(bpo, QGMM_I32, G);
     OK(qgmm_pad_token_groups(g_ctx, A, &tx, &toffs, &tout, &tst, &tpo));
     OK(qgmm_synchronize(g_ctx));
-    uint8_t *got = fetch(bout, (size_t)P * row);
-    int32_t *gst = fetch(bst, sizeof(int32_t) * (size_t)G), *gpo = fetch(bpo, sizeof(int32_t) * (size_t)G);
+    uint8_t *got = qgmm_test_fetch(bout, (size_t)P * row);
+    int32_t *gst = qgmm_test_fetch(bst, sizeof(int32_t) * (size_t)G), *gpo = qgmm_test_fetch(bpo, sizeof(int32_t) * (size_t)G);
     CHECK(memcmp(got, want, (size_t)P * row) == 0, "pad esz=%zu A=%d T=%lld D=%lld G=%d: padded bytes differ",
           esz, A, (long long)T, (long long)D, G);
     CHECK(memcmp(gst, want_start, sizeof(int32_t) * (size_t)G) == 0, "pad A=%d G=%d: padded_start differs", A, G);
@@ -477,15 +449,15 @@ static void pad_case(size_t esz, int A, int64_t T, int64_t D, const int32_t *off
     OK(qgmm_buffer_fill(bout, 0, (size_t)P * row, 0x3C));
     OK(qgmm_pad_token_groups(g_ctx, A, &tx, &toffs, &tout, NULL, NULL));
     OK(qgmm_synchronize(g_ctx));
-    uint8_t *got2 = fetch(bout, (size_t)P * row);
+    uint8_t *got2 = qgmm_test_fetch(bout, (size_t)P * row);
     CHECK(memcmp(got2, want, (size_t)P * row) == 0, "pad without optional outputs differs (A=%d G=%d)", A, G);
 
     /* unpad(pad(x)) == x bit for bit on the rows the groups cover; the rest is zero */
-    qgmm_buffer *bback = buf_poisoned((size_t)T * row, 0x77);
+    qgmm_buffer *bback = qgmm_test_buf_poisoned((size_t)T * row, 0x77);
     qgmm_tensor tback = t2(bback, dt, T, D);
     OK(qgmm_unpad_token_groups(g_ctx, A, &tout, &toffs, &tback));
     OK(qgmm_synchronize(g_ctx));
-    uint8_t *back = fetch(bback, (size_t)T * row);
+    uint8_t *back = qgmm_test_fetch(bback, (size_t)T * row);
     const int64_t covered = G ? offs[G - 1] : 0;
     CHECK(memcmp(back, x, (size_t)covered * row) == 0, "unpad(pad(x)) != x (esz=%zu A=%d T=%lld G=%d)", esz, A,
           (long long)T, G);
@@ -495,22 +467,22 @@ static void pad_case(size_t esz, int A, int64_t T, int64_t D, const int32_t *off
 
     /* row ids in the unpadded and the padded space */
     int32_t *want_ids = malloc(sizeof(int32_t) * (size_t)(P > T ? P : T));
-    qgmm_buffer *bid = buf_poisoned(sizeof(int32_t) * (size_t)T, 0x11);
-    qgmm_tensor tid = t1(bid, QGMM_I32, T);
+    qgmm_buffer *bid = qgmm_test_buf_poisoned(sizeof(int32_t) * (size_t)T, 0x11);
+    qgmm_tensor tid = qgmm_test_t1(bid, QGMM_I32, T);
     OK(qgmm_group_row_ids(g_ctx, &toffs, NULL, &tid));
     OK(qgmm_synchronize(g_ctx));
-    int32_t *ids = fetch(bid, sizeof(int32_t) * (size_t)T);
+    int32_t *ids = qgmm_test_fetch(bid, sizeof(int32_t) * (size_t)T);
     for (int64_t r = 0; r < T; ++r) {
         want_ids[r] = -1;
         for (int g = 0; g < G; ++g)
             if (r >= (g ? offs[g - 1] : 0) && r < offs[g]) { want_ids[r] = g; break; }
     }
     CHECK(memcmp(ids, want_ids, sizeof(int32_t) * (size_t)T) == 0, "row ids (unpadded) differ, G=%d", G);
-    qgmm_buffer *bpid = buf_poisoned(sizeof(int32_t) * (size_t)P, 0x11);
-    qgmm_tensor tpid = t1(bpid, QGMM_I32, P);
+    qgmm_buffer *bpid = qgmm_test_buf_poisoned(sizeof(int32_t) * (size_t)P, 0x11);
+    qgmm_tensor tpid = qgmm_test_t1(bpid, QGMM_I32, P);
     OK(qgmm_group_row_ids(g_ctx, &toffs, &tpo, &tpid));
     OK(qgmm_synchronize(g_ctx));
-    int32_t *pids = fetch(bpid, sizeof(int32_t) * (size_t)P);
+    int32_t *pids = qgmm_test_fetch(bpid, sizeof(int32_t) * (size_t)P);
     for (int64_t r = 0; r < P; ++r) {
         want_ids[r] = -1;
         for (int g = 0; g < G; ++g) {
@@ -548,7 +520,7 @@ static void pad_suite(void)
 
 static void expect_untouched(const char *what, const uint8_t *before, qgmm_buffer *b, size_t len)
 {
-    uint8_t *after = fetch(b, len);
+    uint8_t *after = qgmm_test_fetch(b, len);
     CHECK(memcmp(before, after, len) == 0, "%s: output changed despite bad offsets", what);
     free(after);
 }
@@ -578,17 +550,17 @@ static void bad_offsets_suite(void)
             const qgmm_blocked_variant v = kind ? QGMM_BLOCKED_K_GROUPS : QGMM_BLOCKED_M_GROUPS;
             const size_t len = kind ? klen : mlen;
             memset(poison, 0xA5, len);
-            qgmm_buffer *bin = buf_from(sc, sizeof sc), *bout = buf_poisoned(len, 0xA5);
-            qgmm_buffer *boffs = buf_from(kind ? bad_k[i] : bad_m[i], sizeof(int32_t) * 3);
-            qgmm_buffer *bst = buf_poisoned(12, 0xA5);
-            qgmm_tensor tin = t2(bin, QGMM_E8M0, 64, 8), tout = t1(bout, QGMM_E8M0, (int64_t)len);
-            qgmm_tensor toffs = t1(boffs, QGMM_I32, 3), tst = t1(bst, QGMM_I32, 3);
+            qgmm_buffer *bin = qgmm_test_buf_from(sc, sizeof sc), *bout = qgmm_test_buf_poisoned(len, 0xA5);
+            qgmm_buffer *boffs = qgmm_test_buf_from(kind ? bad_k[i] : bad_m[i], sizeof(int32_t) * 3);
+            qgmm_buffer *bst = qgmm_test_buf_poisoned(12, 0xA5);
+            qgmm_tensor tin = t2(bin, QGMM_E8M0, 64, 8), tout = qgmm_test_t1(bout, QGMM_E8M0, (int64_t)len);
+            qgmm_tensor toffs = qgmm_test_t1(boffs, QGMM_I32, 3), tst = qgmm_test_t1(bst, QGMM_I32, 3);
             OK(qgmm_scales_to_blocked(g_ctx, v, &tin, &toffs, &tout, &tst));
             expect_bad_offsets(kind ? "to_blocked K-groups" : "to_blocked M-groups", poison, bout, len);
             uint8_t st_poison[12];
             memset(st_poison, 0xA5, 12);
             expect_untouched("to_blocked group_starts", st_poison, bst, 12);
-            qgmm_buffer *bplain = buf_poisoned(sizeof sc, 0xA5);
+            qgmm_buffer *bplain = qgmm_test_buf_poisoned(sizeof sc, 0xA5);
             qgmm_tensor tplain = t2(bplain, QGMM_E8M0, 64, 8);
             OK(qgmm_scales_from_blocked(g_ctx, v, &tout, &toffs, &tplain));
             memset(poison, 0xA5, sizeof sc);
@@ -604,20 +576,20 @@ static void bad_offsets_suite(void)
         const int64_t T = 40, D = 3, P = qgmm_padded_rows_bound(T, 2, 16);
         uint8_t x[40 * 3];
         memset(x, 1, sizeof x);
-        qgmm_buffer *bx = buf_from(x, sizeof x), *boffs = buf_from(bad_p[i], 8);
-        qgmm_buffer *bout = buf_poisoned((size_t)(P * D), 0xA5), *bst = buf_poisoned(8, 0xA5);
-        qgmm_tensor tx = t2(bx, QGMM_U8, T, D), toffs = t1(boffs, QGMM_I32, 2);
-        qgmm_tensor tout = t2(bout, QGMM_U8, P, D), tst = t1(bst, QGMM_I32, 2);
+        qgmm_buffer *bx = qgmm_test_buf_from(x, sizeof x), *boffs = qgmm_test_buf_from(bad_p[i], 8);
+        qgmm_buffer *bout = qgmm_test_buf_poisoned((size_t)(P * D), 0xA5), *bst = qgmm_test_buf_poisoned(8, 0xA5);
+        qgmm_tensor tx = t2(bx, QGMM_U8, T, D), toffs = qgmm_test_t1(boffs, QGMM_I32, 2);
+        qgmm_tensor tout = t2(bout, QGMM_U8, P, D), tst = qgmm_test_t1(bst, QGMM_I32, 2);
         OK(qgmm_pad_token_groups(g_ctx, 16, &tx, &toffs, &tout, &tst, NULL));
         uint8_t *pz = malloc((size_t)(P * D));
         memset(pz, 0xA5, (size_t)(P * D));
         expect_bad_offsets("pad_token_groups", pz, bout, (size_t)(P * D));
-        qgmm_buffer *bback = buf_poisoned(sizeof x, 0xA5);
+        qgmm_buffer *bback = qgmm_test_buf_poisoned(sizeof x, 0xA5);
         qgmm_tensor tback = t2(bback, QGMM_U8, T, D);
         OK(qgmm_unpad_token_groups(g_ctx, 16, &tout, &toffs, &tback));
         expect_bad_offsets("unpad_token_groups", pz, bback, sizeof x);
-        qgmm_buffer *bid = buf_poisoned(4 * 40, 0xA5);
-        qgmm_tensor tid = t1(bid, QGMM_I32, 40);
+        qgmm_buffer *bid = qgmm_test_buf_poisoned(4 * 40, 0xA5);
+        qgmm_tensor tid = qgmm_test_t1(bid, QGMM_I32, 40);
         OK(qgmm_group_row_ids(g_ctx, &toffs, NULL, &tid));
         expect_bad_offsets("group_row_ids", pz, bid, 4 * 40);
         free(pz);
