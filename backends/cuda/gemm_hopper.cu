@@ -559,12 +559,10 @@ __device__ __forceinline__ void qg_promo_krange(const qg_problem &p, const qg_sc
 }
 
 /* FP8 blockwise: the f32 scale of tile row (x < 128) or column (x >= 128) in slice kt (one
- * 128-deep block; j unused), zero past the extents. */
-template <int SC>
-__device__ __forceinline__ float qg_promo_scale(const qg_problem &p, const qg_sched &s, int g, int64_t r0, int64_t c0,
-                                                int kbase, int klen, int kt, int j, int x)
+ * 128-deep block), zero past the extents. */
+__device__ __forceinline__ float qg_block_promo_scale(const qg_problem &p, const qg_sched &s, int g, int64_t r0,
+                                                      int64_t c0, int kbase, int kt, int x)
 {
-    (void)klen; (void)j;
     const bool col = x >= PBM;
     const int64_t i = col ? c0 + (x - PBM) : r0 + x;
     const int64_t r_end = p.kind == QG_M_GROUPED ? s.bounds[g + 1] : p.rows;
@@ -611,7 +609,7 @@ __device__ __forceinline__ void qg_promo_stage_scales(const qg_problem &p, const
 #pragma unroll
         for (int q = 0; q < PER; ++q) {
             const int i = lt + q * QG_SCALE_LOADERS;
-            v[q] = i < SSTAGE ? qg_promo_scale<SC>(p, s, g, r0, c0, kbase, klen, kt, 0, i) : 0.f;
+            v[q] = i < SSTAGE ? qg_block_promo_scale(p, s, g, r0, c0, kbase, kt, i) : 0.f;
         }
 #pragma unroll
         for (int q = 0; q < PER; ++q) {
