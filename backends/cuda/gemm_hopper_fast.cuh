@@ -1,0 +1,181 @@
+/*
+ * gemm_hopper_fast.cuh — the fast Hopper kernel (BF16; FP8 rowwise with bf16 output), M- and
+ * K-grouped, 128x256 tiles.
+ * Included by gemm_hopper.cu only (one translation unit, anonymous namespace).
+ */
+#pragma once
+
+#include "gemm_hopper_common.cuh"
+
+namespace {
+
+/* The fast kernel: STAGES ring slots, SB staging bytes per consumer warpgroup (0: every
+ * tile stored from registers), CL CTAs per cluster. With CL == 2 the two CTAs of a
+ * cluster take the two 128-row halves of a 256 x 256 tile pair of the same group: each
+ * loads its own A rows and half of the shared B tile, multicast into both CTAs, so every
+ * CTA reads a third less from L2. A half past the group's end (odd row-tile count)
+ * computes rows that the epilogue masks. */
+template <int E, int SC, int STAGES, int SB, int CL>
+__global__ void __launch_bounds__(HTHR, 1)
+qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                 const __grid_constant__ CUtensorMap tmO, const qg_problem p, int pair_ok, int tma_out)
+{
+#ifdef QG_HAS_WGMMA
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *sA, *sB, *sO;
+    float *sS;
+    uint64_t *full, *empty;
+    qg_sched s;
+    if (!qg_pipe_init<STAGES, HA_BYTES, HB_BYTES, SB, HBM * CL, HBN, CL>(smem_raw, p, sA, sB, sO, sS, full, empty, s))
+        return;
+    const uint32_t rank = CL > 1 ? cluster_rank() : 0;
+    const int t_first = blockIdx.x / CL, t_step = gridDim.x / CL;
+
+    constexpr int ESZ = E == QG_ELEM_BF16 ? 2 : 1;
+    constexpr int BKE = HBKB / ESZ; /* elements per slice */
+    constexpr int KALIGN = 16 / ESZ; /* TMA box starts stay 16-byte aligned */
+    const int nk = (int)((p.kdim + BKE - 1) / BKE);
+    const int wg = threadIdx.x / 128;
+    const bool kgrp = p.kind == QG_K_GROUPED;
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
+            int it = 0;
+            for (int t = t_first; t < s.total; t += t_step) {
+                int g; int64_t r0, c0;
+                qg_sched_tile<HBM * CL, HBN>(p, s, t, g, r0, c0);
+                r0 += rank * HBM;
+                int kbase = 0, nkt = nk;
+                if (kgrp) { /* slices start at the group's first token rounded down to 16 bytes */
+                    const int kb0 = s.bounds[g], klen = s.bounds[g + 1] - kb0;
+                    kbase = kb0 & ~(KALIGN - 1);
+                    nkt = klen > 0 ? (klen + (kb0 - kbase) + BKE - 1) / BKE : 0;
+                }
+                for (int kt = 0; kt < nkt; ++kt, ++it) {
+                    const int st = it % STAGES;
+                    mbar_wait(&empty[st], ((it / STAGES) & 1) ^ 1);
+                    mbar_expect_tx(&full[st], HA_BYTES + HB_BYTES);
+                    /* a cluster's half past the last row loads its partner's rows instead
+                     * (its output is masked; no box lies wholly outside the tensor) */
+                    const int ra = CL > 1 && r0 >= p.rows ? (int)r0 - HBM : (int)r0;
+                    tma_2d(h_smem(sA + st * HA_BYTES), &tmA, kbase + kt * BKE, ra, &full[st]);
+                    if constexpr (CL == 1) {
+                        if (kgrp) tma_2d(h_smem(sB + st * HB_BYTES), &tmB, kbase + kt * BKE, (int)c0, &full[st]);
+                        else tma_3d(h_smem(sB + st * HB_BYTES), &tmB, kt * BKE, (int)c0, g, &full[st]);
+                    } else { /* this CTA's share of the B rows, into every CTA of the cluster */
+                        constexpr int BR = HBN / CL;
+                        const uint32_t dst = h_smem(sB + st * HB_BYTES + rank * BR * HBKB);
+                        const int cb = (int)c0 + (c0 + (int)rank * BR < p.cols ? (int)rank * BR : 0);
+                        const uint16_t mask = (uint16_t)((1u << CL) - 1);
+                        if (kgrp) tma_2d_mc(dst, &tmB, kbase + kt * BKE, cb, &full[st], mask);
+                        else tma_3d_mc(dst, &tmB, kt * BKE, cb, g, &full[st], mask);
+                    }
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        const int cw = wg - 1;                  /* consumer half: rows cw*64 .. +63 */
+        const int lt = threadIdx.x % 128, warp = lt / 32, lane = lt % 32;
+        int it = 0;
+        for (int t = t_first; t < s.total; t += t_step) {
+            int g; int64_t r0, c0;
+            qg_sched_tile<HBM * CL, HBN>(p, s, t, g, r0, c0);
+            r0 += rank * HBM;
+            int64_t r_end = s.bounds[g + 1];
+            int nkt = nk, klen = 0, head = 0;
+            if (kgrp) {
+                r_end = p.rows;
+                klen = s.bounds[g + 1] - s.bounds[g];
+                head = s.bounds[g] & (KALIGN - 1); /* tokens of the previous group in slice 0 */
+                nkt = klen > 0 ? (klen + head + BKE - 1) / BKE : 0;
+            }
+            const qg_epi e = {g, r0 + cw * 64, r_end, c0, kgrp && klen == 0};
+            float *ss = sS + cw * QG_SCALE_FLOATS;
+            if constexpr (SC == QG_SC_ROW) qg_stage_row_scales(p, e, ss, lt, 2 + cw);
+            float acc[128];
+#pragma unroll
+            for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+            for (int kt = 0; kt < nkt; ++kt, ++it) {
+                const int st = it % STAGES;
+                mbar_wait(&full[st], (it / STAGES) & 1);
+                const int lo_b = kt == 0 ? head * ESZ : 0;              /* valid bytes of each */
+                const int hi_b = min(BKE, klen + head - kt * BKE) * ESZ; /* 128-byte row: [lo_b, hi_b) */
+                if (kgrp && (lo_b > 0 || hi_b < HBKB)) {
+                    /* K-grouped: the slice holds tokens of the neighbouring groups (before the
+                     * group's first token in the first slice, after its last in the last);
+                     * zero them in both tiles (128B-swizzled: 16-byte chunk c of row r sits at
+                     * chunk c ^ (r % 8)). This warpgroup clears its 64 A rows and half of the
+                     * 256 B rows, then both consumers meet before any wgmma. Chunks wholly
+                     * inside [lo_b, hi_b) stay as they are, chunks wholly outside are
+                     * zeroed, the one or two straddling chunks per row are masked per byte;
+                     * the warps reconverge before the barrier and wgmma that follow. */
+                    uint8_t *a_st = sA + st * HA_BYTES + cw * 64 * 128;
+                    uint8_t *b_st = sB + st * HB_BYTES + cw * 128 * 128;
+                    for (int i = lt; i < (64 + 128) * 8; i += 128) {
+                        const int row = i >> 3, ch = i & 7, lo = ch * 16;
+                        if (lo >= lo_b && lo + 16 <= hi_b) continue;
+                        const int rr = row < 64 ? row : row - 64;
+                        uint4 *chunk = (uint4 *)((row < 64 ? a_st : b_st) + rr * 128 + ((ch ^ (rr & 7)) << 4));
+                        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+                        if (lo + 16 > lo_b && lo < hi_b) {
+                            v = *chunk;
+                            uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                            for (int q = 0; q < 4; ++q) { /* keep bytes [kl, kh) of word q */
+                                const int kl = min(max(lo_b - lo - 4 * q, 0), 4);
+                                const int kh = min(max(hi_b - lo - 4 * q, 0), 4);
+                                const uint32_t mh = kh >= 4 ? 0xFFFFFFFFu : (1u << (8 * kh)) - 1u;
+                                const uint32_t ml = kl >= 4 ? 0xFFFFFFFFu : (1u << (8 * kl)) - 1u;
+                                w[q] &= mh & ~ml;
+                            }
+                            v = make_uint4(w[0], w[1], w[2], w[3]);
+                        }
+                        *chunk = v;
+                    }
+                    __syncwarp();
+                    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                    asm volatile("barrier.sync 1, 256;\n" ::: "memory");
+                    __syncwarp();
+                }
+                const uint64_t da = wg_desc(h_smem(sA + st * HA_BYTES + cw * 64 * 128));
+                const uint64_t db = wg_desc(h_smem(sB + st * HB_BYTES));
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+                for (int ks = 0; ks < 4; ++ks) {
+                    /* +32 bytes along K inside the swizzle atom = +2 in the address field */
+                    if constexpr (E == QG_ELEM_BF16) qg_wgmma_bf16(acc, da + 2 * ks, db + 2 * ks);
+                    else if constexpr (E == QG_ELEM_E4M3) qg_wgmma_e4m3(acc, da + 2 * ks, db + 2 * ks);
+                    else qg_wgmma_e5m2(acc, da + 2 * ks, db + 2 * ks);
+                }
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                /* keep this slice's MMAs in flight; the previous slice's are done now,
+                 * so its stage goes back to the producer */
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                if (kt > 0) qg_release<CL>(&empty[(it + STAGES - 1) % STAGES], lane);
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            qg_fence_acc(acc);
+            if (nkt > 0) qg_release<CL>(&empty[(it + STAGES - 1) % STAGES], lane);
+            if constexpr (SC == QG_SC_ROW) qg_wait_row_scales(2 + cw);
+            bool staged = false;
+            if constexpr (SB > 0) { /* the whole half lies inside the rows it may write */
+                staged = tma_out && (e.r0 + 64 <= r_end || r_end >= p.rows);
+                if (staged) qg_epi_tma<SC, 32, SB>(p, e, acc, ss, &tmO, sO + cw * SB, 2 + cw, lt, warp, lane);
+            }
+            if (!staged) qg_epi_regs<SC, 32>(p, e, acc, ss, pair_ok, warp, lane);
+        }
+        if (SB > 0 && lt == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+    }
+    /* no CTA leaves while a peer may still multicast into it or arrive on its barriers */
+    if constexpr (CL > 1) {
+        __syncwarp();
+        cluster_sync();
+    }
+#else
+    __trap();
+#endif
+}
+
+} // namespace
