@@ -31,6 +31,8 @@ static const char *backend = "cpu";
 /* One context per rank and one for the reference, made once: a Vulkan context compiles its
  * pipelines as it first uses them, so reusing the contexts keeps the test quick. */
 enum { MAX_RANKS = 8 };
+/* the plans' alignment of each local expert's received rows, and the reference's */
+enum { ALIGN = 16 };
 static qgmm_context *g_ctx[MAX_RANKS + 1];
 
 static uint16_t to_bf16(float f)
@@ -111,15 +113,19 @@ static void store(uint8_t *p, qgmm_dtype t, int64_t i, float v)
     else { const uint16_t h = to_bf16(v); memcpy(p + i * 2, &h, 2); }
 }
 
-/* The one-device composite over all tokens sorted by expert (stable), then the sums. */
+/* The one-device composite over all tokens sorted by expert (stable), each expert's rows
+ * padded with zero rows to the plan's alignment as in the receive layout, then the sums.
+ * The padding matters on GPUs: their tensor-core sums depend on where a group's tokens sit
+ * within the 16-byte-aligned slices the wgrad GEMM reads (docs/ep.md, "Equivalence"). */
 static void reference(world *W)
 {
     const config *c = W->c;
-    const int64_t Tg = W->Tg, k = c->k, N = c->N, K = c->K, E = c->E, M = Tg * k;
+    const int64_t Tg = W->Tg, k = c->k, N = c->N, K = c->K, E = c->E;
+    const int64_t M = qgmm_padded_rows_bound(Tg * k, E, ALIGN);
     const qgmm_dtype od = c->out_dtype;
     const size_t oes = qgmm_dtype_size(od);
-    int64_t *row = malloc((size_t)(M ? M : 1) * sizeof *row);
-    uint16_t *xp = malloc((size_t)(M * K + 1) * 2), *dyp = malloc((size_t)(M * N + 1) * 2);
+    int64_t *row = malloc((size_t)(Tg * k + 1) * sizeof *row);
+    uint16_t *xp = calloc((size_t)(M * K + 1), 2), *dyp = calloc((size_t)(M * N + 1), 2);
     int32_t *offs = malloc((size_t)E * 4);
     int64_t m = 0;
     for (int64_t e = 0; e < E; ++e) {
@@ -131,6 +137,7 @@ static void reference(world *W)
                     for (int64_t n = 0; n < N; ++n) dyp[m * N + n] = to_bf16(W->wt[g * k + j] * from_bf16(W->dy[g * N + n]));
                     ++m;
                 }
+        m = (m + ALIGN - 1) / ALIGN * ALIGN;
         offs[e] = (int32_t)m;
     }
     qgmm_context *ctx = g_ctx[MAX_RANKS];
@@ -186,6 +193,7 @@ static qgmm_ep_plan *make_plan(world *W, int r, int64_t max_row_bytes)
     int64_t maxT = 0;
     for (int i = 0; i < c->R; ++i) if (c->T[i] > maxT) maxT = c->T[i];
     qgmm_ep_plan_params pp = QGMM_EP_PLAN_PARAMS_INIT(c->E, c->k, maxT, max_row_bytes);
+    pp.alignment = ALIGN;
     pp.expert_rank = c->map ? c->expert_rank : NULL;
     qgmm_ep_plan *plan = NULL;
     OK(qgmm_ep_plan_create(W->comm[r], &pp, &plan));
