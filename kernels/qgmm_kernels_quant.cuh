@@ -4,7 +4,7 @@
  * FP8 blockwise (1x128, 128x128). Per-element numerics only through kernels/qgmm_*.h
  * (NaN rule included: qgmm_mul_f32), so the bytes equal the CPU reference.
  *
- * Kernels (the launcher in backends/<api>/cast_*.cu picks one):
+ * Kernels (the launcher in backends/cuda_hip/cast_*.cu picks one):
  *   qgmm_kq_generic     any layout: one warp per scale group (a rectangle of the
  *                       (E,R,C) view), strided loads; the fallback and the oracle shape.
  *   qgmm_kq_rowblock    32/128-element blocks along a contiguous last dim (MX dim0,
@@ -1160,11 +1160,11 @@ static inline int qgmm_k_resident(K kernel, int threads, int guess)
     return guess;
 }
 /* Launches qgmm_kq_transpose (cast along R into R-contiguous q) on the context's stream;
- * shared by the rowwise and MXFP8 casts (defined in backends/cuda/cast_rowwise.cu, whose
+ * shared by the rowwise and MXFP8 casts (defined in backends/cuda_hip/cast_rowwise.cu, whose
  * launches the HIP host emulation rewrites like every launcher file's). */
 qgmm_status qgmm_cuda_launch_kq_transpose(qgmm_context *ctx, const qgmm_kquant &a, const qgmm_tensor *x);
 /* Launches qgmm_kq_rowblock for MX dim0 (kind MX) or blockwise 1x128 with bf16 / f32 x
- * (defined in backends/cuda/cast_blockwise.cu, shared with cast_mx.cu). */
+ * (defined in backends/cuda_hip/cast_blockwise.cu, shared with cast_mx.cu). */
 qgmm_status qgmm_cuda_launch_kq_rowblock(qgmm_context *ctx, const qgmm_kquant &a);
 #endif
 

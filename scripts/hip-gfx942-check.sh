@@ -9,7 +9,7 @@
 # What it compiles (device only, -DQGMM_HIP_BARE: kernels/qgmm_dialect_hip.h supplies the
 # HIP words over clang builtins):
 #   backends/hip/gemm_mfma.hip, backends/hip/fp8_hw.hip, and the shared cast/layout
-#   launchers backends/cuda/cast_*.cu, layout_*.cu (exactly what libqgmm-hip.so compiles).
+#   launchers backends/cuda_hip/cast_*.cu, layout_*.cu (exactly what libqgmm-hip.so compiles).
 # What it asserts:
 #   - the FP8 GEMM kernel (qgmm_hg_kernel<true>) contains v_mfma_f32_32x32x16_fp8_fp8, the
 #     BF16 one (qgmm_hg_kernel<false>) v_mfma_f32_32x32x8_bf16;
@@ -55,9 +55,9 @@ KNOWN_SCRATCH=""   # none today; an entry needs its reason
 FLAGS=(-x hip "--offload-arch=${ARCH}" -nogpulib -nogpuinc --cuda-device-only -S -O3 -std=c++17
        -Wno-comment -Wno-unused-function -ffp-contract=off -DQGMM_HIP_BARE
        "-I${ROOT}/backends/hip/shim/bare" "-I${ROOT}/backends/hip/shim" "-I${ROOT}/backends/hip"
-       "-I${ROOT}/backends/cuda" "-I${ROOT}/api" "-I${ROOT}/kernels")
+       "-I${ROOT}/backends/cuda_hip" "-I${ROOT}/api" "-I${ROOT}/kernels")
 SRCS=("${ROOT}/backends/hip/gemm_mfma.hip" "${ROOT}/backends/hip/fp8_hw.hip")
-for f in "${ROOT}"/backends/cuda/cast_*.cu "${ROOT}"/backends/cuda/layout_*.cu; do SRCS+=("$f"); done
+for f in "${ROOT}"/backends/cuda_hip/cast_*.cu "${ROOT}"/backends/cuda_hip/layout_*.cu; do SRCS+=("$f"); done
 
 echo "== ${CLANG} ($("$CLANG" --version | head -1)) --offload-arch=${ARCH}, device only"
 start=$(date +%s)

@@ -2,7 +2,7 @@
  * hip_backend.cpp — the HIP plugin's entry point and its non-op vtable slots (devices,
  * contexts on an own or adopted hipStream_t, buffers, events, synchronize with the device
  * status word), plus the launch services that the shared cast/layout launchers call
- * (backends/cuda/cuda_internal.h: qgmm_cuda_check, _enter, _scratch, _grid ...),
+ * (backends/cuda_hip/cuda_internal.h: qgmm_cuda_check, _enter, _scratch, _grid ...),
  * implemented here over the HIP runtime. Those launchers are compiled as HIP through
  * backends/hip/shim/cuda_runtime.h; the context they see is a qgmm_cuda_ctx whose
  * `stream` is a hipStream_t.
@@ -345,7 +345,7 @@ qgmm_plugin_entry(uint32_t abi_version, char *reason, size_t reason_cap)
     v->event_record = hip_event_record;
     v->event_elapsed_ms = hip_event_elapsed_ms;
     v->event_destroy = hip_event_destroy;
-    qgmm_cuda_fill_cast_ops(v); /* the shared launchers (backends/cuda/cast_*.cu, layout_*.cu) as HIP */
+    qgmm_cuda_fill_cast_ops(v); /* the shared launchers (backends/cuda_hip/cast_*.cu, layout_*.cu) as HIP */
     v->grouped_gemm = qgmm_hip_grouped_gemm;
     return v;
 }

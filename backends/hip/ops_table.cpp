@@ -1,7 +1,7 @@
 /*
  * ops_table.cpp — what the HIP plugin (libqgmm-hip.so) and its host emulation
  * (libqgmm-hipemu.so) share above the runtime: the 2-D row grid the shared cast/layout
- * launchers ask for (their vtable slots: backends/cuda/cast_ops_table.cu). Compiled into
+ * launchers ask for (their vtable slots: backends/cuda_hip/cast_ops_table.cu). Compiled into
  * both; it calls only qgmm_cuda_grid, which each of them implements over its own "device".
  */
 #include "cuda_internal.h"

@@ -9,7 +9,7 @@ mkdir -p "$OUT"
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 $NVCC -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
   -shared -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
-  -Ibackends/cuda -Iapi -Ikernels \
+  -Ibackends/cuda -Ibackends/cuda_hip -Iapi -Ikernels \
   backends/cuda/gemm_portable.cu backends/cuda/gemm_hopper.cu backends/cuda/gemm_dispatch.cu \
   bench/cuda_gemm/gemm_capi.cu -o "$OUT/libqg_bench.so"
 echo "built $OUT/libqg_bench.so"

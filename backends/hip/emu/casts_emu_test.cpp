@@ -103,7 +103,7 @@ static void run(qgmm_context *cpu, const ccase &c)
         }
         const qgmm_fp8_rowwise_params p = {c.dim, c.opt & 1, (c.opt & 2) ? QGMM_SCALE_RECIPROCAL : QGMM_SCALE_MULTIPLIER};
         st = qgmm_quantize_fp8_rowwise(cpu, &p, &tx, G ? &to : NULL, &tq, &ts);
-        /* the launcher's set-up of the same op (backends/cuda/cast_rowwise.cu) */
+        /* the launcher's set-up of the same op (backends/cuda_hip/cast_rowwise.cu) */
         a.kind = QGMM_KQ_ROWWISE;
         a.along_c = c.dim == 1;
         a.pow2 = c.opt & 1;

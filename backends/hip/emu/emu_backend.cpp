@@ -1,7 +1,7 @@
 /*
  * emu_backend.cpp — libqgmm-hipemu.so: the HIP plugin's ops with the device replaced by the
  * host emulation (hip_emu.h), so the conformance suite can run them on any machine:
- *   casts/layouts/padding: the shared launchers (backends/cuda/cast_*.cu, layout_*.cu)
+ *   casts/layouts/padding: the shared launchers (backends/cuda_hip/cast_*.cu, layout_*.cu)
  *     and kernels, launches rewritten by emu_launchers.py, 64-wide waves;
  *   grouped GEMM: gemm_build.cpp + the gemm_mfma.hip kernel with the MFMA lane model;
  *     QGMM_HIPEMU_ARCH=gfx90a|gfx942 (default gfx942) picks the path as the real plugin does.
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- the services the shared launchers call (backends/cuda/cuda_internal.h) */
+/* ---- the services the shared launchers call (backends/cuda_hip/cuda_internal.h) */
 extern "C" qgmm_status qgmm_cuda_check(const qgmm_context *ctx, cudaError_t e, const char *what)
 {
     return e == 0 ? QGMM_OK : qgmm_set_error(ctx, QGMM_ERR_DEVICE, "hipemu: %s failed (%d)", what, e);

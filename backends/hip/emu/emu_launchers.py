@@ -2,7 +2,7 @@
 """emu_launchers.py — rewrites the kernel launches of a CUDA/HIP launcher file for the host
 emulation: every `KERNEL<<<grid, block, shmem, stream>>>(args)` becomes
 `hg_emu_launch(grid, block, shmem, stream, [&] { KERNEL(args); })`, nothing else changes.
-Used by backends/hip/CMakeLists.txt to build libqgmm-hipemu.so from backends/cuda/cast_*.cu
+Used by backends/hip/CMakeLists.txt to build libqgmm-hipemu.so from backends/cuda_hip/cast_*.cu
 and layout_*.cu unchanged.
 
 usage: emu_launchers.py IN.cu OUT.cpp

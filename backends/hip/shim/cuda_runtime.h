@@ -1,10 +1,10 @@
 /*
  * cuda_runtime.h — HIP stand-in, first on the HIP plugin's include path. The CUDA
- * plugin's cast/layout/padding launchers (backends/cuda/cast_*.cu, layout_*.cu) use only
+ * plugin's cast/layout/padding launchers (backends/cuda_hip/cast_*.cu, layout_*.cu) use only
  * the kernels/ .cuh files, <<<>>> launches, dim3, cudaStream_t and cudaMemsetAsync; with this header
  * they compile UNCHANGED as HIP, so the HIP plugin runs the same launch logic over the
  * same single-source kernels (no twin copies). Their services (qgmm_cuda_ctx_of,
- * qgmm_cuda_grid, qgmm_cuda_scratch, ...; backends/cuda/cuda_internal.h) are implemented
+ * qgmm_cuda_grid, qgmm_cuda_scratch, ...; backends/cuda_hip/cuda_internal.h) are implemented
  * for HIP in backends/hip/hip_backend.cpp.
  *
  * If a launcher starts using another CUDA runtime name, the HIP build fails here first:

@@ -1,6 +1,6 @@
 /*
  * cuda_runtime.h — the host-emulation stand-in (first on libqgmm-hipemu's include path):
- * the shared launchers (backends/cuda/cast_*.cu, layout_*.cu, their launches rewritten by
+ * the shared launchers (backends/cuda_hip/cast_*.cu, layout_*.cu, their launches rewritten by
  * emu_launchers.py into hg_emu_launch calls) run their kernels on the host under
  * hip_emu.h. Streams are nothing, memsets are immediate, every launch is synchronous.
  */
