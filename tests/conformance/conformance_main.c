@@ -24,7 +24,7 @@ static void usage(FILE *f)
             "Runs every case of a suite on a backend and checks it against the CPU reference:\n"
             "casts, layouts and padding byte for byte (every output byte, guard bands included),\n"
             "GEMMs by relative Frobenius error vs float64 of the dequantized operands and SQNR vs\n"
-            "float64 of the bf16 operands (thresholds: tests/common/qgmm_thresholds.h,\n"
+            "float64 of the bf16 operands (thresholds: cases/qgmm_thresholds.h,\n"
             "docs/numerics.md).\n"
             "\n"
             "  --backend NAME   cpu, cuda, hip, vulkan, a plugin name, or all (default: all)\n"
