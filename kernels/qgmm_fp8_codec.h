@@ -1,7 +1,7 @@
 /*
  * qgmm_fp8_codec.h — the scalar codecs of ops-spec §0: f32 <-> fp8 (e4m3fn, e4m3fnuz,
  * e5m2), f32 <-> bf16, E8M0. Every backend calls these (GLSL mirrors them line by line
- * in kernels/glsl/codec.glsl); the conformance suite proves the bytes agree.
+ * in backends/vulkan/glsl/codec.glsl); the conformance suite proves the bytes agree.
  *
  * Integer-only arithmetic on purpose: no FPU rounding mode, FTZ or fast-math setting
  * can change a result.

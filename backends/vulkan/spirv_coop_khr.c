@@ -12,7 +12,7 @@
  *    into two KHR types by following loads, stores, copies and phis from each
  *    OpCooperativeMatrixMulAddNV operand (union-find). Arrays of such matrices, access chains
  *    into them and calls taking them are refused: the shader keeps A/B fragments in plain
- *    variables (kernels/glsl/gemm_coopmat.comp);
+ *    variables (backends/vulkan/glsl/gemm_coopmat.comp);
  *  - loads and stores take an integer MemoryLayout id before the stride instead of a bool
  *    after it; the other opcodes are renumbered.
  * Anything this tool does not understand is an error at build time, never a silent

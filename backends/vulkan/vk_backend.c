@@ -3,7 +3,7 @@
  * transfers), fills/copies, timestamp events, synchronize with the device status word.
  */
 #include "vk_internal.h"
-#include "../../kernels/glsl/fill_params.h"
+#include "glsl/fill_params.h"
 
 #include <stdio.h>
 #include <stdlib.h>

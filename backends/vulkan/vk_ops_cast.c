@@ -6,9 +6,9 @@
  * kernels/qgmm_scale_rules.h, so host and reference agree by construction.
  */
 #include "vk_internal.h"
-#include "../../kernels/glsl/params.h"
-#include "../../kernels/glsl/cast_params.h"
-#include "../../kernels/glsl/dequant_params.h"
+#include "glsl/params.h"
+#include "glsl/cast_params.h"
+#include "glsl/dequant_params.h"
 #include "qgmm_layout_maps.h"
 #include "qgmm_scale_rules.h"
 

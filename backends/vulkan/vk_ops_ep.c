@@ -4,7 +4,7 @@
  * dispatch per mode. The loopback transport moves the wire rows between contexts.
  */
 #include "vk_internal.h"
-#include "../../kernels/glsl/ep_params.h"
+#include "glsl/ep_params.h"
 #include "qgmm_layout_maps.h"
 
 #include <string.h>

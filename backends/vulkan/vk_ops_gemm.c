@@ -11,8 +11,8 @@
  * operand, so an operand with no unit stride falls back to the tiled shader.
  */
 #include "vk_internal.h"
-#include "../../kernels/glsl/params.h"
-#include "../../kernels/glsl/gemm_params.h"
+#include "glsl/params.h"
+#include "glsl/gemm_params.h"
 
 #include <stdint.h>
 #include <string.h>

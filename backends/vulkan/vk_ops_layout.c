@@ -4,10 +4,10 @@
  * (offs_prep.comp), then blocked.comp / pad.comp write every output element.
  */
 #include "vk_internal.h"
-#include "../../kernels/glsl/params.h"
-#include "../../kernels/glsl/blocked_params.h"
-#include "../../kernels/glsl/offs_params.h"
-#include "../../kernels/glsl/pad_params.h"
+#include "glsl/params.h"
+#include "glsl/blocked_params.h"
+#include "glsl/offs_params.h"
+#include "glsl/pad_params.h"
 #include "qgmm_layout_maps.h"
 
 #include <stdint.h>

@@ -10,8 +10,8 @@
  *                   qgmm_quantize_mxfp8, so the bytes equal the CPU reference's.
  */
 #include "vk_internal.h"
-#include "../../kernels/glsl/blocked_params.h"
-#include "../../kernels/glsl/cast_params.h"
+#include "glsl/blocked_params.h"
+#include "glsl/cast_params.h"
 #include "qgmm_layout_maps.h"
 #include "qgmm_scale_rules.h"
 

@@ -3,9 +3,9 @@
  * parameter ring, lazily created pipelines, fills and the group-offset prepass.
  */
 #include "vk_internal.h"
-#include "../../kernels/glsl/params.h"
-#include "../../kernels/glsl/fill_params.h"
-#include "../../kernels/glsl/offs_params.h"
+#include "glsl/params.h"
+#include "glsl/fill_params.h"
+#include "glsl/offs_params.h"
 
 #include <string.h>
 

@@ -6,7 +6,7 @@
 // and may exceed maxStorageBufferRange; 64-bit addresses avoid descriptor sets, alignment
 // rules and range limits in one go. Every op reads its parameters (addresses, shapes,
 // strides in elements) from a small host-written block of int64 members, a struct that C
-// and GLSL both compile (kernels/glsl/*_params.h), whose address is the only push constant.
+// and GLSL both compile (backends/vulkan/glsl/*_params.h), whose address is the only push constant.
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference2 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
