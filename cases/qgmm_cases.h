@@ -196,6 +196,12 @@ typedef struct qgmm_case_instance qgmm_case_instance;
  * QGMM_ERR_UNSUPPORTED when the backend refuses a needed buffer layout. */
 qgmm_status qgmm_case_prepare(const qgmm_case *c, qgmm_context *ctx, qgmm_case_instance **out);
 
+/* The case of `from` on ctx with from's inputs: the host bytes `from` drew are uploaded
+ * again (nothing is drawn anew) and its output masks and host operands kept, then `from`
+ * is released (also on failure). What a run that checks one case on several backends
+ * prepares after the first: each case's inputs are generated once. */
+qgmm_status qgmm_case_prepare_from(qgmm_case_instance *from, qgmm_context *ctx, qgmm_case_instance **out);
+
 /* Enqueues the op (a RECIPE case: its casts, layout op and GEMM) once; does not
  * synchronize. Outputs are overwritten identically every time. QGMM_ERR_UNSUPPORTED
  * when the backend does not implement this variant. */
@@ -218,6 +224,10 @@ typedef struct qgmm_check_options {
      * compares N output elements drawn from the seed (for nightly shapes, where a full
      * float64 GEMM on the host would take hours). Poison checks always cover everything. */
     int64_t gemm_sample_elems;
+    /* EXACT checks: 1 makes no reference instance: the two runs' coverage and determinism
+     * and the output hash only, which the caller compares with a reference's hash (the
+     * nightly runner's reference cache). ref_ctx is then not used. */
+    int hash_only;
 } qgmm_check_options;
 
 typedef struct qgmm_case_result {
@@ -246,7 +256,7 @@ typedef struct qgmm_case_result {
 
     /* both kinds */
     uint64_t poison_violations;  /* bytes that must keep their poison but changed */
-    uint64_t output_hash;        /* FNV-1a 64 over the backend's output bytes, in order */
+    uint64_t output_hash;        /* qgmm_case_hash of the backend's output regions, in order */
     double ms;                   /* wall time of the checked execution incl. synchronize */
 } qgmm_case_result;
 
@@ -259,6 +269,18 @@ qgmm_status qgmm_case_check(qgmm_case_instance *inst, qgmm_context *ref_ctx,
                             const qgmm_check_options *opts, qgmm_case_result *out);
 
 void qgmm_case_release(qgmm_case_instance *inst);
+
+/* Where the calling thread's time in the case library went, in seconds since the thread
+ * started (each thread has its own totals; read twice and subtract for an interval). */
+typedef struct qgmm_case_clocks {
+    double generate;   /* inputs drawn from the seed; GEMM operands quantized on the host */
+    double upload;     /* inputs copied to the backend */
+    double setup;      /* buffers allocated, output masks marked, outputs poisoned */
+    double execute;    /* the check's runs of the op, synchronize included */
+    double download;   /* outputs copied back to the host */
+    double compare;    /* coverage, output hash, byte comparison, float64 GEMM reference */
+} qgmm_case_clocks;
+void qgmm_case_clocks_get(qgmm_case_clocks *out);
 
 /* Test hook: called on every output downloaded from the backend under test, before the
  * comparison (output_name e.g. "q", "scales", "out"; bytes include the guard bands).
@@ -273,6 +295,12 @@ void qgmm_case_set_output_hook(qgmm_case_output_hook hook, void *user);
 /* FNV-1a 64-bit, chained: pass the previous hash (QGMM_FNV1A_INIT to start). */
 #define QGMM_FNV1A_INIT 0xcbf29ce484222325ull
 uint64_t qgmm_fnv1a64(uint64_t h, const void *data, size_t n);
+/* The output hash ("fnv1a64c"), chained like qgmm_fnv1a64: the FNV-1a 64 of each
+ * QGMM_CASE_HASH_CHUNK-byte piece of data (the last one shorter), computed in parallel,
+ * then FNV-1a 64 over those values as 8 little-endian bytes each. A byte-serial FNV-1a
+ * ran at about 1 GB/s: minutes for the nightly suite's outputs. */
+#define QGMM_CASE_HASH_CHUNK ((size_t)1 << 20)
+uint64_t qgmm_case_hash(uint64_t h, const void *data, size_t n);
 
 /* Float64 reference GEMM: c[m][n] = sum_k a(m,k) * b(n,k) with element (i,j) of a at
  * a[i*a_rs + j*a_cs] (same for b). All float64. */

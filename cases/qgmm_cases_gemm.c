@@ -142,6 +142,13 @@ void qc_release_gemm(qgmm_case_instance *in)
     in->gemm = NULL;
 }
 
+qgmm_tensor *qc_gemm_tensors(qgmm_case_instance *in, int *n)
+{
+    qc_gemm *g = in->gemm;
+    *n = g ? G_COUNT : 0;
+    return g ? g->t : NULL;
+}
+
 /* bf16-rounded normal values into o->hp, (E, R, C), from the case seed. */
 static qgmm_status fill_hp(qc_lop *o, const qgmm_case *c, uint64_t salt)
 {
@@ -151,6 +158,9 @@ static qgmm_status fill_hp(qc_lop *o, const qgmm_case *c, uint64_t salt)
     /* rows only 2^[-1,1] apart: per-row scales still differ, while no handful of big rows
      * dominates ||ref|| (a sampled SQNR would then swing by a dB with the sample) */
     qc_fill_f32(o->hp, o->E * o->R, o->C, c->input, c->q_dtype, 1, 1, qc_mix_seed(c->seed, salt));
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#endif
     for (int64_t i = 0; i < n; ++i) o->hp[i] = qgmm_bf16_to_f32(qgmm_f32_to_bf16(o->hp[i]));
     return QGMM_OK;
 }
@@ -274,6 +284,9 @@ static qgmm_status upload_codes(qgmm_case_instance *in, qc_gemm *g, int idx, con
     if (o->fmt) return add_in(in, g, idx, name, o->q, (size_t)n);
     uint16_t *h = malloc((size_t)(n > 0 ? n : 1) * 2);
     if (!h) return QGMM_ERR_OUT_OF_MEMORY;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#endif
     for (int64_t i = 0; i < n; ++i) h[i] = qgmm_f32_to_bf16(o->hp[i]);
     const qgmm_status st = add_in(in, g, idx, name, h, (size_t)n * 2);
     free(h);
@@ -573,6 +586,9 @@ static qgmm_status upload_bf16(qgmm_case_instance *in, qc_gemm *g, int idx, cons
 {
     uint16_t *h = malloc((size_t)(n > 0 ? n : 1) * 2);
     if (!h) return QGMM_ERR_OUT_OF_MEMORY;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#endif
     for (int64_t i = 0; i < n; ++i) h[i] = qgmm_f32_to_bf16(f[i]);
     const qgmm_status st = add_in(in, g, idx, name, h, (size_t)n * 2);
     free(h);

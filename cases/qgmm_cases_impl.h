@@ -12,6 +12,7 @@
  * integer arithmetic and exact float operations only (no libm), so a case's inputs —
  * and hence the runner's output hashes — are the same bytes everywhere. */
 typedef struct qc_rng { uint64_t s; } qc_rng;
+#define QC_RNG_STEP 0x9E3779B97F4A7C15ull   /* what each qc_next adds to the state */
 uint64_t qc_next(qc_rng *r);
 double qc_uniform(qc_rng *r);                 /* [0, 1) */
 int64_t qc_range(qc_rng *r, int64_t lo, int64_t hi);  /* [lo, hi] */
@@ -24,10 +25,17 @@ uint64_t qc_mix_seed(uint64_t seed, uint64_t salt);
  * are scaled by 2^k, k uniform in [-row_exp, row_exp]. */
 void qc_fill_f32(float *dst, int64_t rows, int64_t cols, qgmm_input_pattern pat,
                  qgmm_dtype fp8_dtype, int allow_subnormal, int row_exp, uint64_t seed);
-/* Stores f32 values as dtype (f32 or bf16, round to nearest even) into bytes. */
-void qc_store_as(uint8_t *dst, qgmm_dtype dt, const float *src, int64_t n);
+/* qc_fill_f32's values stored as dt (f32, or bf16 rounded to nearest even) into dst, without
+ * an f32 copy of the whole array. */
+void qc_fill_as(uint8_t *dst, qgmm_dtype dt, int64_t rows, int64_t cols, qgmm_input_pattern pat,
+                qgmm_dtype fp8_dtype, int allow_subnormal, int row_exp, uint64_t seed);
 /* Reads element i of a host array of dtype dt as double (f32, bf16, fp8 kinds). */
 double qc_load_as_f64(const uint8_t *src, qgmm_dtype dt, int64_t i);
+
+/* ------------------------------------------------------------------ clocks */
+/* This thread's phase totals (qgmm_case_clocks_get) and a monotonic clock in seconds. */
+extern _Thread_local qgmm_case_clocks qc_clk;
+double qc_now(void);
 
 /* ------------------------------------------------------------------ instances */
 typedef enum qc_role { QC_IN = 0, QC_OUT = 1, QC_TMP = 2 } qc_role;
@@ -61,10 +69,13 @@ struct qgmm_case_instance {
     void *gemm;
 };
 
-/* Adds a slot of `span` bytes; for QC_IN `init` (span bytes) is copied and uploaded.
- * Returns the slot index or -1 (status in *st). */
+/* Adds a slot of `span` bytes; for QC_IN `init` (span bytes) is copied and uploaded (init
+ * NULL: the caller fills slot->host and calls qc_upload_slot). Returns the slot index or -1
+ * (status in *st). */
 int qc_add_slot(qgmm_case_instance *in, const char *name, qc_role role, size_t span,
                 const void *init, qgmm_status *st);
+/* Uploads an input slot's host bytes. */
+qgmm_status qc_upload_slot(qgmm_case_instance *in, int s);
 /* A tensor view over slot s. */
 qgmm_tensor qc_view(qgmm_case_instance *in, int s, qgmm_dtype dt, int rank, const int64_t *shape,
                     const int64_t *strides);
@@ -82,6 +93,8 @@ qgmm_status qc_execute_gemm(qgmm_case_instance *in);
 qgmm_status qc_check_gemm(qgmm_case_instance *in, const qgmm_check_options *opts,
                           qgmm_case_result *r);
 void qc_release_gemm(qgmm_case_instance *in);
+/* The GEMM state's tensor views (n of them), for qgmm_case_prepare_from; NULL when none. */
+qgmm_tensor *qc_gemm_tensors(qgmm_case_instance *in, int *n);
 
 /* A CPU context owned by the library for host-side helper ops (building blocked scale
  * layouts for GEMM operands, reading them back). NULL when cpu cannot be created. */

@@ -17,14 +17,10 @@ static int add_hp_input(qgmm_case_instance *in, const char *name, qgmm_dtype dt,
                         int64_t cols, uint64_t salt, qgmm_status *st)
 {
     const int64_t n = rows * cols;
-    float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
-    uint8_t *b = malloc((size_t)(n > 0 ? n : 1) * qgmm_dtype_size(dt));
-    if (!f || !b) { free(f); free(b); *st = QGMM_ERR_OUT_OF_MEMORY; return -1; }
-    qc_fill_f32(f, rows, cols, in->c.input, in->c.q_dtype, 1, 4, qc_mix_seed(in->c.seed, salt));
-    qc_store_as(b, dt, f, n);
-    const int s = qc_add_slot(in, name, QC_IN, (size_t)n * qgmm_dtype_size(dt), b, st);
-    free(f);
-    free(b);
+    const int s = qc_add_slot(in, name, QC_IN, (size_t)n * qgmm_dtype_size(dt), NULL, st);
+    if (s < 0) return s;
+    qc_fill_as(in->slots[s].host, dt, rows, cols, in->c.input, in->c.q_dtype, 1, 4, qc_mix_seed(in->c.seed, salt));
+    if ((*st = qc_upload_slot(in, s)) != QGMM_OK) return -1;
     return s;
 }
 
@@ -34,8 +30,16 @@ static int add_byte_input(qgmm_case_instance *in, const char *name, size_t n, ui
 {
     uint8_t *b = malloc(n ? n : 1);
     if (!b) { *st = QGMM_ERR_OUT_OF_MEMORY; return -1; }
-    qc_rng r = {qc_mix_seed(in->c.seed, salt)};
-    for (size_t i = 0; i < n; ++i) b[i] = (uint8_t)qc_range(&r, lo, hi);
+    const uint64_t s0 = qc_mix_seed(in->c.seed, salt);
+    /* byte i is the (i+1)-th draw of one splitmix64 stream from s0; its state after i draws
+     * is s0 + i * step, so the bytes are filled in parallel and equal the serial stream */
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#endif
+    for (size_t i = 0; i < n; ++i) {
+        qc_rng r = {s0 + (uint64_t)i * QC_RNG_STEP};
+        b[i] = (uint8_t)qc_range(&r, lo, hi);
+    }
     if (in->c.input == QGMM_INPUT_EDGE && hi - lo > 200)
         for (size_t i = 0; i < n; i += 13) b[i] = (uint8_t)((i / 13) % 2 ? 0xFF : 0x80);
     const int s = qc_add_slot(in, name, QC_IN, n, b, st);

@@ -21,6 +21,13 @@
 #define POISON_A 0xA5u
 #define POISON_B 0x5Au
 
+_Thread_local qgmm_case_clocks qc_clk;
+
+static double now_ms(void);
+double qc_now(void) { return now_ms() * 1e-3; }
+
+void qgmm_case_clocks_get(qgmm_case_clocks *out) { *out = qc_clk; }
+
 static qgmm_case_output_hook g_hook;
 static void *g_hook_user;
 
@@ -71,6 +78,7 @@ int qc_add_slot(qgmm_case_instance *in, const char *name, qc_role role, size_t s
     s->span = span;
     s->guard = role == QC_IN ? 0 : QC_GUARD;
     s->total = span + 2 * s->guard;
+    const double t0 = qc_now();
     *st = qgmm_buffer_alloc(in->ctx, s->total, &s->buf);
     if (*st != QGMM_OK) return -1;
     s->host = malloc(s->total ? s->total : 1);
@@ -80,12 +88,26 @@ int qc_add_slot(qgmm_case_instance *in, const char *name, qc_role role, size_t s
         if (!s->mask) { *st = QGMM_ERR_OUT_OF_MEMORY; free(s->host); qgmm_buffer_free(s->buf); return -1; }
     } else if (init && span) {
         memcpy(s->host, init, span);
+        const double t1 = qc_now();
+        qc_clk.setup += t1 - t0;
         *st = qgmm_buffer_upload(s->buf, 0, s->host, span);
+        qc_clk.upload += qc_now() - t1;
         if (*st != QGMM_OK) { free(s->host); qgmm_buffer_free(s->buf); return -1; }
+        in->nslots++;
+        return in->nslots - 1;
     }
+    qc_clk.setup += qc_now() - t0;
     in->nslots++;
     *st = QGMM_OK;
     return in->nslots - 1;
+}
+
+qgmm_status qc_upload_slot(qgmm_case_instance *in, int s)
+{
+    const double t0 = qc_now();
+    const qgmm_status st = qgmm_buffer_upload(in->slots[s].buf, 0, in->slots[s].host, in->slots[s].span);
+    qc_clk.upload += qc_now() - t0;
+    return st;
 }
 
 qgmm_tensor qc_view(qgmm_case_instance *in, int s, qgmm_dtype dt, int rank, const int64_t *shape,
@@ -106,7 +128,16 @@ qgmm_tensor qc_view(qgmm_case_instance *in, int s, qgmm_dtype dt, int rank, cons
     return t;
 }
 
+static void mark_view(qc_slot *s, const qgmm_tensor *v, int64_t lo0, int64_t hi0);
+
 void qc_mark_view(qc_slot *s, const qgmm_tensor *v, int64_t lo0, int64_t hi0)
+{
+    const double t0 = qc_now();
+    mark_view(s, v, lo0, hi0);
+    qc_clk.setup += qc_now() - t0;
+}
+
+static void mark_view(qc_slot *s, const qgmm_tensor *v, int64_t lo0, int64_t hi0)
 {
     const size_t es = qgmm_dtype_size(v->dtype);
     s->view = *v; /* remembered for messages (element size and dtype) */
@@ -161,13 +192,15 @@ void qgmm_case_release(qgmm_case_instance *inst)
 
 static qgmm_status poison(qgmm_case_instance *in, uint8_t byte)
 {
-    for (int i = 0; i < in->nslots; ++i) {
+    const double t0 = qc_now();
+    qgmm_status st = QGMM_OK;
+    for (int i = 0; i < in->nslots && st == QGMM_OK; ++i) {
         qc_slot *s = &in->slots[i];
         if (s->role == QC_IN || !s->total) continue;
-        qgmm_status st = qgmm_buffer_fill(s->buf, 0, s->total, byte);
-        if (st != QGMM_OK) return st;
+        st = qgmm_buffer_fill(s->buf, 0, s->total, byte);
     }
-    return QGMM_OK;
+    qc_clk.setup += qc_now() - t0;
+    return st;
 }
 
 qgmm_status qgmm_case_prepare(const qgmm_case *c, qgmm_context *ctx, qgmm_case_instance **out)
@@ -177,6 +210,8 @@ qgmm_status qgmm_case_prepare(const qgmm_case *c, qgmm_context *ctx, qgmm_case_i
     if (!c || !ctx) return QGMM_ERR_INVALID_ARGUMENT;
     qgmm_case_instance *in = calloc(1, sizeof *in);
     if (!in) return QGMM_ERR_OUT_OF_MEMORY;
+    /* what prepare spends outside uploads, allocation, masks and poison is generation */
+    const double t0 = qc_now(), other0 = qc_clk.upload + qc_clk.setup;
     in->c = *c;
     in->ctx = ctx;
     in->offs_slot = -1;
@@ -197,10 +232,59 @@ qgmm_status qgmm_case_prepare(const qgmm_case *c, qgmm_context *ctx, qgmm_case_i
     st = poison(in, POISON_A);
     if (st != QGMM_OK) goto fail;
     *out = in;
-    return QGMM_OK;
 fail:
-    qgmm_case_release(in);
+    if (st != QGMM_OK) qgmm_case_release(in);
+    qc_clk.generate += qc_now() - t0 - (qc_clk.upload + qc_clk.setup - other0);
     return st;
+}
+
+/* The slot whose buffer t views, or -1. */
+static int slot_of(const qgmm_case_instance *in, const qgmm_tensor *t)
+{
+    for (int i = 0; i < in->nslots; ++i)
+        if (t->buffer && t->buffer == in->slots[i].buf) return i;
+    return -1;
+}
+
+qgmm_status qgmm_case_prepare_from(qgmm_case_instance *from, qgmm_context *ctx, qgmm_case_instance **out)
+{
+    if (out) *out = NULL;
+    if (!from) return QGMM_ERR_INVALID_ARGUMENT;
+    if (!out || !ctx) { qgmm_case_release(from); return QGMM_ERR_INVALID_ARGUMENT; }
+    qgmm_case_instance *in = malloc(sizeof *in);
+    if (!in) { qgmm_case_release(from); return QGMM_ERR_OUT_OF_MEMORY; }
+    /* every view remembers its slot before the old buffers go */
+    int gn = 0;
+    qgmm_tensor *gt = qc_gemm_tensors(from, &gn);
+    int vmap[QC_MAX_SLOTS], gmap[32];
+    if (gn > 32) { free(in); qgmm_case_release(from); return QGMM_ERR_INTERNAL; }
+    for (int k = 0; k < QC_MAX_SLOTS; ++k) vmap[k] = slot_of(from, &from->v[k]);
+    for (int k = 0; k < gn; ++k) gmap[k] = slot_of(from, &gt[k]);
+    const double t0 = qc_now();
+    *in = *from; /* host bytes, masks, offsets and GEMM state move */
+    in->ctx = ctx;
+    for (int i = 0; i < in->nslots; ++i) {
+        qgmm_buffer_free(in->slots[i].buf); /* the old device copy, before the new one */
+        in->slots[i].buf = NULL;
+    }
+    free(from);
+    qgmm_status st = QGMM_OK;
+    for (int i = 0; i < in->nslots && st == QGMM_OK; ++i) st = qgmm_buffer_alloc(ctx, in->slots[i].total, &in->slots[i].buf);
+    qc_clk.setup += qc_now() - t0;
+    for (int i = 0; i < in->nslots && st == QGMM_OK; ++i)
+        if (in->slots[i].role == QC_IN && in->slots[i].span) st = qc_upload_slot(in, i);
+    if (st == QGMM_OK) {
+        for (int k = 0; k < QC_MAX_SLOTS; ++k)
+            if (vmap[k] >= 0) in->v[k].buffer = in->slots[vmap[k]].buf;
+        gt = qc_gemm_tensors(in, &gn);
+        for (int k = 0; k < gn; ++k)
+            if (gmap[k] >= 0) gt[k].buffer = in->slots[gmap[k]].buf;
+        for (int i = 0; i < in->nslots; ++i) in->slots[i].view.buffer = in->slots[i].buf;
+        st = poison(in, POISON_A);
+    }
+    if (st != QGMM_OK) { qgmm_case_release(in); return st; }
+    *out = in;
+    return QGMM_OK;
 }
 
 qgmm_status qgmm_case_execute(qgmm_case_instance *inst)
@@ -229,7 +313,9 @@ static qgmm_status run_once(qgmm_case_instance *in, uint8_t byte, uint8_t **dst,
     const double t0 = now_ms();
     st = qgmm_case_execute(in);
     const qgmm_status sy = qgmm_synchronize(in->ctx);
-    if (ms) *ms = now_ms() - t0;
+    const double t1 = now_ms();
+    if (ms) *ms = t1 - t0;
+    qc_clk.execute += (t1 - t0) * 1e-3;
     if (st != QGMM_OK) return st;
     /* a bad-offsets case expects BAD_OFFSETS here, and still checks every output byte */
     const int expected_bad = in->c.groups == QGMM_GROUPS_BAD && sy == QGMM_ERR_BAD_OFFSETS;
@@ -239,7 +325,9 @@ static qgmm_status run_once(qgmm_case_instance *in, uint8_t byte, uint8_t **dst,
         if (s->role == QC_IN) continue;
         uint8_t *d = dst ? dst[i] : s->host;
         if (s->total) {
+            const double a = qc_now();
             st = qgmm_buffer_download(s->buf, 0, d, s->total);
+            qc_clk.download += qc_now() - a;
             if (st != QGMM_OK) return st;
         }
         if (apply_hook && g_hook && s->role == QC_OUT) g_hook(&in->c, s->name, d, s->total, s->guard, g_hook_user);
@@ -313,7 +401,7 @@ static uint64_t hash_outputs(const qgmm_case_instance *in)
     for (int i = 0; i < in->nslots; ++i) {
         const qc_slot *s = &in->slots[i];
         if (s->role != QC_OUT) continue;
-        h = qgmm_fnv1a64(h, s->host + s->guard, s->span);
+        h = qgmm_case_hash(h, s->host + s->guard, s->span);
     }
     return h;
 }
@@ -374,12 +462,13 @@ qgmm_status qgmm_case_check(qgmm_case_instance *in, qgmm_context *ref_ctx,
     qgmm_check_options defaults = {0};
     if (!opts) opts = &defaults;
 
-    if (in->c.check == QGMM_CHECK_EXACT && !ref_ctx) {
+    const int hash_only = in->c.check == QGMM_CHECK_EXACT && opts->hash_only;
+    if (in->c.check == QGMM_CHECK_EXACT && !ref_ctx && !hash_only) {
         r->verdict = QGMM_VERDICT_SKIPPED;
         snprintf(r->message, sizeof r->message, "no reference context: a cast cannot be checked");
         return QGMM_OK;
     }
-    if (ref_ctx)
+    if (ref_ctx && !hash_only)
         r->reference_is_same_backend =
             strcmp(qgmm_context_backend_name(ref_ctx), qgmm_context_backend_name(in->ctx)) == 0;
 
@@ -398,22 +487,28 @@ qgmm_status qgmm_case_check(qgmm_case_instance *in, qgmm_context *ref_ctx,
     }
     uint8_t *b[QC_MAX_SLOTS] = {0};
     qgmm_status hst = QGMM_OK;
+    double t0 = qc_now();
     for (int i = 0; i < in->nslots; ++i) {
         if (in->slots[i].role == QC_IN) continue;
         b[i] = malloc(in->slots[i].total ? in->slots[i].total : 1);
         if (!b[i]) hst = QGMM_ERR_OUT_OF_MEMORY;
     }
+    qc_clk.setup += qc_now() - t0;
     if (hst == QGMM_OK) {
         /* keep A: run B downloads into b[] */
         st = run_once(in, POISON_B, b, NULL, 0);
         if (bad && st == QGMM_ERR_BAD_OFFSETS) st = QGMM_OK;
         else if (bad && st == QGMM_OK) st = QGMM_ERR_INTERNAL; /* detected once, not twice */
+        t0 = qc_now();
         if (st != QGMM_OK) fail_status(r, st, "the second run of the op", in->ctx);
         else check_coverage(in, b, r);
+        qc_clk.compare += qc_now() - t0;
     }
     for (int i = 0; i < in->nslots; ++i) free(b[i]);
     if (hst != QGMM_OK) return hst;
+    t0 = qc_now();
     r->output_hash = hash_outputs(in);
+    qc_clk.compare += qc_now() - t0;
 
     if (bad) {
         /* nothing to compare: the outputs must still hold the poison (checked above) */
@@ -421,6 +516,11 @@ qgmm_status qgmm_case_check(qgmm_case_instance *in, qgmm_context *ref_ctx,
         if (r->verdict == QGMM_VERDICT_PASS && (r->poison_violations || r->message[0]))
             r->verdict = QGMM_VERDICT_FAIL;
         return QGMM_OK;
+    } else if (hash_only) {
+        /* the caller compares the hash with the reference's: every output byte was looked at
+         * (coverage) and every byte of the regions hashed */
+        for (int i = 0; i < in->nslots; ++i)
+            if (in->slots[i].role == QC_OUT) r->compared_bytes += in->slots[i].total;
     } else if (in->c.check == QGMM_CHECK_EXACT) {
         qgmm_case_instance *ref = NULL;
         st = qgmm_case_prepare(&in->c, ref_ctx, &ref);
@@ -434,11 +534,15 @@ qgmm_status qgmm_case_check(qgmm_case_instance *in, qgmm_context *ref_ctx,
             fail_status(r, st, "the reference (cpu) op", ref_ctx);
             r->verdict = QGMM_VERDICT_FAIL; /* the reference implements everything */
         } else {
+            t0 = qc_now();
             compare_exact(in, ref, r);
+            qc_clk.compare += qc_now() - t0;
         }
         qgmm_case_release(ref);
     } else {
+        t0 = qc_now();
         st = qc_check_gemm(in, opts, r);
+        qc_clk.compare += qc_now() - t0;
         if (st != QGMM_OK) return st;
     }
 

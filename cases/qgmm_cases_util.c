@@ -12,7 +12,7 @@
 /* ------------------------------------------------------------------ rng */
 uint64_t qc_next(qc_rng *r)
 {
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    uint64_t z = (r->s += QC_RNG_STEP);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
@@ -28,9 +28,14 @@ int64_t qc_range(qc_rng *r, int64_t lo, int64_t hi)
 
 float qc_normalish(qc_rng *r)
 {
-    /* sum of 4 uniforms has variance 1/3: scale by sqrt(3) (a constant, no libm call). */
-    double s = qc_uniform(r) + qc_uniform(r) + qc_uniform(r) + qc_uniform(r) - 2.0;
-    return (float)(s * 1.7320508075688772);
+    /* four 16-bit uniforms (k + 1/2) / 2^16 from one draw; their sum minus 2 has variance
+     * 1/3: scaled by sqrt(3). The integer sum is exact in a float, one rounded multiply:
+     * the same bits everywhere (no libm). One draw per value, not four: the nightly
+     * suite draws about 10^11 values per backend. */
+    const uint64_t z = qc_next(r);
+    const int32_t s = (int32_t)(z & 0xffff) + (int32_t)(z >> 16 & 0xffff) + (int32_t)(z >> 32 & 0xffff) +
+                      (int32_t)(z >> 48) - 131070;
+    return (float)s * (1.7320508075688772f / 65536.0f);
 }
 
 uint64_t qc_mix_seed(uint64_t seed, uint64_t salt)
@@ -46,6 +51,71 @@ static float pow2f(int k) { return ldexpf(1.0f, k); } /* exact for the ranges us
 enum { EDGE_NORMAL = 0, EDGE_EQUAL, EDGE_ZERO, EDGE_TIES, EDGE_SPECIALS, EDGE_TINY, EDGE_MAX,
        EDGE_KINDS };
 
+/* Row i of qc_fill_f32 into row[0..cols). */
+static void fill_row(float *row, int64_t i, int64_t cols, qgmm_input_pattern pat, float fmax, int allow_subnormal,
+                     int row_exp, uint64_t seed)
+{
+    qc_rng r = {qc_mix_seed(seed, (uint64_t)i)};
+    const int rk = pat == QGMM_INPUT_WIDE ? (int)qc_range(&r, -30, 30) : (int)qc_range(&r, -row_exp, row_exp);
+    const float rscale = pow2f(rk);
+    for (int64_t j = 0; j < cols; ++j) {
+        float v = qc_normalish(&r);
+        if (pat == QGMM_INPUT_WIDE && (j % 32) == 0) v *= pow2f((int)qc_range(&r, -6, 6));
+        row[j] = v * rscale;
+        if (row[j] == 0.0f) row[j] = rscale; /* never a zero by accident */
+    }
+    if (pat != QGMM_INPUT_EDGE) return;
+    switch ((int)(i % EDGE_KINDS)) {
+    case EDGE_EQUAL: { /* all-equal row: amax == every element */
+        const float v = row[0];
+        for (int64_t j = 0; j < cols; ++j) row[j] = (j & 1) ? -v : v;
+        break;
+    }
+    case EDGE_ZERO: /* amax 0: scale clamps (1e-12), MX gives the smallest scale */
+        for (int64_t j = 0; j < cols; ++j) row[j] = (j % 3 == 1) ? -0.0f : 0.0f;
+        break;
+    case EDGE_TIES: { /* amax = fmax * 2^k so the scale is an exact power of two; the
+                         rest are midpoints of the fp8 grid (5 significant bits) */
+        const int k = (int)qc_range(&r, -3, 3);
+        for (int64_t j = 0; j < cols; ++j) {
+            /* (8 + m + 1/2) / 8: exactly halfway between two e4m3 neighbours */
+            const int m = (int)qc_range(&r, 0, 7);
+            const int e = (int)qc_range(&r, -9, 7);
+            float v = ((float)(17 + 2 * m) / 16.0f) * pow2f(e + k);
+            if (qc_next(&r) & 1) v = -v;
+            row[j] = v;
+        }
+        for (int64_t j = 0; j < cols; j += 32) row[j] = fmax * pow2f(k);
+        break;
+    }
+    case EDGE_SPECIALS: {
+        const float specials[] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, fmax, -fmax,
+                                  fmax * 1.0625f, -fmax * 1.5f, 1e-40f, -3e-39f};
+        const int ns = (int)(sizeof specials / sizeof specials[0]);
+        const int64_t stride = cols > 64 ? 37 : 5;
+        int s = (int)(i / EDGE_KINDS) % ns;
+        for (int64_t j = (i / EDGE_KINDS) % 7; j < cols; j += stride, s = (s + 1) % ns) {
+            float v = specials[s];
+            if (!allow_subnormal && v != 0.0f && fabsf(v) < 1e-37f) v = v * 1e10f;
+            row[j] = v;
+        }
+        break;
+    }
+    case EDGE_TINY: /* amax below the 1e-12 clamp, and values at the bottom of f32 */
+        for (int64_t j = 0; j < cols; ++j) row[j] *= 1e-14f;
+        if (allow_subnormal && cols > 1) row[cols - 1] = 1e-41f;
+        break;
+    case EDGE_MAX: /* just above / at fp8max, so saturation and the top binade show */
+        for (int64_t j = 0; j < cols; ++j) {
+            const float t[] = {fmax, fmax * 1.03125f, -fmax * 0.96875f, fmax * 0.5f};
+            row[j] = (j % 5 == 0) ? t[(j / 5) % 4] : row[j];
+        }
+        break;
+    default:
+        break;
+    }
+}
+
 void qc_fill_f32(float *dst, int64_t rows, int64_t cols, qgmm_input_pattern pat,
                  qgmm_dtype fp8_dtype, int allow_subnormal, int row_exp, uint64_t seed)
 {
@@ -55,82 +125,36 @@ void qc_fill_f32(float *dst, int64_t rows, int64_t cols, qgmm_input_pattern pat,
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
 #endif
-    for (int64_t i = 0; i < rows; ++i) {
-        qc_rng r = {qc_mix_seed(seed, (uint64_t)i)};
-        float *row = dst + i * cols;
-        const int rk = pat == QGMM_INPUT_WIDE ? (int)qc_range(&r, -30, 30) : (int)qc_range(&r, -row_exp, row_exp);
-        const float rscale = pow2f(rk);
-        for (int64_t j = 0; j < cols; ++j) {
-            float v = qc_normalish(&r);
-            if (pat == QGMM_INPUT_WIDE && (j % 32) == 0) v *= pow2f((int)qc_range(&r, -6, 6));
-            row[j] = v * rscale;
-            if (row[j] == 0.0f) row[j] = rscale; /* never a zero by accident */
-        }
-        if (pat != QGMM_INPUT_EDGE) continue;
-        switch ((int)(i % EDGE_KINDS)) {
-        case EDGE_EQUAL: { /* all-equal row: amax == every element */
-            const float v = row[0];
-            for (int64_t j = 0; j < cols; ++j) row[j] = (j & 1) ? -v : v;
-            break;
-        }
-        case EDGE_ZERO: /* amax 0: scale clamps (1e-12), MX gives the smallest scale */
-            for (int64_t j = 0; j < cols; ++j) row[j] = (j % 3 == 1) ? -0.0f : 0.0f;
-            break;
-        case EDGE_TIES: { /* amax = fmax * 2^k so the scale is an exact power of two; the
-                             rest are midpoints of the fp8 grid (5 significant bits) */
-            const int k = (int)qc_range(&r, -3, 3);
-            for (int64_t j = 0; j < cols; ++j) {
-                /* (8 + m + 1/2) / 8: exactly halfway between two e4m3 neighbours */
-                const int m = (int)qc_range(&r, 0, 7);
-                const int e = (int)qc_range(&r, -9, 7);
-                float v = ((float)(17 + 2 * m) / 16.0f) * pow2f(e + k);
-                if (qc_next(&r) & 1) v = -v;
-                row[j] = v;
-            }
-            for (int64_t j = 0; j < cols; j += 32) row[j] = fmax * pow2f(k);
-            break;
-        }
-        case EDGE_SPECIALS: {
-            const float specials[] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, fmax, -fmax,
-                                      fmax * 1.0625f, -fmax * 1.5f, 1e-40f, -3e-39f};
-            const int ns = (int)(sizeof specials / sizeof specials[0]);
-            const int64_t stride = cols > 64 ? 37 : 5;
-            int s = (int)(i / EDGE_KINDS) % ns;
-            for (int64_t j = (i / EDGE_KINDS) % 7; j < cols; j += stride, s = (s + 1) % ns) {
-                float v = specials[s];
-                if (!allow_subnormal && v != 0.0f && fabsf(v) < 1e-37f) v = v * 1e10f;
-                row[j] = v;
-            }
-            break;
-        }
-        case EDGE_TINY: /* amax below the 1e-12 clamp, and values at the bottom of f32 */
-            for (int64_t j = 0; j < cols; ++j) row[j] *= 1e-14f;
-            if (allow_subnormal && cols > 1) row[cols - 1] = 1e-41f;
-            break;
-        case EDGE_MAX: /* just above / at fp8max, so saturation and the top binade show */
-            for (int64_t j = 0; j < cols; ++j) {
-                const float t[] = {fmax, fmax * 1.03125f, -fmax * 0.96875f, fmax * 0.5f};
-                row[j] = (j % 5 == 0) ? t[(j / 5) % 4] : row[j];
-            }
-            break;
-        default:
-            break;
-        }
-    }
+    for (int64_t i = 0; i < rows; ++i) fill_row(dst + i * cols, i, cols, pat, fmax, allow_subnormal, row_exp, seed);
 }
 
-void qc_store_as(uint8_t *dst, qgmm_dtype dt, const float *src, int64_t n)
+void qc_fill_as(uint8_t *dst, qgmm_dtype dt, int64_t rows, int64_t cols, qgmm_input_pattern pat,
+                qgmm_dtype fp8_dtype, int allow_subnormal, int row_exp, uint64_t seed)
 {
-    if (dt == QGMM_BF16) {
+    if (dt != QGMM_BF16) {
+        qc_fill_f32((float *)(void *)dst, rows, cols, pat, fp8_dtype, allow_subnormal, row_exp, seed);
+        return;
+    }
+    const float fmax = qgmm_fp8_max(fp8_dtype == QGMM_DTYPE_INVALID ? QGMM_F8E4M3FN : (int)fp8_dtype);
+    /* a row at a time through a row of f32 per thread, converted in place */
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel if (rows * cols > (1 << 16))
 #endif
-        for (int64_t i = 0; i < n; ++i) {
-            const uint16_t h = qgmm_f32_to_bf16(src[i]);
-            memcpy(dst + 2 * i, &h, 2);
+    {
+        float *f = malloc((size_t)(cols > 0 ? cols : 1) * sizeof *f);
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+        for (int64_t i = 0; i < rows; ++i) {
+            if (!f) continue; /* dst keeps what it held; the caller checked memory before */
+            fill_row(f, i, cols, pat, fmax, allow_subnormal, row_exp, seed);
+            uint8_t *d = dst + (size_t)(i * cols) * 2;
+            for (int64_t j = 0; j < cols; ++j) {
+                const uint16_t h = qgmm_f32_to_bf16(f[j]);
+                memcpy(d + 2 * j, &h, 2);
+            }
         }
-    } else {
-        memcpy(dst, src, (size_t)n * sizeof(float));
+        free(f);
     }
 }
 
@@ -223,6 +247,37 @@ uint64_t qgmm_fnv1a64(uint64_t h, const void *data, size_t n)
 {
     const uint8_t *p = data;
     for (size_t i = 0; i < n; ++i) { h ^= p[i]; h *= 0x100000001b3ull; }
+    return h;
+}
+
+static uint64_t chunk_hash(const uint8_t *p, size_t n, size_t i)
+{
+    const size_t off = i * QGMM_CASE_HASH_CHUNK, len = n - off < QGMM_CASE_HASH_CHUNK ? n - off : QGMM_CASE_HASH_CHUNK;
+    return qgmm_fnv1a64(QGMM_FNV1A_INIT, p + off, len);
+}
+
+static uint64_t fold_le(uint64_t h, uint64_t v)
+{
+    uint8_t le[8];
+    for (int b = 0; b < 8; ++b) le[b] = (uint8_t)(v >> (8 * b));
+    return qgmm_fnv1a64(h, le, 8);
+}
+
+uint64_t qgmm_case_hash(uint64_t h, const void *data, size_t n)
+{
+    const uint8_t *p = data;
+    const size_t nc = (n + QGMM_CASE_HASH_CHUNK - 1) / QGMM_CASE_HASH_CHUNK;
+    uint64_t *part = nc > 1 ? malloc(nc * sizeof *part) : NULL;
+    if (!part) { /* one chunk, or no memory for the list: the same value, serially */
+        for (size_t i = 0; i < nc; ++i) h = fold_le(h, chunk_hash(p, n, i));
+        return h;
+    }
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 8)
+#endif
+    for (size_t i = 0; i < nc; ++i) part[i] = chunk_hash(p, n, i);
+    for (size_t i = 0; i < nc; ++i) h = fold_le(h, part[i]);
+    free(part);
     return h;
 }
 

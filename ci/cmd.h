@@ -4,6 +4,7 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_cases(int argc, char **argv);
+int cmd_references(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_history(int argc, char **argv);

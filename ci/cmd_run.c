@@ -3,7 +3,9 @@
  * commit each result to the store as it is measured (store_live.h), so a run stopped by a
  * signal or killed keeps what it measured and `run --resume` finishes it. */
 #define _GNU_SOURCE
+#include <malloc.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -412,9 +414,10 @@ static void canary(qgmm_context *ctx, const bench_cfg *cfg, run_record *r, int c
 static refcache g_refs;
 static refworker g_rw;
 static int g_rw_on;
-/* Where the main thread's time in cases went (seconds), printed at the end: what a slow
- * night spent its time on. */
-static struct { double prepare, check, timing, wait; } g_spent;
+/* Where the main thread's time went (seconds), printed at the end and kept in the run's env
+ * (host_seconds): what a slow night spent its time on. The case library's clocks give the
+ * phases of preparing and checking cases; these two are the runner's own. */
+static struct { double timing, wait; } g_spent;
 
 static int over_check_limit(const qgmm_case *c, const bench_cfg *cfg)
 {
@@ -436,12 +439,47 @@ static uint64_t ref_key(const qgmm_case *c, const char *params)
     return refcache_key(&g_refs, c->id, params, c->seed, (int)c->in_dtype, (int)c->q_dtype, (int)c->out_dtype);
 }
 
-/* An exact check through the reference cache. The case is checked against a second instance
- * on its own backend (poison, coverage, determinism: all on the device, fast), then its output
- * hash is compared with the CPU reference's, computed at most once per run and case. A hash
- * that differs gets the full byte comparison against the CPU, which says where (and, should
- * the bytes match after all, corrects the cached entry). *hashed: the verdict came from the
- * hash comparison. */
+/* The hash-only check (qgmm_check_options.hash_only): the case run twice on its own backend
+ * (coverage, determinism) and its output hash, which the caller compares with the CPU
+ * reference's. No second instance and no reference instance is prepared. */
+static qgmm_status check_own(qgmm_case_instance *inst, const qgmm_check_options *opts, qgmm_case_result *cr)
+{
+    qgmm_check_options o = *opts;
+    o.hash_only = 1;
+    return qgmm_case_check(inst, NULL, &o, cr);
+}
+
+/* The CPU reference of an exact case: the case prepared on the CPU context and checked there
+ * (hash only); its output hash when that check passed. */
+int refcheck_compute(qgmm_context *cpu, const qgmm_check_options *opts, const qgmm_case *c, uint64_t *hash)
+{
+    qgmm_case_instance *ri = NULL;
+    qgmm_case_result cr;
+    qgmm_status st = qgmm_case_prepare(c, cpu, &ri);
+    if (st == QGMM_OK) st = check_own(ri, opts, &cr);
+    qgmm_case_release(ri);
+    if (st != QGMM_OK || cr.verdict != QGMM_VERDICT_PASS) return 0;
+    *hash = cr.output_hash;
+    return 1;
+}
+
+/* The case's hash differs from the reference's, or no reference is known: the full byte
+ * comparison against the CPU names the first differing byte (and, should the bytes match
+ * after all, corrects the cached entry). */
+static qgmm_status check_bytes(const qgmm_case *c, const char *params, qgmm_case_instance *inst, qgmm_context *ref,
+                               const qgmm_check_options *opts, qgmm_case_result *cr)
+{
+    qgmm_check_options o = *opts;
+    o.hash_only = 0;
+    qgmm_status st = qgmm_case_check(inst, ref, &o, cr);
+    if (st == QGMM_OK && cr->verdict == QGMM_VERDICT_PASS) refcache_put(&g_refs, ref_key(c, params), c->id, cr->output_hash);
+    return st;
+}
+
+/* An exact check through the reference cache, in line. The case is checked on its own
+ * backend (hash only: poison, coverage, determinism), then its output hash is compared with
+ * the CPU reference's, computed at most once per run and case (on the cpu backend the case's
+ * own check is the reference). *hashed: the verdict came from the hash comparison. */
 static qgmm_status check_exact(const qgmm_case *c, const char *params, qgmm_case_instance *inst, qgmm_context *ctx,
                                qgmm_context *ref, const bench_cfg *cfg, const qgmm_check_options *opts,
                                qgmm_case_result *cr, int *hashed)
@@ -455,22 +493,21 @@ static qgmm_status check_exact(const qgmm_case *c, const char *params, qgmm_case
         return QGMM_OK;
     }
     int on_ref_backend = strcmp(qgmm_context_backend_name(ctx), qgmm_context_backend_name(ref)) == 0;
-    if (!have) {
-        qgmm_case_instance *ri = NULL;
-        qgmm_status st = qgmm_case_prepare(c, ref, &ri);
-        if (st == QGMM_OK) st = qgmm_case_check(ri, ref, opts, cr);
-        qgmm_case_release(ri);
-        if (st != QGMM_OK || cr->verdict != QGMM_VERDICT_PASS) return qgmm_case_check(inst, ref, opts, cr);
-        want = cr->output_hash;
-        refcache_put(&g_refs, key, c->id, want);
-        if (on_ref_backend) { *hashed = 1; return QGMM_OK; }  /* that check was this backend's */
+    if (!have && !on_ref_backend) {
+        if (refcheck_compute(ref, opts, c, &want)) {
+            refcache_put(&g_refs, key, c->id, want);
+            have = 1;
+        }
     }
-    qgmm_status st = qgmm_case_check(inst, ctx, opts, cr);
+    qgmm_status st = check_own(inst, opts, cr);
     if (st != QGMM_OK || cr->verdict != QGMM_VERDICT_PASS) return st;
-    if (cr->output_hash == want) { *hashed = 1; return QGMM_OK; }
-    st = qgmm_case_check(inst, ref, opts, cr);
-    if (st == QGMM_OK && cr->verdict == QGMM_VERDICT_PASS) refcache_put(&g_refs, key, c->id, cr->output_hash);
-    return st;
+    if (!have && on_ref_backend) { /* that check was the reference's */
+        refcache_put(&g_refs, key, c->id, cr->output_hash);
+        *hashed = 1;
+        return QGMM_OK;
+    }
+    if (have && cr->output_hash == want) { *hashed = 1; return QGMM_OK; }
+    return check_bytes(c, params, inst, ref, opts, cr);
 }
 
 /* check_exact split around the timing, for a case the reference worker computes: first
@@ -478,7 +515,7 @@ static qgmm_status check_exact(const qgmm_case *c, const char *params, qgmm_case
  * check on the case's own backend; *deferred when that passed, and then exact_finish,
  * after timing, compares the output hash with the worker's reference, or the bytes with
  * the CPU's when they differ. The verdicts and messages are check_exact's. */
-static qgmm_status exact_start(const qgmm_case *c, const char *params, qgmm_case_instance *inst, qgmm_context *ctx,
+static qgmm_status exact_start(const qgmm_case *c, const char *params, qgmm_case_instance *inst,
                                const bench_cfg *cfg, const qgmm_check_options *opts, qgmm_case_result *cr,
                                int *deferred)
 {
@@ -488,7 +525,7 @@ static qgmm_status exact_start(const qgmm_case *c, const char *params, qgmm_case
         skip_over_limit(c, cfg, cr);
         return QGMM_OK;
     }
-    qgmm_status st = qgmm_case_check(inst, ctx, opts, cr);
+    qgmm_status st = check_own(inst, opts, cr);
     *deferred = st == QGMM_OK && cr->verdict == QGMM_VERDICT_PASS;
     return st;
 }
@@ -502,18 +539,23 @@ static qgmm_status exact_finish(const qgmm_case *c, const char *params, size_t j
     int have = refworker_wait(&g_rw, job, &want);
     g_spent.wait += now_s() - t0;
     if (!have) have = refcache_get(&g_refs, ref_key(c, params), c->id, &want); /* a case left to us */
+    if (!have && refcheck_compute(ref, opts, c, &want)) { /* ... and not cached */
+        refcache_put(&g_refs, ref_key(c, params), c->id, want);
+        have = 1;
+    }
     if (have && cr->output_hash == want) {
         *hashed = 1;
         return QGMM_OK;
     }
-    qgmm_status st = qgmm_case_check(inst, ref, opts, cr);
-    if (st == QGMM_OK && cr->verdict == QGMM_VERDICT_PASS) refcache_put(&g_refs, ref_key(c, params), c->id, cr->output_hash);
-    return st;
+    return check_bytes(c, params, inst, ref, opts, cr);
 }
 
-/* job: the case's reference-worker job, or -1 (its reference is computed in line). */
+/* job: the case's reference-worker job, or -1 (its reference is computed in line).
+ * *held: the case's instance on the backend before (its inputs are moved here instead of
+ * drawn again: qgmm_case_prepare_from), or NULL; on return, this backend's instance for the
+ * next one (the caller releases the last). */
 static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, const bench_cfg *cfg, long job,
-                     rr_result *x)
+                     rr_result *x, qgmm_case_instance **held)
 {
     char params[400], shape[96];
     case_params(c, params, sizeof params, shape, sizeof shape);
@@ -530,31 +572,27 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
         rr_set(&x->ceiling, "ceiling.copy");
     }
     qgmm_case_instance *inst = NULL;
-    double t0 = now_s();
-    qgmm_status st = qgmm_case_prepare(c, ctx, &inst);
-    double t1 = now_s();
-    g_spent.prepare += t1 - t0;
+    qgmm_status st = *held ? qgmm_case_prepare_from(*held, ctx, &inst) : qgmm_case_prepare(c, ctx, &inst);
+    *held = NULL;
     if (st != QGMM_OK) {
         char m[600];
         snprintf(m, sizeof m, "prepare: %s", qgmm_last_error(ctx));
         record_failure(x, st, m);
         return;
     }
-    qgmm_check_options opts = {cfg->gemm_check_elems};
+    qgmm_check_options opts = {cfg->gemm_check_elems, 0};
     qgmm_case_result cr;
     int hashed = 0, timed = 0, time_failed = 0;
-    double deferred_timing = 0;
     bench_samples s;
     memset(&s, 0, sizeof s);
     if (c->check == QGMM_CHECK_EXACT && job >= 0) {
         int deferred = 0;
-        st = exact_start(c, params, inst, ctx, cfg, &opts, &cr, &deferred);
+        st = exact_start(c, params, inst, cfg, &opts, &cr, &deferred);
         if (st == QGMM_OK && deferred) {
             /* the worker computes the reference while the device is timed */
             double a = now_s();
             time_failed = bench_time(ctx, exec_case, inst, cfg, g_flush, &s);
-            deferred_timing = now_s() - a;
-            g_spent.timing += deferred_timing;
+            g_spent.timing += now_s() - a;
             timed = 1;
             st = exact_finish(c, params, (size_t)job, inst, ref, &opts, &cr, &hashed);
         }
@@ -568,12 +606,12 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
         char m[600];
         snprintf(m, sizeof m, "check harness: %s", qgmm_status_string(st));
         record_failure(x, st, m);
-        qgmm_case_release(inst);
+        *held = inst; /* for the next backend */
         return;
     }
     char hash[40];
     if (cr.verdict != QGMM_VERDICT_SKIPPED || cr.output_hash) {
-        snprintf(hash, sizeof hash, "fnv1a64:%016llx", (unsigned long long)cr.output_hash);
+        snprintf(hash, sizeof hash, "fnv1a64c:%016llx", (unsigned long long)cr.output_hash);
         rr_set(&x->output_hash, hash);
     }
     char th[128] = "";
@@ -606,14 +644,14 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
         if (cr.status != QGMM_OK) {  /* the op itself failed: nothing to time */
             rr_set(&x->status, "error");
             bench_samples_free(&s);
-            qgmm_case_release(inst);
+            *held = inst; /* for the next backend */
             return;
         }
         break;
     case QGMM_VERDICT_UNSUPPORTED:
         record_failure(x, QGMM_ERR_UNSUPPORTED, msg);
         bench_samples_free(&s);
-        qgmm_case_release(inst);
+        *held = inst; /* for the next backend */
         return;
     case QGMM_VERDICT_SKIPPED: {
         char m[760];
@@ -623,12 +661,11 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
         break;
     }
     }
-    double t2 = now_s();
     if (!timed) {
+        double t2 = now_s();
         time_failed = bench_time(ctx, exec_case, inst, cfg, g_flush, &s);
         g_spent.timing += now_s() - t2;
     }
-    g_spent.check += t2 - t1 - deferred_timing;
     if (time_failed) {
         char m[800];
         snprintf(m, sizeof m, "timing: %s", s.message);
@@ -639,7 +676,7 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
         set_samples(x, &s);
     }
     bench_samples_free(&s);
-    qgmm_case_release(inst);
+    *held = inst; /* for the next backend */
 }
 
 static int selected(const char *list, const char *name)
@@ -731,6 +768,38 @@ static void env_append(run_record *r, const char *key, const char *value)
 
 static void write_cases_json(FILE *f, const suite *s, const char *filter);
 
+/* The reference cache of this binary: keyed by the hashes of the cpu backend (the reference)
+ * and of this binary (the case library that makes the inputs). dir: --ref-cache (NULL: the
+ * default place; "none": this run only). */
+static void refs_open(const char *ref_cache)
+{
+    char lib[1024] = "", h1[40], h2[40], dir[1024] = "";
+    sysinfo_library_of((const void *)qgmm_context_create, lib, sizeof lib);
+    sysinfo_file_hash(lib, h1);
+    sysinfo_file_hash("/proc/self/exe", h2);
+    uint64_t v = store_fnv1a64(store_fnv1a64(STORE_FNV_INIT, h1, strlen(h1)), h2, strlen(h2));
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (ref_cache && strcmp(ref_cache, "none") != 0) snprintf(dir, sizeof dir, "%s", ref_cache);
+    else if (!ref_cache && xdg && xdg[0]) snprintf(dir, sizeof dir, "%s/qgmm/reference", xdg);
+    else if (!ref_cache && home && home[0]) snprintf(dir, sizeof dir, "%s/.cache/qgmm/reference", home);
+    refcache_init(&g_refs, dir, v);
+}
+
+/* "wall W: generate a, upload b, ..." from the case library's clocks k0 -> k1 and the runner's
+ * timing and waiting (< 0: not shown); other = wall minus the phases. */
+static void host_phases(char *out, size_t cap, const qgmm_case_clocks *k0, const qgmm_case_clocks *k1, double timing,
+                        double wait, double wall)
+{
+    const double ph[6] = {k1->generate - k0->generate, k1->upload - k0->upload, k1->setup - k0->setup,
+                          k1->execute - k0->execute, k1->download - k0->download, k1->compare - k0->compare};
+    double sum = ph[0] + ph[1] + ph[2] + ph[3] + ph[4] + ph[5] + (timing > 0 ? timing : 0) + (wait > 0 ? wait : 0);
+    int k = snprintf(out, cap, "wall %.1f: generate inputs %.1f, upload %.1f, buffers+masks+poison %.1f, check runs %.1f, "
+                               "download %.1f, compare+hash %.1f", wall, ph[0], ph[1], ph[2], ph[3], ph[4], ph[5]);
+    if (timing >= 0 && k > 0 && (size_t)k < cap) k += snprintf(out + k, cap - (size_t)k, ", timing %.1f", timing);
+    if (wait >= 0 && k > 0 && (size_t)k < cap) k += snprintf(out + k, cap - (size_t)k, ", waiting for references %.1f", wait);
+    if (k > 0 && (size_t)k < cap) snprintf(out + k, cap - (size_t)k, ", other %.1f", wall - sum);
+}
+
 /* The case is run on this device: selected by the filter (o NULL: not asked) and within the
  * suite's @max_case_mib / @max_case_gflop for it. */
 static int runs_here(const qgmm_case *cs, const run_opts *o, const bench_cfg *cfg)
@@ -807,6 +876,11 @@ static void torch_peers(const run_opts *o, const suite *s, run_record *r, size_t
 static int do_run(const run_opts *given)
 {
     g_tty = isatty(2);
+    /* Freed memory stays in the heap for the next case: every case allocates and frees
+     * gigabytes of host copies, and fresh mappings are paid page by page in the kernel
+     * (about 40 % of preparing a cast here). The process's resident size stays at its peak. */
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, -1);
     run_opts opts = *given, *o = &opts;
     char err[1200];
     sqlite3 *db = NULL;
@@ -901,19 +975,7 @@ static int do_run(const run_opts *given)
         rr_free(&r); rr_free(&here); suite_free(&s); store_close(db); json_value_free(stored_opts);
         return 2;
     }
-    {
-        /* the reference's code: the cpu backend and this binary (the case library's inputs) */
-        char lib[1024] = "", h1[40], h2[40], dir[1024] = "";
-        sysinfo_library_of((const void *)qgmm_context_create, lib, sizeof lib);
-        sysinfo_file_hash(lib, h1);
-        sysinfo_file_hash("/proc/self/exe", h2);
-        uint64_t v = store_fnv1a64(store_fnv1a64(STORE_FNV_INIT, h1, strlen(h1)), h2, strlen(h2));
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (o->ref_cache && strcmp(o->ref_cache, "none") != 0) snprintf(dir, sizeof dir, "%s", o->ref_cache);
-        else if (!o->ref_cache && xdg && xdg[0]) snprintf(dir, sizeof dir, "%s/qgmm/reference", xdg);
-        else if (!o->ref_cache && home && home[0]) snprintf(dir, sizeof dir, "%s/.cache/qgmm/reference", home);
-        refcache_init(&g_refs, dir, v);
-    }
+    refs_open(o->ref_cache);
     size_t ncases = 0;
     for (size_t k = 0; k < s.n; ++k) if (!o->filter || strstr(s.cases[k].c.id, o->filter)) ++ncases;
     int with_torch = 0;
@@ -967,10 +1029,26 @@ static int do_run(const run_opts *given)
 
     qgmm_check_options ref_opts = {0};
     g_rw_on = !o->serial_checks && refworker_start(&g_rw, &g_refs, &ref_opts) == 0;
+    qgmm_case_clocks k0;
+    qgmm_case_clocks_get(&k0);
+    const double wall0 = now_s();
     long *jobs = calloc(s.n ? s.n : 1, sizeof *jobs);
     char skipped_note[512] = "";
     size_t skipped_total = 0, already = r.n_results;
     int setup_error = 0;
+    /* Each backend: its context, stored, then its ceilings and canary. Then the cases, each on
+     * every backend in turn (case-major): a case's inputs are drawn once and moved from one
+     * backend's instance to the next (qgmm_case_prepare_from). */
+    struct be_state {
+        const char *name;
+        qgmm_context *ctx;
+        int ci;
+        int64_t ctx_id, dev_id;
+        bench_cfg cfg;
+        qgmm_buffer *flush;
+        size_t skipped;
+    } be[16];
+    int nbe = 0;
     for (int b = 0; b < nsel && !g_stop && !g_store_failed && !setup_error; ++b) {
         qgmm_context *ctx = NULL;
         if (qgmm_context_create(names[b], 0, &ctx) != QGMM_OK) {
@@ -1030,18 +1108,8 @@ static int do_run(const run_opts *given)
                     cfg.flush_bytes >> 20, qgmm_last_error(ctx));
             g_flush = NULL;
         }
-        /* a device backend's exact cases go to the reference worker first, so it computes
-         * ahead while the device measures ceilings and cases */
-        for (size_t k = 0; k < s.n; ++k) {
-            const qgmm_case *cs = &s.cases[k].c;
-            jobs[k] = -1;
-            if (!g_rw_on || strcmp(names[b], "cpu") == 0 || cs->check != QGMM_CHECK_EXACT || !runs_here(cs, o, &cfg))
-                continue;
-            char params[400], shape[96];
-            case_params(cs, params, sizeof params, shape, sizeof shape);
-            if (!measured_already(&r, ci, cs->name, params))
-                jobs[k] = (long)refworker_add(&g_rw, cs, ref_key(cs, params), cfg.exact_check_max_bytes);
-        }
+        be[nbe] = (struct be_state){names[b], ctx, ci, g_ctx_id, g_dev_id, cfg, g_flush, 0};
+        ++nbe;
         if (!o->no_ceilings) {
             ++g_prog.done;
             progress(0, "[ceiling] %-8s ceiling.copy %lld MiB", names[b], cfg.copy_bytes >> 20);
@@ -1053,54 +1121,95 @@ static int do_run(const run_opts *given)
                 canary(ctx, &cfg, &r, ci);
             }
         }
-        size_t skipped = 0;
-        for (size_t k = 0; k < s.n && !g_stop && !g_store_failed; ++k) {
-            const qgmm_case *cs = &s.cases[k].c;
-            if (o->filter && !strstr(cs->id, o->filter)) continue;
+    }
+    /* a device backend's exact cases go to the reference worker first, so it computes ahead
+     * while the devices measure ceilings and cases; not those the cpu backend runs too, whose
+     * own check is the reference */
+    for (size_t k = 0; k < s.n; ++k) {
+        const qgmm_case *cs = &s.cases[k].c;
+        jobs[k] = -1;
+        if (!g_rw_on || cs->check != QGMM_CHECK_EXACT) continue;
+        char params[400], shape[96];
+        case_params(cs, params, sizeof params, shape, sizeof shape);
+        int on_cpu = 0;
+        for (int b = 0; b < nbe; ++b)
+            on_cpu |= strcmp(be[b].name, "cpu") == 0 && runs_here(cs, o, &be[b].cfg);
+        for (int b = 0; b < nbe && jobs[k] < 0 && !on_cpu; ++b)
+            if (strcmp(be[b].name, "cpu") != 0 && runs_here(cs, o, &be[b].cfg) &&
+                !measured_already(&r, be[b].ci, cs->name, params))
+                jobs[k] = (long)refworker_add(&g_rw, cs, ref_key(cs, params), be[b].cfg.exact_check_max_bytes);
+    }
+    for (size_t k = 0; k < s.n && !g_stop && !g_store_failed && !setup_error; ++k) {
+        const qgmm_case *cs = &s.cases[k].c;
+        if (o->filter && !strstr(cs->id, o->filter)) continue;
+        qgmm_case_instance *held = NULL;
+        for (int b = 0; b < nbe && !g_stop && !g_store_failed; ++b) {
             ++g_prog.done;
-            if (!runs_here(cs, NULL, &cfg)) {
+            if (!runs_here(cs, NULL, &be[b].cfg)) {
                 /* not run and not recorded: a missing result is never read as a pass */
-                ++skipped;
-                progress(0, "%-8s %s  not run here (over @max_case_mib / @max_case_gflop)", names[b], cs->id);
+                ++be[b].skipped;
+                progress(0, "%-8s %s  not run here (over @max_case_mib / @max_case_gflop)", be[b].name, cs->id);
                 continue;
             }
             char params[400], shape[96];
             case_params(cs, params, sizeof params, shape, sizeof shape);
-            if (measured_already(&r, ci, cs->name, params)) continue;
-            progress(0, "%-8s %s ...", names[b], cs->id);
+            if (measured_already(&r, be[b].ci, cs->name, params)) continue;
+            progress(0, "%-8s %s ...", be[b].name, cs->id);
+            g_ctx_id = be[b].ctx_id;
+            g_dev_id = be[b].dev_id;
+            g_flush = be[b].flush;
             rr_result *x = rr_add_result(&r);
-            x->context = ci;
-            if (jobs[k] >= 0) refworker_at(&g_rw, (size_t)jobs[k]);
-            run_case(ctx, ref, cs, &cfg, jobs[k], x);
+            x->context = be[b].ci;
+            long job = strcmp(be[b].name, "cpu") != 0 ? jobs[k] : -1;
+            if (job >= 0) refworker_at(&g_rw, (size_t)job);
+            run_case(be[b].ctx, ref, cs, &be[b].cfg, job, x, &held);
             publish(&r);
             x = &r.results[r.n_results - 1];
             char med[32];
             report_fmt_us(rr_median(x), med, sizeof med);
             int bad_case = strcmp(x->status, "ok") != 0 || strcmp(x->verdict, "fail") == 0;
-            progress(bad_case, "%-8s %s  %s  %s n=%zu", names[b], cs->id,
+            progress(bad_case, "%-8s %s  %s  %s n=%zu", be[b].name, cs->id,
                      strcmp(x->status, "ok") ? x->status : x->verdict, med, x->n_samples);
         }
-        if (skipped) {
-            size_t l = strlen(skipped_note);
-            snprintf(skipped_note + l, sizeof skipped_note - l, "%s%s:%zu", l ? "," : "", names[b], skipped);
-            skipped_total += skipped;
-        }
-        qgmm_buffer_free(g_flush);
-        g_flush = NULL;
-        qgmm_context_destroy(ctx);
+        qgmm_case_release(held);
     }
+    for (int b = 0; b < nbe; ++b) {
+        if (be[b].skipped) {
+            size_t l = strlen(skipped_note);
+            snprintf(skipped_note + l, sizeof skipped_note - l, "%s%s:%zu", l ? "," : "", be[b].name, be[b].skipped);
+            skipped_total += be[b].skipped;
+        }
+        qgmm_buffer_free(be[b].flush);
+        qgmm_context_destroy(be[b].ctx);
+    }
+    g_flush = NULL;
     qgmm_context_destroy(ref);
     if (with_torch && !g_stop && !g_store_failed && !setup_error) torch_peers(o, &s, &r, ncases);
     if (g_tty) fprintf(stderr, "\n");
     if (g_refs.dir[0])
         fprintf(stderr, "qgmm-bench run: cpu reference cache %s: %zu found, %zu computed (%zu replacing a corrupt entry)\n",
                 g_refs.dir, g_refs.hits, g_refs.misses + g_refs.rejected, g_refs.rejected);
-    if (g_rw_on && g_rw.computed)
-        fprintf(stderr, "qgmm-bench run: the reference worker computed %zu references in %.1f s beside the device\n",
-                g_rw.computed, g_rw.busy_s);
-    fprintf(stderr, "qgmm-bench run: main thread in cases: prepare %.1f s, numerics checks %.1f s (waiting for the "
-                    "reference worker %.1f s), timing %.1f s\n",
-            g_spent.prepare, g_spent.check, g_spent.wait, g_spent.timing);
+    {
+        qgmm_case_clocks k1;
+        qgmm_case_clocks_get(&k1);
+        char main_line[400], worker_line[400] = "";
+        host_phases(main_line, sizeof main_line, &k0, &k1, g_spent.timing, g_spent.wait, now_s() - wall0);
+        fprintf(stderr, "qgmm-bench run: main thread, seconds: %s\n", main_line);
+        env_append(&r, "host_seconds", main_line);
+        if (g_rw_on && g_rw.computed) {
+            qgmm_case_clocks z;
+            memset(&z, 0, sizeof z);
+            pthread_mutex_lock(&g_rw.mu);
+            qgmm_case_clocks wk = g_rw.clocks;
+            size_t computed = g_rw.computed;
+            double busy = g_rw.busy_s;
+            pthread_mutex_unlock(&g_rw.mu);
+            host_phases(worker_line, sizeof worker_line, &z, &wk, -1, -1, busy);
+            fprintf(stderr, "qgmm-bench run: the reference worker computed %zu references beside the device, seconds: "
+                            "%s\n", computed, worker_line);
+            env_append(&r, "reference_worker_seconds", worker_line);
+        }
+    }
     if (g_stop && g_rw_on) {
         refworker_abandon(&g_rw); /* its cache and jobs stay until the process exits */
     } else {
@@ -1232,6 +1341,83 @@ static void write_cases_json(FILE *f, const suite *s, const char *filter)
         jb_free(&b);
     }
     fprintf(f, "\n]}\n");
+}
+
+static const char *const REFERENCES_HELP =
+    "usage: qgmm-bench references [--suite NAME|FILE] [--ref-cache DIR] [--filter TEXT] [--max-mib N]\n"
+    "\n"
+    "Fills the CPU reference cache of `run` (see its --ref-cache) with the reference of every\n"
+    "exact case of the suite: what a run on a cold cache computes, without a device, so that a\n"
+    "GPU machine's nightly starts warm. Entries are keyed by this binary and the cpu backend's\n"
+    "library: copy the cache together with the build that made it. Cases already cached are\n"
+    "skipped; --max-mib N skips cases moving more than N MiB (a reference holds several times\n"
+    "its case's bytes in host memory). Prints one line per case; exit 0, 1 when a reference's\n"
+    "own check failed, 2 on usage errors.\n";
+
+int cmd_references(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) { fputs(REFERENCES_HELP, stdout); return 0; }
+    const char *spec = "nightly", *filter = NULL, *cache = NULL, *v;
+    long long max_mib = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (opt_value(argc, argv, &i, "--suite", &spec)) continue;
+        if (opt_value(argc, argv, &i, "--ref-cache", &cache)) continue;
+        if (opt_value(argc, argv, &i, "--filter", &filter)) continue;
+        if (opt_value(argc, argv, &i, "--max-mib", &v)) { max_mib = atoll(v); continue; }
+        fprintf(stderr, "qgmm-bench references: unknown argument %s (see --help)\n", argv[i]);
+        return 2;
+    }
+    if (cache && strcmp(cache, "none") == 0) {
+        fprintf(stderr, "qgmm-bench references: --ref-cache none keeps nothing; name a directory\n");
+        return 2;
+    }
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, -1);
+    suite s;
+    char err[1200];
+    if (suite_load(spec, &s, err, sizeof err)) { fprintf(stderr, "qgmm-bench references: %s\n", err); return 2; }
+    qgmm_context *cpu = NULL;
+    if (qgmm_context_create("cpu", 0, &cpu) != QGMM_OK) {
+        fprintf(stderr, "qgmm-bench references: no CPU context: %s\n", qgmm_last_error(NULL));
+        suite_free(&s);
+        return 2;
+    }
+    refs_open(cache);
+    int bad = 0;
+    size_t done = 0, computed = 0, skipped = 0;
+    const double t0 = now_s();
+    qgmm_check_options opts = {0, 1};
+    for (size_t k = 0; k < s.n; ++k) {
+        const qgmm_case *c = &s.cases[k].c;
+        if (c->check != QGMM_CHECK_EXACT || (filter && !strstr(c->id, filter))) continue;
+        ++done;
+        char params[400], shape[96];
+        case_params(c, params, sizeof params, shape, sizeof shape);
+        uint64_t key = ref_key(c, params), h;
+        if (refcache_get(&g_refs, key, c->id, &h)) continue;
+        if (max_mib > 0 && c->bytes > (double)(max_mib << 20)) {
+            ++skipped;
+            printf("skipped   %s (%.0f MiB, over --max-mib)\n", c->id, c->bytes / 1048576.0);
+            continue;
+        }
+        const double a = now_s();
+        if (refcheck_compute(cpu, &opts, c, &h)) {
+            refcache_put(&g_refs, key, c->id, h);
+            ++computed;
+            printf("computed  %s  fnv1a64c:%016llx  %.1f s\n", c->id, (unsigned long long)h, now_s() - a);
+        } else {
+            bad = 1;
+            printf("FAILED    %s: the reference's own check did not pass (run it with `qgmm-bench run --backend cpu "
+                   "--filter`)\n", c->id);
+        }
+        fflush(stdout);
+    }
+    printf("%zu exact cases: %zu already cached, %zu computed, %zu skipped, in %.0f s (%s)\n", done,
+           done - computed - skipped - (size_t)bad, computed, skipped, now_s() - t0, g_refs.dir);
+    qgmm_context_destroy(cpu);
+    refcache_free(&g_refs);
+    suite_free(&s);
+    return bad;
 }
 
 int cmd_cases(int argc, char **argv)

@@ -17,6 +17,7 @@ static const char *const HELP =
     "  runs     list the stored runs\n"
     "  report   the performance summary of a run as Markdown (docs/PERF.md's tables)\n"
     "  cases    list the cases a suite resolves to (--json: input of ci/peers/torch_peers.py)\n"
+    "  references  fill the CPU reference cache of run's exact cases (no device needed)\n"
     "  export   one run as the JSON run document (docs/run-format.md)\n"
     "  import   store run documents (peers, other machines); idempotent by uuid\n"
     "  upload   POST a run to the dashboard's ingest API\n"
@@ -49,6 +50,7 @@ int main(int argc, char **argv)
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"run", cmd_run},         {"gate", cmd_gate},     {"compare", cmd_compare},
         {"history", cmd_history}, {"runs", cmd_runs},     {"cases", cmd_cases},
+        {"references", cmd_references},
         {"export", cmd_export},   {"import", cmd_import}, {"upload", cmd_upload},
         {"changepoints", cmd_changepoints}, {"report", cmd_report},
     };

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define REFCACHE_MAGIC "qgmm-refcache 1"
+#define REFCACHE_MAGIC "qgmm-refcache 2"
 #define REFCACHE_MAX_FILE 4096
 
 static void mkdirs(const char *dir)
@@ -72,7 +72,7 @@ static void remember(refcache *rc, uint64_t key, uint64_t hash)
 /* The body of an entry file, without its checksum line. */
 static int body(uint64_t key, const char *case_id, uint64_t hash, char *out, size_t cap)
 {
-    return snprintf(out, cap, REFCACHE_MAGIC "\nkey %016llx\ncase %.400s\noutput_hash fnv1a64:%016llx\n",
+    return snprintf(out, cap, REFCACHE_MAGIC "\nkey %016llx\ncase %.400s\noutput_hash fnv1a64c:%016llx\n",
                     (unsigned long long)key, case_id, (unsigned long long)hash);
 }
 
@@ -93,8 +93,8 @@ static int read_entry(const refcache *rc, uint64_t key, const char *case_id, uin
     if (!ck || sscanf(ck, "checksum fnv1a64:%16llx", &want_sum) != 1 || strlen(ck) != 17 + 16 + 1 || ck[33] != '\n')
         return -1;
     if (store_fnv1a64(STORE_FNV_INIT, buf, (size_t)(ck - buf)) != want_sum) return -1;
-    char *p = strstr(buf, "output_hash fnv1a64:");
-    if (!p || sscanf(p, "output_hash fnv1a64:%16llx", &h) != 1) return -1;
+    char *p = strstr(buf, "output_hash fnv1a64c:");
+    if (!p || sscanf(p, "output_hash fnv1a64c:%16llx", &h) != 1) return -1;
     char expect[600];
     body(key, case_id, h, expect, sizeof expect);  /* same key, same case, nothing else */
     if ((size_t)(ck - buf) != strlen(expect) || memcmp(buf, expect, strlen(expect)) != 0) return -1;

@@ -29,20 +29,6 @@ static long next_job(const refworker *w)
     return -1;
 }
 
-/* What the main thread computes in line on a cache miss: the case checked on the CPU
- * reference; the output hash of a passing check is the reference. */
-static int compute(qgmm_context *cpu, const qgmm_check_options *opts, const qgmm_case *c, uint64_t *hash)
-{
-    qgmm_case_instance *ri = NULL;
-    qgmm_case_result cr;
-    qgmm_status st = qgmm_case_prepare(c, cpu, &ri);
-    if (st == QGMM_OK) st = qgmm_case_check(ri, cpu, opts, &cr);
-    qgmm_case_release(ri);
-    if (st != QGMM_OK || cr.verdict != QGMM_VERDICT_PASS) return 0;
-    *hash = cr.output_hash;
-    return 1;
-}
-
 static void *worker(void *arg)
 {
     refworker *w = arg;
@@ -64,7 +50,7 @@ static void *worker(void *arg)
         double t0 = now_s();
         int computed = 0;
         if (!have && cpu && !(max_bytes > 0 && c->bytes > (double)max_bytes)) {
-            have = compute(cpu, &w->opts, c, &h);
+            have = refcheck_compute(cpu, &w->opts, c, &h);
             if (have) refcache_put(w->cache, key, c->id, h);
             computed = 1;
         }
@@ -74,6 +60,7 @@ static void *worker(void *arg)
         j->hash = h;
         j->state = 2;
         if (computed) { w->busy_s += now_s() - t0; ++w->computed; }
+        qgmm_case_clocks_get(&w->clocks);
         pthread_cond_broadcast(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);

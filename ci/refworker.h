@@ -49,7 +49,13 @@ typedef struct refworker {
     pthread_cond_t cv;
     double busy_s;             /* time spent computing references */
     size_t computed;
+    qgmm_case_clocks clocks;   /* the worker thread's case-library clocks after its last job */
 } refworker;
+
+/* The CPU reference of exact case c: prepared on cpu and checked there (the hash-only
+ * check: two runs, coverage, determinism); 1 with its output hash when that check passed,
+ * 0 when not. What the worker and the main thread (in line) both compute (cmd_run.c). */
+int refcheck_compute(qgmm_context *cpu, const qgmm_check_options *opts, const qgmm_case *c, uint64_t *hash);
 
 /* Starts the thread (its CPU context is created there). Returns 0, or -1 when no thread
  * could be started (the caller then computes references in line). */

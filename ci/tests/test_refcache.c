@@ -73,7 +73,7 @@ int main(void)
         case -1: len = n - 1; break;
         case -2: len = n / 2; break;
         case -3: len = 0; break;
-        case -4: p = strstr(buf, "fnv1a64:"); p[10] = p[10] == '0' ? '1' : '0'; break;
+        case -4: p = strstr(buf, "fnv1a64c:"); p[10] = p[10] == '0' ? '1' : '0'; break;
         case -5: p = strstr(buf, "checksum fnv1a64:"); p[20] = p[20] == '0' ? '1' : '0'; break;
         case -6: memcpy(buf + n, "x\n", 3); len = n + 2; break;
         case -7: {
@@ -121,12 +121,12 @@ int main(void)
     t_sh(cmd, out, sizeof out);
     out[strcspn(out, "\n")] = 0;
     n = read_file(out, buf, sizeof buf);
-    char *oh = strstr(buf, "output_hash fnv1a64:"), *ck = strstr(buf, "checksum fnv1a64:");
+    char *oh = strstr(buf, "output_hash fnv1a64c:"), *ck = strstr(buf, "checksum fnv1a64:");
     CHECK(oh && ck, "entry format: %s", buf);
     char stale[17] = "";
     if (oh && ck) {
-        oh[20] = oh[20] == 'a' ? 'b' : 'a';
-        memcpy(stale, oh + 20, 16);
+        oh[21] = oh[21] == 'a' ? 'b' : 'a';
+        memcpy(stale, oh + 21, 16);
         snprintf(ck, sizeof buf - (size_t)(ck - buf), "checksum fnv1a64:%016llx\n",
                  (unsigned long long)store_fnv1a64(STORE_FNV_INIT, buf, (size_t)(ck - buf)));
         write_file(out, buf, strlen(buf));
@@ -134,7 +134,7 @@ int main(void)
     snprintf(cmd, sizeof cmd, run, QGMM_BENCH_EXE, "e4m3fn.bf16/", dir, db);
     t_sh(cmd, out, sizeof out);
     CHECK(strstr(out, " 9 found, 0 computed"), "a stale entry is read as valid: %s", out);
-    snprintf(cmd, sizeof cmd, "cat %s/*.ref | grep -c 'output_hash fnv1a64:%s'", dir, stale);
+    snprintf(cmd, sizeof cmd, "cat %s/*.ref | grep -c 'output_hash fnv1a64c:%s'", dir, stale);
     t_sh(cmd, out, sizeof out);
     CHECK(stale[0] && atoi(out) == 0, "and corrected by the full comparison (%d entries still hold %s)", atoi(out), stale);
     sqlite3 *hd;

@@ -35,7 +35,7 @@ int main(void)
     CHECK(t_count(h, "SELECT count(*) FROM result WHERE status = 'ok' AND n_samples >= 3") >= nctx * ncases, "timed");
     CHECK(t_count(h, "SELECT count(*) FROM result r JOIN series s ON s.id = r.series_id WHERE s.role = 'case' AND r.verdict = 'unchecked'") == 0,
           "every case checked");
-    CHECK(t_count(h, "SELECT count(*) FROM result WHERE output_hash LIKE 'fnv1a64:%'") == nctx * ncases, "output hashes");
+    CHECK(t_count(h, "SELECT count(*) FROM result WHERE output_hash LIKE 'fnv1a64c:%'") == nctx * ncases, "output hashes");
     CHECK(t_count(h, "SELECT count(*) FROM context WHERE code_hash LIKE 'fnv1a64:%'") == nctx, "code hash");
     CHECK(t_count(h, "SELECT count(*) FROM result WHERE pct_of_ceiling > 0") >= nctx * ncases, "%% of ceiling");
     /* the same case on every backend gives the same output bytes (casts are bit-exact) */
