@@ -16,7 +16,7 @@
  *    qgmm_synchronize return QGMM_ERR_BAD_OFFSETS.
  * Prints case counts; exits non-zero on any failure.
  *
- * usage: test_gemm_reference [BACKEND] [--path portable|hopper|auto] [--quick] [--big]
+ * usage: test_gemm_reference [BACKEND] [--path portable|hopper|auto] [--quick] [--big] [--verbose]
  * The same cases run on any backend (ctest registers one test per GPU backend). A GPU
  * backend may refuse only the documented combinations (mixed fp8 operands, e4m3fnuz):
  * those are counted as refused, anything else it refuses is a failure. --path sets
@@ -35,7 +35,7 @@
 static qgmm_context *g_ctx;
 static long g_cases, g_failures;
 static double g_worst[2]; /* worst relative error seen, f32 and bf16 outputs */
-static int g_quick, g_big;
+static int g_quick, g_big, g_verbose;
 
 #include "qgmm_test_check.h"
 
@@ -383,6 +383,10 @@ static void run_case(const gcase *c)
     g_cases++;
     char name[256];
     describe(name, sizeof name, c);
+    if (g_verbose) {
+        printf("case %s\n", name);
+        fflush(stdout);
+    }
     const int mgrp = c->kind == QGMM_GEMM_M_GROUPED;
     int32_t *offs = malloc(sizeof(int32_t) * (size_t)c->G);
     const int64_t mult = mgrp ? 1 : c->recipe == QGMM_RECIPE_FP8_BLOCKWISE ? 128 : c->recipe == QGMM_RECIPE_MXFP8 ? 32 : 1;
@@ -566,6 +570,18 @@ static void recipe_suite(qgmm_gemm_kind kind, qgmm_recipe r)
             if (mgrp && r == QGMM_RECIPE_FP8_BLOCKWISE) d.K = 768;
             if (!mgrp) { d.M = 4096; d.N = 136; d.K = 300; d.a_t = d.b_t = 1; }
             run_case(&d);
+            if (r != QGMM_RECIPE_BF16) continue;
+            /* BF16 operands contiguous along their rows / columns (the MoE layer's dgrad
+             * weights as an (E, K, N) view, row-major dy and x in wgrad): the Hopper
+             * kernel's MN-major path, tails along every dim, groups starting anywhere */
+            gcase e = {kind, r, 3000, 520, 600, 16, 1, adt, bdt, odts[o], 0, 1, 0, 0};
+            if (!mgrp) { e.M = 4096; e.N = 200; e.K = 264; e.b_t = 0; }
+            run_case(&e);
+            /* one operand of each layout (K-grouped: token-contiguous dy, row-major x);
+             * M-grouped: a column-major x too, which the portable kernel takes */
+            gcase f = {kind, r, 2048, 384, 1000, 8, 0, adt, bdt, odts[o], 1, 1, 0, 0};
+            if (!mgrp) { f.M = 3008; f.N = 136; f.K = 304; f.G = 5; f.b_t = 0; }
+            run_case(&f);
         }
     }
     if (!mgrp) { /* token-contiguous operands (the GPU kernels' layout): ragged groups starting
@@ -612,10 +628,11 @@ int main(int argc, char **argv)
     const char *backend = positional ? argv[1] : "cpu", *path = NULL;
     for (int i = positional ? 2 : 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: %s [BACKEND] [--path portable|hopper|auto] [--quick] [--big]\n"
+            printf("usage: %s [BACKEND] [--path portable|hopper|auto] [--quick] [--big] [--verbose]\n"
                    "  The grouped GEMM of BACKEND (default cpu) vs a float64 reference for every\n"
                    "  recipe and kind, and bad offsets. --path sets QGMM_CUDA_GEMM_PATH; --quick:\n"
-                   "  two shapes per recipe (for compute-sanitizer); --big: adds multi-tile shapes.\n"
+                   "  two shapes per recipe (for compute-sanitizer); --big: adds multi-tile shapes;\n"
+                   "  --verbose: names each case before it runs (which one a device fault hit).\n"
                    "  Prints case counts and the worst relative errors; exits 1 on any failure.\n", argv[0]);
             return 0;
         } else if (!strcmp(argv[i], "--path") && i + 1 < argc) {
@@ -624,6 +641,8 @@ int main(int argc, char **argv)
             g_quick = 1;
         } else if (!strcmp(argv[i], "--big")) {
             g_big = 1;
+        } else if (!strcmp(argv[i], "--verbose")) {
+            g_verbose = 1;
         } else {
             fprintf(stderr, "unknown argument %s (try --help)\n", argv[i]);
             return 2;

@@ -4,9 +4,9 @@
  *
  * Path choice: QGMM_CUDA_GEMM_PATH=portable|hopper|auto (default auto), read once when the
  * context is created. auto takes the Hopper wgmma/TMA kernels where they apply (sm_90,
- * TMA-compatible operands, the recipes gemm_hopper.cu lists) and the portable mma.sync
- * kernel otherwise; "hopper" fails with UNSUPPORTED where the Hopper kernels do not apply,
- * so a test can tell which ran.
+ * TMA-compatible operands, K- or (BF16) MN-major, the recipes gemm_hopper.cu lists) and
+ * the portable mma.sync kernel otherwise; "hopper" fails with UNSUPPORTED where the Hopper
+ * kernels do not apply, so a test can tell which ran.
  */
 #include "cuda_internal.h"
 #include "gemm_problem.cuh"
@@ -36,8 +36,6 @@ extern "C" int qgmm_cuda_gemm_path_env(void)
     if (!strcmp(e, "hopper")) return QG_PATH_HOPPER;
     return -1;
 }
-
-extern "C" void qgmm_cuda_gemm_relayout_bf16(qgmm_context *ctx, qg_problem *p); /* gemm_relayout.cu */
 
 extern "C" qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_gemm_problem *d)
 {
@@ -89,9 +87,6 @@ extern "C" qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_gemm
         const qgmm_status st = qgmm_cuda_enter(ctx);
         if (st != QGMM_OK) return st;
     }
-    /* BF16 operands that are not K-contiguous get a K-contiguous copy so the Hopper kernel
-     * can take them (the portable path, when forced, keeps reading them strided). */
-    if (path != QG_PATH_PORTABLE) qgmm_cuda_gemm_relayout_bf16(ctx, &p);
     const char *why = "", *used = "";
     const int rc = qgmm_cuda_gemm_run(&p, path, c->stream, &why, &used);
     if (rc == 1) return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "grouped_gemm on cuda: %s", why);

@@ -1,7 +1,9 @@
 /*
  * gemm_hopper.cu — the Hopper (sm_90a) grouped GEMM: BF16, FP8 rowwise, FP8 blockwise and
  * MXFP8 (e4m3 / e5m2), M- and K-grouped, contraction-contiguous operands with 16-byte
- * aligned rows (bf16 output for the FP8 recipes; f32 output takes the portable kernel).
+ * aligned rows, or BF16 operands contiguous along their rows / columns (MN-major: the
+ * dgrad weights' (E, K, N) view, row-major dy and x in wgrad) (bf16 output for the FP8
+ * recipes; f32 output takes the portable kernel).
  *
  * Persistent grid of 384-thread CTAs: warpgroup 0 is the producer (one thread issues TMA
  * `cp.async.bulk.tensor` loads of 128-byte-wide A (128 rows) and B (256 rows) slices into a
@@ -44,7 +46,9 @@ PFN_cuTensorMapEncodeTiled_v12000 qg_encode_fn()
 }
 
 /* Tensor maps of a (M, K) and b (E, N, K) with 128-byte-wide boxes of `brows_a` / `brows_b`
- * rows (128B swizzle, zero fill out of bounds). */
+ * rows (128B swizzle, zero fill out of bounds). An MN-major operand (s_k != 1: BF16 with
+ * s_row == 1, qgmm_cuda_gemm_hopper checked it) is mapped the other way round: its rows /
+ * columns inner, the contraction outer, boxes of 64 x one slice (the fast kernel's). */
 int qg_make_maps(const qg_problem *p, int brows_a, int brows_b, CUtensorMap *ta, CUtensorMap *tb, const char **why)
 {
     const int esz = p->elem == QG_ELEM_BF16 ? 2 : 1;
@@ -54,7 +58,18 @@ int qg_make_maps(const qg_problem *p, int brows_a, int brows_b, CUtensorMap *ta,
     const int bke = HBKB / esz;
     memset(ta, 0, sizeof *ta);
     memset(tb, 0, sizeof *tb);
-    {
+    if (p->a.s_k != 1) {
+        const cuuint64_t dims[2] = {(cuuint64_t)(p->rows > 0 ? p->rows : 1), (cuuint64_t)p->kdim};
+        const cuuint64_t strides[1] = {(cuuint64_t)(p->a.s_k * esz)};
+        const cuuint32_t box[2] = {64, (cuuint32_t)bke};
+        const cuuint32_t es[2] = {1, 1};
+        if (enc(ta, dt, 2, (void *)p->a.ptr, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+            *why = "Hopper grouped GEMM: tensor map for a rejected";
+            return 1;
+        }
+    } else {
         const cuuint64_t dims[2] = {(cuuint64_t)p->kdim, (cuuint64_t)(p->rows > 0 ? p->rows : 1)};
         const cuuint64_t strides[1] = {(cuuint64_t)(p->a.s_row * esz)};
         const cuuint32_t box[2] = {(cuuint32_t)bke, (cuuint32_t)brows_a};
@@ -66,7 +81,20 @@ int qg_make_maps(const qg_problem *p, int brows_a, int brows_b, CUtensorMap *ta,
             return 1;
         }
     }
-    if (p->kind == QG_K_GROUPED) { /* b (M, K) stored K x M (token-contiguous) */
+    if (p->b.s_k != 1) { /* MN-major: (columns, contraction[, group]) */
+        const bool kg = p->kind == QG_K_GROUPED;
+        const cuuint64_t dims[3] = {(cuuint64_t)p->cols, (cuuint64_t)p->kdim, (cuuint64_t)p->groups};
+        const cuuint64_t strides[2] = {(cuuint64_t)(p->b.s_k * esz),
+                                       (cuuint64_t)((p->groups > 1 ? p->b.s_grp : p->b.s_k * p->kdim) * esz)};
+        const cuuint32_t box[3] = {64, (cuuint32_t)bke, 1};
+        const cuuint32_t es[3] = {1, 1, 1};
+        if (enc(tb, dt, kg ? 2 : 3, (void *)p->b.ptr, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+            *why = "Hopper grouped GEMM: tensor map for b rejected";
+            return 1;
+        }
+    } else if (p->kind == QG_K_GROUPED) { /* b (M, K) stored K x M (token-contiguous) */
         const cuuint64_t dims[2] = {(cuuint64_t)p->kdim, (cuuint64_t)p->cols};
         const cuuint64_t strides[1] = {(cuuint64_t)(p->b.s_row * esz)};
         const cuuint32_t box[2] = {(cuuint32_t)bke, (cuuint32_t)brows_b};
@@ -205,7 +233,7 @@ int qg_default_conf(const qg_problem *p, bool promo)
     return !promo && p->kind == QG_K_GROUPED && p->scale_mode == QG_SC_ROW ? QG_CONF_CLUSTER : QG_CONF_STAGED;
 }
 
-template <int E, int SC>
+template <int E, int SC, int MN = 0>
 int qg_launch_conf(const qg_hconf &c, const qg_problem *p, cudaStream_t stream, size_t smem, int sms,
                    const char **why)
 {
@@ -216,7 +244,7 @@ int qg_launch_conf(const qg_hconf &c, const qg_problem *p, cudaStream_t stream, 
                 return qg_launch_tma_kernel(qg_hopper_promo_kernel<E, SC, ST, SB, CL>, p, stream, PBM, PBN, CL, \
                                             smem, sms, why);                                         \
         } else if constexpr (SC == QG_SC_NONE || SC == QG_SC_ROW) {                                  \
-            return qg_launch_tma_kernel(qg_hopper_kernel<E, SC, ST, SB, CL>, p, stream, HBM, HBN, CL, smem, \
+            return qg_launch_tma_kernel(qg_hopper_kernel<E, SC, ST, SB, CL, MN>, p, stream, HBM, HBN, CL, smem, \
                                         sms, why);                                                   \
         }                                                                                            \
     }
@@ -234,8 +262,14 @@ int qg_launch_conf(const qg_hconf &c, const qg_problem *p, cudaStream_t stream, 
 int qg_launch_recipe(const qg_hconf &c, const qg_problem *p, cudaStream_t stream, size_t smem, int sms,
                      const char **why)
 {
-    if (p->elem == QG_ELEM_BF16 && p->scale_mode == QG_SC_NONE)
-        return qg_launch_conf<QG_ELEM_BF16, QG_SC_NONE>(c, p, stream, smem, sms, why);
+    if (p->elem == QG_ELEM_BF16 && p->scale_mode == QG_SC_NONE) { /* each operand K- or MN-major */
+        switch ((p->a.s_k != 1 ? 1 : 0) | (p->b.s_k != 1 ? 2 : 0)) {
+        case 0: return qg_launch_conf<QG_ELEM_BF16, QG_SC_NONE, 0>(c, p, stream, smem, sms, why);
+        case 1: return qg_launch_conf<QG_ELEM_BF16, QG_SC_NONE, 1>(c, p, stream, smem, sms, why);
+        case 2: return qg_launch_conf<QG_ELEM_BF16, QG_SC_NONE, 2>(c, p, stream, smem, sms, why);
+        default: return qg_launch_conf<QG_ELEM_BF16, QG_SC_NONE, 3>(c, p, stream, smem, sms, why);
+        }
+    }
     if (p->elem == QG_ELEM_E4M3 && p->scale_mode == QG_SC_ROW)
         return qg_launch_conf<QG_ELEM_E4M3, QG_SC_ROW>(c, p, stream, smem, sms, why);
     if (p->elem == QG_ELEM_E5M2 && p->scale_mode == QG_SC_ROW)
@@ -277,12 +311,24 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
         return 1;
     }
     const int esz = p->elem == QG_ELEM_BF16 ? 2 : 1;
-    const bool tma_ok = p->a.s_k == 1 && p->b.s_k == 1 && ((uintptr_t)p->a.ptr % 16) == 0 &&
-                        ((uintptr_t)p->b.ptr % 16) == 0 && ((p->a.s_row * esz) % 16) == 0 &&
-                        ((p->b.s_row * esz) % 16) == 0 && ((p->b.s_grp * esz) % 16) == 0 &&
-                        p->kdim > 0 && p->rows < (1ll << 31) && p->cols < (1ll << 31) &&
+    /* an operand is K-major (s_k == 1) or, BF16 on the fast kernel, MN-major (s_row == 1;
+     * wgmma transposes 16-bit operands only); TMA steps by the other stride. An MN-major
+     * box starts at a tile's first row / column, which TMA needs 16-byte aligned: B's
+     * columns and K-grouped A's rows start at multiples of 64, M-grouped A's rows at group
+     * starts (any row), so an M-grouped A stays K-major */
+    const bool mn_ok = p->elem == QG_ELEM_BF16 && fast;
+    const bool a_ok = p->a.s_k == 1 || (mn_ok && p->kind == QG_K_GROUPED && p->a.s_row == 1 && p->a.s_k > 0);
+    const bool b_ok = p->b.s_k == 1 || (mn_ok && p->b.s_row == 1 && p->b.s_k > 0);
+    const int64_t lda = p->a.s_k == 1 ? p->a.s_row : p->a.s_k, ldb = p->b.s_k == 1 ? p->b.s_row : p->b.s_k;
+    const bool tma_ok = a_ok && b_ok && ((uintptr_t)p->a.ptr % 16) == 0 && ((uintptr_t)p->b.ptr % 16) == 0 &&
+                        ((lda * esz) % 16) == 0 && ((ldb * esz) % 16) == 0 && ((p->b.s_grp * esz) % 16) == 0 &&
+                        p->kdim > 0 && p->kdim < (1ll << 31) && p->rows < (1ll << 31) && p->cols < (1ll << 31) &&
                         (p->kind == QG_K_GROUPED || p->groups == 1 || p->b.s_grp > 0);
-    if (!tma_ok) { *why = "Hopper grouped GEMM: operands not K-contiguous with 16-byte aligned rows"; return 1; }
+    if (!tma_ok) {
+        *why = "Hopper grouped GEMM: an operand neither contraction-contiguous nor (BF16) row-contiguous, "
+               "or strides not 16-byte aligned";
+        return 1;
+    }
     if (p->variant < 0 || p->variant > QG_NCONFS) { *why = "Hopper grouped GEMM: no such variant"; return 1; }
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);

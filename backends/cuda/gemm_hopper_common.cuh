@@ -111,6 +111,18 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr)
     d |= (uint64_t)1 << 62;            /* 128B swizzle */
     return d;
 }
+/* MN-major 16-bit operand in 128-byte-swizzled smem, as TMA writes a box of 64 elements
+ * along M/N by contraction rows: each contraction index one 128-byte row, 8-row atoms
+ * 1024 apart (stride byte offset), 64-element M/N blocks `mn_block` bytes apart (leading
+ * byte offset). */
+__device__ __forceinline__ uint64_t wg_desc_mn(uint32_t addr, uint32_t mn_block)
+{
+    uint64_t d = (uint64_t)((addr & 0x3FFFFu) >> 4);
+    d |= (uint64_t)(mn_block >> 4) << 16; /* leading byte offset: next 64 M/N elements */
+    d |= (uint64_t)(1024 >> 4) << 32;     /* stride byte offset: next 8 contraction rows */
+    d |= (uint64_t)1 << 62;               /* 128B swizzle */
+    return d;
+}
 #endif
 
 #ifdef QG_HAS_WGMMA

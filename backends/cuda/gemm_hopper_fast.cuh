@@ -1,6 +1,8 @@
 /*
  * gemm_hopper_fast.cuh — the fast Hopper kernel (BF16; FP8 rowwise with bf16 output), M- and
- * K-grouped, 128x256 tiles.
+ * K-grouped, 128x256 tiles. Operands K-major (contraction-contiguous) or, for BF16, MN-major
+ * (contiguous along their rows / columns: the (E, K, N) view of the weights in dgrad,
+ * row-major dy and x in wgrad), read by wgmma from shared memory with its transpose flags.
  * Included by gemm_hopper.cu only (one translation unit, anonymous namespace).
  */
 #pragma once
@@ -14,8 +16,13 @@ namespace {
  * cluster take the two 128-row halves of a 256 x 256 tile pair of the same group: each
  * loads its own A rows and half of the shared B tile, multicast into both CTAs, so every
  * CTA reads a third less from L2. A half past the group's end (odd row-tile count)
- * computes rows that the epilogue masks. */
-template <int E, int SC, int STAGES, int SB, int CL>
+ * computes rows that the epilogue masks.
+ * MN (BF16 only): bit 0 A (K-grouped only), bit 1 B MN-major. Such an operand's slice is
+ * TMA boxes of 64 elements along its rows / columns (128 bytes) by 64 contraction rows (A:
+ * two boxes, one per consumer; B: four), so every contraction index is one 128-byte smem
+ * row; wgmma reads it with the transpose flag and wg_desc_mn (boxes 8 KiB apart, +2 KiB
+ * per k16 step). */
+template <int E, int SC, int STAGES, int SB, int CL, int MN = 0>
 __global__ void __launch_bounds__(HTHR, 1)
 qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                  const __grid_constant__ CUtensorMap tmO, const qg_problem p, int pair_ok, int tma_out)
@@ -33,7 +40,13 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
 
     constexpr int ESZ = E == QG_ELEM_BF16 ? 2 : 1;
     constexpr int BKE = HBKB / ESZ; /* elements per slice */
-    constexpr int KALIGN = 16 / ESZ; /* TMA box starts stay 16-byte aligned */
+    constexpr int KALIGN = 16 / ESZ; /* K-major box starts stay 16-byte aligned */
+    constexpr bool A_MN = (MN & 1) != 0, B_MN = (MN & 2) != 0;
+    static_assert(MN == 0 || E == QG_ELEM_BF16, "wgmma transposes 16-bit operands only");
+    /* K-grouped slices start at the group's first token when no operand is K-major (the
+     * contraction is the boxes' outer dim, any start); else rounded down to 16 bytes */
+    constexpr int KSTART = A_MN && B_MN ? 1 : KALIGN;
+    constexpr int MNBOX = 64 * 128; /* bytes of one MN-major box */
     const int nk = (int)((p.kdim + BKE - 1) / BKE);
     const int wg = threadIdx.x / 128;
     const bool kgrp = p.kind == QG_K_GROUPED;
@@ -47,9 +60,9 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
                 qg_sched_tile<HBM * CL, HBN>(p, s, t, g, r0, c0);
                 r0 += rank * HBM;
                 int kbase = 0, nkt = nk;
-                if (kgrp) { /* slices start at the group's first token rounded down to 16 bytes */
+                if (kgrp) { /* slices start at the group's first token, rounded down to KSTART */
                     const int kb0 = s.bounds[g], klen = s.bounds[g + 1] - kb0;
-                    kbase = kb0 & ~(KALIGN - 1);
+                    kbase = kb0 & ~(KSTART - 1);
                     nkt = klen > 0 ? (klen + (kb0 - kbase) + BKE - 1) / BKE : 0;
                 }
                 for (int kt = 0; kt < nkt; ++kt, ++it) {
@@ -59,8 +72,32 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
                     /* a cluster's half past the last row loads its partner's rows instead
                      * (its output is masked; no box lies wholly outside the tensor) */
                     const int ra = CL > 1 && r0 >= p.rows ? (int)r0 - HBM : (int)r0;
-                    tma_2d(h_smem(sA + st * HA_BYTES), &tmA, kbase + kt * BKE, ra, &full[st]);
-                    if constexpr (CL == 1) {
+                    const int kc = kbase + kt * BKE;
+                    if constexpr (A_MN) { /* a box past the last row loads the first one again */
+#pragma unroll
+                        for (int i = 0; i < HBM / 64; ++i)
+                            tma_2d(h_smem(sA + st * HA_BYTES + i * MNBOX), &tmA,
+                                   ra + 64 * i < p.rows ? ra + 64 * i : ra, kc, &full[st]);
+                    } else {
+                        tma_2d(h_smem(sA + st * HA_BYTES), &tmA, kc, ra, &full[st]);
+                    }
+                    if constexpr (B_MN) { /* this CTA's boxes (all, or its half with clusters) */
+                        constexpr int NB = HBN / 64 / CL;
+                        const uint16_t mask = (uint16_t)((1u << CL) - 1);
+#pragma unroll
+                        for (int j = 0; j < NB; ++j) {
+                            const int box = (int)rank * NB + j;
+                            const int cb = (int)c0 + (c0 + 64 * box < p.cols ? 64 * box : 0);
+                            const uint32_t dst = h_smem(sB + st * HB_BYTES + box * MNBOX);
+                            if constexpr (CL == 1) {
+                                if (kgrp) tma_2d(dst, &tmB, cb, kc, &full[st]);
+                                else tma_3d(dst, &tmB, cb, kc, g, &full[st]);
+                            } else {
+                                if (kgrp) tma_2d_mc(dst, &tmB, cb, kc, &full[st], mask);
+                                else tma_3d_mc(dst, &tmB, cb, kc, g, &full[st], mask);
+                            }
+                        }
+                    } else if constexpr (CL == 1) {
                         if (kgrp) tma_2d(h_smem(sB + st * HB_BYTES), &tmB, kbase + kt * BKE, (int)c0, &full[st]);
                         else tma_3d(h_smem(sB + st * HB_BYTES), &tmB, kt * BKE, (int)c0, g, &full[st]);
                     } else { /* this CTA's share of the B rows, into every CTA of the cluster */
@@ -88,7 +125,7 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
             if (kgrp) {
                 r_end = p.rows;
                 klen = s.bounds[g + 1] - s.bounds[g];
-                head = s.bounds[g] & (KALIGN - 1); /* tokens of the previous group in slice 0 */
+                head = s.bounds[g] & (KSTART - 1); /* tokens of the previous group in slice 0 */
                 nkt = klen > 0 ? (klen + head + BKE - 1) / BKE : 0;
             }
             const qg_epi e = {g, r0 + cw * 64, r_end, c0, kgrp && klen == 0};
@@ -100,32 +137,41 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
             for (int kt = 0; kt < nkt; ++kt, ++it) {
                 const int st = it % STAGES;
                 mbar_wait(&full[st], (it / STAGES) & 1);
-                const int lo_b = kt == 0 ? head * ESZ : 0;              /* valid bytes of each */
-                const int hi_b = min(BKE, klen + head - kt * BKE) * ESZ; /* 128-byte row: [lo_b, hi_b) */
-                if (kgrp && (lo_b > 0 || hi_b < HBKB)) {
+                const int lo = kt == 0 ? head : 0;                 /* the slice's tokens of */
+                const int hi = min(BKE, klen + head - kt * BKE);    /* the group: [lo, hi) */
+                const int lo_b = lo * ESZ, hi_b = hi * ESZ;
+                if (kgrp && (lo > 0 || hi < BKE)) {
                     /* K-grouped: the slice holds tokens of the neighbouring groups (before the
                      * group's first token in the first slice, after its last in the last);
-                     * zero them in both tiles (128B-swizzled: 16-byte chunk c of row r sits at
-                     * chunk c ^ (r % 8)). This warpgroup clears its 64 A rows and half of the
-                     * 256 B rows, then both consumers meet before any wgmma. Chunks wholly
-                     * inside [lo_b, hi_b) stay as they are, chunks wholly outside are
-                     * zeroed, the one or two straddling chunks per row are masked per byte;
-                     * the warps reconverge before the barrier and wgmma that follow. */
+                     * zero them in both tiles. This warpgroup clears its 64 A rows and half of
+                     * the 256 B rows (K-major) or its A box and two B boxes (MN-major, the same
+                     * 192 rows of 128 bytes), then both consumers meet before any wgmma.
+                     * MN-major: a row is one token, zeroed whole outside [lo, hi). K-major: a
+                     * row holds bytes [lo_b, hi_b) of the group, 128B-swizzled (16-byte chunk
+                     * c of row r sits at chunk c ^ (r % 8)); chunks wholly inside stay as they
+                     * are, chunks wholly outside are zeroed, the one or two straddling chunks
+                     * per row are masked per byte. The warps reconverge before the barrier and
+                     * wgmma that follow. */
                     uint8_t *a_st = sA + st * HA_BYTES + cw * 64 * 128;
                     uint8_t *b_st = sB + st * HB_BYTES + cw * 128 * 128;
                     for (int i = lt; i < (64 + 128) * 8; i += 128) {
-                        const int row = i >> 3, ch = i & 7, lo = ch * 16;
-                        if (lo >= lo_b && lo + 16 <= hi_b) continue;
+                        const int row = i >> 3, ch = i & 7, c_lo = ch * 16;
                         const int rr = row < 64 ? row : row - 64;
                         uint4 *chunk = (uint4 *)((row < 64 ? a_st : b_st) + rr * 128 + ((ch ^ (rr & 7)) << 4));
+                        if (row < 64 ? A_MN : B_MN) {
+                            const int tok = rr & 63;
+                            if (tok < lo || tok >= hi) *chunk = make_uint4(0u, 0u, 0u, 0u);
+                            continue;
+                        }
+                        if (c_lo >= lo_b && c_lo + 16 <= hi_b) continue;
                         uint4 v = make_uint4(0u, 0u, 0u, 0u);
-                        if (lo + 16 > lo_b && lo < hi_b) {
+                        if (c_lo + 16 > lo_b && c_lo < hi_b) {
                             v = *chunk;
                             uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
                             for (int q = 0; q < 4; ++q) { /* keep bytes [kl, kh) of word q */
-                                const int kl = min(max(lo_b - lo - 4 * q, 0), 4);
-                                const int kh = min(max(hi_b - lo - 4 * q, 0), 4);
+                                const int kl = min(max(lo_b - c_lo - 4 * q, 0), 4);
+                                const int kh = min(max(hi_b - c_lo - 4 * q, 0), 4);
                                 const uint32_t mh = kh >= 4 ? 0xFFFFFFFFu : (1u << (8 * kh)) - 1u;
                                 const uint32_t ml = kl >= 4 ? 0xFFFFFFFFu : (1u << (8 * kl)) - 1u;
                                 w[q] &= mh & ~ml;
@@ -139,13 +185,17 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
                     asm volatile("barrier.sync 1, 256;\n" ::: "memory");
                     __syncwarp();
                 }
-                const uint64_t da = wg_desc(h_smem(sA + st * HA_BYTES + cw * 64 * 128));
-                const uint64_t db = wg_desc(h_smem(sB + st * HB_BYTES));
+                const uint32_t a_at = h_smem(sA + st * HA_BYTES + cw * 64 * 128), b_at = h_smem(sB + st * HB_BYTES);
+                const uint64_t da = A_MN ? wg_desc_mn(a_at, MNBOX) : wg_desc(a_at);
+                const uint64_t db = B_MN ? wg_desc_mn(b_at, MNBOX) : wg_desc(b_at);
+                /* one k16 / k32 step: K-major +32 bytes inside the swizzle atom, MN-major 16
+                 * contraction rows (2 KiB), in the address field's 16-byte units */
+                constexpr int STEP_A = A_MN ? 128 : 2, STEP_B = B_MN ? 128 : 2;
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
                 for (int ks = 0; ks < 4; ++ks) {
-                    /* +32 bytes along K inside the swizzle atom = +2 in the address field */
-                    if constexpr (E == QG_ELEM_BF16) qg_wgmma_bf16(acc, da + 2 * ks, db + 2 * ks);
+                    if constexpr (E == QG_ELEM_BF16)
+                        qg_wgmma_bf16<A_MN, B_MN>(acc, da + STEP_A * ks, db + STEP_B * ks);
                     else if constexpr (E == QG_ELEM_E4M3) qg_wgmma_e4m3(acc, da + 2 * ks, db + 2 * ks);
                     else qg_wgmma_e5m2(acc, da + 2 * ks, db + 2 * ks);
                 }

@@ -11,8 +11,15 @@ Median of CUDA-event timings after warm-up, random data, jagged group sizes (mul
 16, seeded). Each qgmm result is compared with the peer's (relative Frobenius error) so a
 fast wrong kernel cannot pass unnoticed.
 
+BF16 layouts (--layouts): "k" feeds both kinds contraction-contiguous operands (K-grouped
+dy and x column-major); "mn" the MoE layer's own: M-grouped with the weights as the
+(E, K, N) view of dgrad, K-grouped with row-major dy and x; the peer gets the same tensors.
+For "mn" the same problem on contraction-contiguous copies also runs (row
+"qgmm-kmajor-copy": the copy plus the K-major kernel, what a relayout costs) and its output
+must equal the MN-major output bit for bit.
+
 usage: bench_grouped.py [--lib PATH] [--reps N] [--quick | --shapes LIST] [--variants LIST]
-                        [--recipes LIST] [--no-portable] [--json FILE]
+                        [--recipes LIST] [--layouts k,mn] [--no-portable] [--json FILE]
   --lib       libqg_bench.so (bench/cuda_gemm/build_bench.sh); default build-cudagemm/lib/
   --quick     three shapes only
   --shapes    M,N,K,G;M,N,K,G;... or "issue20" (the shapes of issue 20)
@@ -20,6 +27,7 @@ usage: bench_grouped.py [--lib PATH] [--reps N] [--quick | --shapes LIST] [--var
               run; others: gemm_hopper.cu QG_*_CONFS, 1-based); rows say qgmm-auto / qgmm-vN
   --recipes   subset of bf16,fp8_rowwise,fp8_blockwise,mxfp8
   --kinds     M, K or M,K (default): which of the forward / wgrad problems to run
+  --layouts   k, mn or k,mn (default k): the BF16 operand layouts (see above)
   --no-portable  skip the portable-path rows
 """
 import argparse
@@ -172,7 +180,9 @@ def main():
     ap.add_argument("--recipes", default="bf16,fp8_rowwise,fp8_blockwise,mxfp8")
     ap.add_argument("--no-portable", action="store_true")
     ap.add_argument("--kinds", default="M,K")
+    ap.add_argument("--layouts", default="k")
     args = ap.parse_args()
+    layouts = args.layouts.split(",")
     variants = [int(v) for v in args.variants.split(",")]
     recipes = set(args.recipes.split(","))
     kinds = set(args.kinds.split(","))
@@ -232,6 +242,24 @@ def main():
             rec(**row)
 
     paths = (PATH_AUTO,) if args.no_portable else (PATH_AUTO, PATH_PORTABLE)
+    def kmajor_copy(pr, out, copies, make, tp, flops, **kw):
+        """The MN-major problem pr (output in out) again on contraction-contiguous copies
+        (dst, src) of its operands, make(output) giving that problem: the outputs must be
+        bit-identical; times the copies plus the K-major kernel."""
+        outc = torch.empty_like(out)
+        pk = make(outc)
+        for d, s_ in copies:
+            d.copy_(s_)
+        lib.run(pk, PATH_AUTO)
+        lib.run(pr, PATH_AUTO)
+        same = bool(torch.equal(out, outc))
+
+        def step():
+            for d, s_ in copies:
+                d.copy_(s_)
+            lib.run(pk, PATH_AUTO)
+        t = bench(step, args.reps)
+        rec(impl="qgmm-kmajor-copy", ms=t, tflops=flops / t / 1e9, vs_peer=tp / t, bit_identical_to_mn=same, **kw)
 
     def portable_ref(make, out):
         """The portable kernel's result (f32 sums of exact products) of the problem make(o):
@@ -249,16 +277,24 @@ def main():
         out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         mrec = recipes if "M" in kinds else set()
         krec = recipes if "K" in kinds else set()
-        if "bf16" in mrec:
+        for lay in (layouts if "bf16" in mrec else []):
             a16 = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-            b16 = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16) * 0.05
+            if lay == "mn":  # the weights as dgrad reads them: (G, N, K) view of (G, K, N) storage
+                b16 = (torch.randn(G, K, N, device="cuda", dtype=torch.bfloat16) * 0.05).transpose(-2, -1)
+            else:
+                b16 = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16) * 0.05
             peer = lambda: torch._grouped_mm(a16, b16.transpose(-2, -1), offs=offs, out_dtype=torch.bfloat16)
             tp = bench(peer, args.reps)
             ref = peer()
-            rec(kind="M", recipe="bf16", impl="torch._grouped_mm", ms=tp, tflops=flops / tp / 1e9, **sh)
+            lk = dict(recipe="bf16", layout=lay, **sh)
+            rec(kind="M", impl="torch._grouped_mm", ms=tp, tflops=flops / tp / 1e9, **lk)
             pr = m_problem(a16, b16, offs, out)
             for path in paths:
-                timed(pr, path, out, ref, tp, flops, kind="M", recipe="bf16", **sh)
+                timed(pr, path, out, ref, tp, flops, kind="M", **lk)
+            if lay == "mn":
+                bk = torch.empty(G, N, K, device="cuda", dtype=torch.bfloat16)
+                kmajor_copy(pr, out, [(bk, b16)], lambda o: m_problem(a16, bk, offs, o), tp, flops, kind="M", **lk)
+                del bk
             del a16, b16, ref
         a8 = rand_fp8((M, K))
         b8 = rand_fp8((G, N, K))
@@ -304,17 +340,27 @@ def main():
 
         # ---------------- K-grouped (wgrad): dW[g] (N,K) = dy_g^T (N x M_g) . x_g (M_g x K)
         outk = torch.empty(G, N, K, device="cuda", dtype=torch.bfloat16)
-        if "bf16" in krec:
-            dyT = torch.randn(N, M, device="cuda", dtype=torch.bfloat16)   # dy stored M-contiguous
-            xT = torch.randn(K, M, device="cuda", dtype=torch.bfloat16)    # x stored M-contiguous
-            dy, x = dyT.t(), xT.t()                                        # logical (M,N), (M,K)
-            peer = lambda: torch._grouped_mm(dyT, x, offs=offs, out_dtype=torch.bfloat16)
+        for lay in (layouts if "bf16" in krec else []):
+            if lay == "mn":  # row-major dy (M,N) and x (M,K), as the layer has them
+                dy = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+                x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+            else:  # stored M-contiguous
+                dy = torch.randn(N, M, device="cuda", dtype=torch.bfloat16).t()
+                x = torch.randn(K, M, device="cuda", dtype=torch.bfloat16).t()
+            peer = lambda: torch._grouped_mm(dy.t(), x, offs=offs, out_dtype=torch.bfloat16)
             tp = bench(peer, args.reps)
             ref = peer()
-            rec(kind="K", recipe="bf16", impl="torch._grouped_mm", ms=tp, tflops=flops / tp / 1e9, **sh)
+            lk = dict(recipe="bf16", layout=lay, **sh)
+            rec(kind="K", impl="torch._grouped_mm", ms=tp, tflops=flops / tp / 1e9, **lk)
             pr = k_problem(dy, x, offs, outk)
-            timed(pr, PATH_AUTO, outk, ref, tp, flops, kind="K", recipe="bf16", **sh)
-            del dyT, xT, dy, x, ref
+            timed(pr, PATH_AUTO, outk, ref, tp, flops, kind="K", **lk)
+            if lay == "mn":
+                dyk = torch.empty(N, M, device="cuda", dtype=torch.bfloat16).t()
+                xk = torch.empty(K, M, device="cuda", dtype=torch.bfloat16).t()
+                kmajor_copy(pr, outk, [(dyk, dy), (xk, x)], lambda o: k_problem(dyk, xk, offs, o), tp, flops,
+                            kind="K", **lk)
+                del dyk, xk
+            del dy, x, ref
         dyT8, xT8 = rand_fp8((N, M)), rand_fp8((K, M))
         dy8, x8 = dyT8.t(), xT8.t()
         if "fp8_rowwise" in krec:
@@ -358,14 +404,16 @@ def main():
     # ---- table
     print("\n%s, %s, torch %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), dev, torch.__version__))
     print("dense ceilings: bf16 %.0f TFLOP/s, fp8 %.0f TFLOP/s" % (bf16_ceiling, fp8_ceiling))
-    print("| kind | recipe | M | N | K | G | impl | path | ms | TFLOP/s | % dense | vs peer | rel err vs peer |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| kind | recipe | layout | M | N | K | G | impl | path | ms | TFLOP/s | % dense | vs peer | rel err vs peer |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if r["kind"] == "dense":
             continue
         ceil = bf16_ceiling if r["recipe"] == "bf16" else fp8_ceiling
-        print("| %s | %s | %d | %d | %d | %d | %s | %s | %.3f | %.0f | %.0f%% | %s | %s |" % (
-            r["kind"], r["recipe"], r["M"], r["N"], r["K"], r["G"], r["impl"], r.get("path", ""), r["ms"],
+        print("| %s | %s | %s | %d | %d | %d | %d | %s | %s | %.3f | %.0f | %.0f%% | %s | %s |" % (
+            r["kind"], r["recipe"], r.get("layout", "k"), r["M"], r["N"], r["K"], r["G"], r["impl"],
+            r.get("path", "") + ("" if "bit_identical_to_mn" not in r else
+                                 " (bits %s)" % ("equal" if r["bit_identical_to_mn"] else "DIFFER")), r["ms"],
             r["tflops"], 100 * r["tflops"] / ceil,
             ("%.2fx" % r["vs_peer"]) if "vs_peer" in r and not math.isnan(r["vs_peer"]) else "",
             ("%.1e" % r["rel_err_vs_peer"]) if "rel_err_vs_peer" in r else ""))
