@@ -12,7 +12,8 @@
 #             K-grouped 64 groups, variant $NCU_V1 (default 1: one CTA) and the default (the
 #             2-CTA cluster); M-grouped FP8 rowwise and blockwise, default configuration)
 #   bench     bench_grouped.py --shapes issue20 --variants $VARIANTS (default 0) --recipes
-#             $RECIPES; if $BASE_LIB names an earlier libqg_bench.so, it runs first in the same
+#             $RECIPES [--layouts $LAYOUTS, if set: k,mn adds the MoE layer's BF16
+#             layouts]; if $BASE_LIB names an earlier libqg_bench.so, it runs first in the same
 #             call with the same arguments and variant 0 (the "before" table), through
 #             $BASE_PY if set (its bench_grouped.py) else this one
 # Logs go to $OUT. --help: this text.
@@ -66,6 +67,7 @@ if has ncu; then
 fi
 if has bench; then
   args="--shapes issue20 --no-portable --recipes ${RECIPES:-bf16,fp8_rowwise,fp8_blockwise,mxfp8}"
+  [ -n "$LAYOUTS" ] && args="$args --layouts $LAYOUTS"
   if [ -n "$BASE_LIB" ]; then
     timeout 240 python3 "${BASE_PY:-bench/cuda_gemm/bench_grouped.py}" --lib "$BASE_LIB" $args \
       --json "$OUT/bench_base.json" > "$OUT/bench_base.log" 2>&1
