@@ -207,6 +207,11 @@ qgmm_status qgmm_case_prepare_from(qgmm_case_instance *from, qgmm_context *ctx, 
  * when the backend does not implement this variant. */
 qgmm_status qgmm_case_execute(qgmm_case_instance *inst);
 
+/* qgmm_case_execute through the composite's _profiled call (qgmm_moe_profile: the caller's
+ * events, the steps run, their phases and names): MOE_FORWARD and MOE_BACKWARD cases only,
+ * QGMM_ERR_UNSUPPORTED for the others. */
+qgmm_status qgmm_case_execute_profiled(qgmm_case_instance *inst, qgmm_moe_profile *prof);
+
 const qgmm_case *qgmm_case_of(const qgmm_case_instance *inst);
 qgmm_context *qgmm_case_context(const qgmm_case_instance *inst);
 

@@ -767,7 +767,9 @@ static qgmm_status run_recipe_casts(qgmm_case_instance *in, qc_gemm *g, const qg
     }
 }
 
-qgmm_status qc_execute_gemm(qgmm_case_instance *in)
+qgmm_status qc_execute_gemm(qgmm_case_instance *in) { return qc_execute_gemm_profiled(in, NULL); }
+
+qgmm_status qc_execute_gemm_profiled(qgmm_case_instance *in, qgmm_moe_profile *prof)
 {
     qc_gemm *g = in->gemm;
     const int64_t gsh[1] = {in->G};
@@ -777,10 +779,12 @@ qgmm_status qc_execute_gemm(qgmm_case_instance *in)
         qgmm_moe_params mp = {c->gemm.recipe, c->q_dtype, c->mx.mode};
         qgmm_buffer *ws = g->slot[G_WS] >= 0 ? in->slots[g->slot[G_WS]].buf : NULL;
         if (c->op == QGMM_CASE_MOE_FORWARD)
-            return qgmm_moe_experts_forward(in->ctx, &mp, &g->t[G_SRC0], &g->t[G_SRC1], &offs, &g->t[G_OUT], ws);
-        return qgmm_moe_experts_backward(in->ctx, &mp, &g->t[G_SRC0], &g->t[G_SRC1], &g->t[G_SRC2], &offs,
-                                         &g->t[G_OUT], &g->t[G_OUT2], ws);
+            return qgmm_moe_experts_forward_profiled(in->ctx, &mp, &g->t[G_SRC0], &g->t[G_SRC1], &offs, &g->t[G_OUT],
+                                                     ws, prof);
+        return qgmm_moe_experts_backward_profiled(in->ctx, &mp, &g->t[G_SRC0], &g->t[G_SRC1], &g->t[G_SRC2], &offs,
+                                                  &g->t[G_OUT], &g->t[G_OUT2], ws, prof);
     }
+    if (prof) return QGMM_ERR_UNSUPPORTED;
     if (c->op == QGMM_CASE_RECIPE) TRY(run_recipe_casts(in, g, &offs));
     qgmm_tensor none;
     memset(&none, 0, sizeof none);

@@ -89,6 +89,8 @@ qgmm_status qc_prepare_op(qgmm_case_instance *in);
 qgmm_status qc_execute_op(qgmm_case_instance *in);
 qgmm_status qc_prepare_gemm(qgmm_case_instance *in);
 qgmm_status qc_execute_gemm(qgmm_case_instance *in);
+/* prof non-NULL: the MoE composite's _profiled calls (other GEMM cases: unsupported). */
+qgmm_status qc_execute_gemm_profiled(qgmm_case_instance *in, qgmm_moe_profile *prof);
 /* Fills r's numeric fields from the downloaded outputs of `in`. */
 qgmm_status qc_check_gemm(qgmm_case_instance *in, const qgmm_check_options *opts,
                           qgmm_case_result *r);

@@ -287,6 +287,13 @@ qgmm_status qgmm_case_prepare_from(qgmm_case_instance *from, qgmm_context *ctx, 
     return QGMM_OK;
 }
 
+qgmm_status qgmm_case_execute_profiled(qgmm_case_instance *inst, qgmm_moe_profile *prof)
+{
+    if (!inst || !prof) return QGMM_ERR_INVALID_ARGUMENT;
+    if (inst->c.op != QGMM_CASE_MOE_FORWARD && inst->c.op != QGMM_CASE_MOE_BACKWARD) return QGMM_ERR_UNSUPPORTED;
+    return qc_execute_gemm_profiled(inst, prof);
+}
+
 qgmm_status qgmm_case_execute(qgmm_case_instance *inst)
 {
     if (!inst) return QGMM_ERR_INVALID_ARGUMENT;

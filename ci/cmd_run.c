@@ -24,6 +24,7 @@
 #include "refworker.h"
 #include "run_peers.h"
 #include "report.h"
+#include "stats.h"
 #include "store.h"
 #include "store_json.h"
 #include "store_live.h"
@@ -550,6 +551,47 @@ static qgmm_status exact_finish(const qgmm_case *c, const char *params, size_t j
     return check_bytes(c, params, inst, ref, opts, cr);
 }
 
+/* The per-step device times of a composite case (the MoE expert layer's casts, paddings and
+ * GEMMs, issue 21): PROFILE_RUNS executions through its _profiled call after its timing, each
+ * step's median stored with the result (rr_step). Nothing for other cases; a failure leaves
+ * the result without steps and says why in its message. */
+#define PROFILE_RUNS 10
+static void profile_steps(qgmm_context *ctx, qgmm_case_instance *inst, rr_result *x)
+{
+    const qgmm_case *c = qgmm_case_of(inst);
+    if (c->op != QGMM_CASE_MOE_FORWARD && c->op != QGMM_CASE_MOE_BACKWARD) return;
+    enum { NE = QGMM_MOE_PROFILE_MAX_STEPS + 1 };
+    qgmm_event *ev[NE] = {0};
+    qgmm_status st = QGMM_OK;
+    for (int i = 0; i < NE && st == QGMM_OK; ++i) st = qgmm_event_create(ctx, &ev[i]);
+    double t[QGMM_MOE_PROFILE_MAX_STEPS][PROFILE_RUNS];
+    qgmm_moe_profile pr;
+    memset(&pr, 0, sizeof pr);
+    int runs = 0;
+    for (; runs < PROFILE_RUNS && st == QGMM_OK; ++runs) {
+        memset(&pr, 0, sizeof pr);
+        memcpy(pr.events, ev, sizeof ev);
+        if (g_flush) st = qgmm_buffer_fill(g_flush, 0, qgmm_buffer_size(g_flush), (uint8_t)runs);
+        if (st == QGMM_OK) st = qgmm_case_execute_profiled(inst, &pr);
+        if (st == QGMM_OK) st = qgmm_synchronize(ctx);
+        for (int i = 0; i < pr.steps && st == QGMM_OK; ++i) {
+            double ms = 0;
+            st = qgmm_event_elapsed_ms(ev[i], ev[i + 1], &ms);
+            t[i][runs] = ms * 1e3;
+        }
+    }
+    if (st != QGMM_OK) {
+        char m[900];
+        snprintf(m, sizeof m, "%s%sper-step times not measured: %s: %s", x->message, x->message[0] ? "; " : "",
+                 qgmm_status_string(st), qgmm_last_error(ctx));
+        rr_set(&x->message, m);
+    } else {
+        for (int i = 0; i < pr.steps; ++i)
+            rr_add_step(x, pr.phase[i], pr.step[i], stats_quantile(t[i], (size_t)runs, 0.5), runs);
+    }
+    for (int i = 0; i < NE; ++i) qgmm_event_destroy(ev[i]);
+}
+
 /* job: the case's reference-worker job, or -1 (its reference is computed in line).
  * *held: the case's instance on the backend before (its inputs are moved here instead of
  * drawn again: qgmm_case_prepare_from), or NULL; on return, this backend's instance for the
@@ -674,6 +716,7 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
         rr_set(&x->message, m);
     } else {
         set_samples(x, &s);
+        profile_steps(ctx, inst, x);
     }
     bench_samples_free(&s);
     *held = inst; /* for the next backend */

@@ -319,6 +319,35 @@ static long md_find(md_row *rows, size_t lo, size_t hi, const char *backend)
     return -1;
 }
 
+/* The per-step times of the run's composite cases (table result_step), one table per case and
+ * backend: each step's median and its share of the steps' sum; nothing when there are none. */
+static int md_steps(sqlite3 *db, int64_t run_id, FILE *out, char *err, size_t cap)
+{
+    sqlite3_stmt *st;
+    if (prep(db,
+             "SELECT x.id, s.benchmark, s.shape, s.backend, p.phase, p.step, p.median_us, p.n, "
+             "sum(p.median_us) OVER (PARTITION BY x.id) FROM result_step p JOIN result x ON x.id = p.result_id "
+             "JOIN series s ON s.id = x.series_id WHERE x.run_id = ?1 ORDER BY s.benchmark, s.params, s.backend, p.idx",
+             &st, err, cap))
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    int64_t cur = -1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const int64_t id = sqlite3_column_int64(st, 0);
+        if (cur < 0) fprintf(out, "\n### Composite cases step by step\n");
+        if (id != cur) {
+            fprintf(out, "\n%s, %s, %s: steps sum to %.1f us (median of %lld profiled runs each)\n\n"
+                         "| phase | step | median | share |\n|---|---|---:|---:|\n",
+                    cs(st, 1), cs(st, 2), cs(st, 3), sqlite3_column_double(st, 8), (long long)sqlite3_column_int64(st, 7));
+            cur = id;
+        }
+        const double med = sqlite3_column_double(st, 6), sum = sqlite3_column_double(st, 8);
+        fprintf(out, "| %s | %s | %.1f us | %.0f %% |\n", cs(st, 4), cs(st, 5), med, sum > 0 ? 100.0 * med / sum : 0.0);
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
 int report_markdown(sqlite3 *db, int64_t run_id, FILE *out, char *err, size_t cap)
 {
     sqlite3_stmt *st;
@@ -436,5 +465,5 @@ int report_markdown(sqlite3 *db, int64_t run_id, FILE *out, char *err, size_t ca
         free(x->verdict);
     }
     free(rows);
-    return 0;
+    return md_steps(db, run_id, out, err, cap);
 }

@@ -328,6 +328,25 @@ static int parse_result(jctx *j, const json_value *o, const char *path, size_t i
     }
     if (strcmp(x->status, "ok") == 0 && x->n_samples == 0)
         return ferr(j, f, "empty for status \"ok\" (an ok result has measurements)");
+    const json_value *sa;
+    if (member(j, o, path, "steps", JSON_ARRAY, 0, &sa)) return -1;
+    for (size_t k = 0; sa && k < sa->count; ++k) {
+        char sp[192];
+        snprintf(sp, sizeof sp, "%s.steps[%zu]", path, k);
+        const json_value *e = &sa->items[k];
+        if (e->type != JSON_OBJECT) return ferr(j, sp, "expected an object, got %s", json_type_name(e->type));
+        char *phase = NULL, *step = NULL;
+        double med = NAN;
+        int64_t n = RR_UNSET_I;
+        int bad = get_str(j, e, sp, "phase", 1, 16, &phase) || get_str(j, e, sp, "step", 1, RUN_DOC_MAX_NAME, &step) ||
+                  get_num(j, e, sp, "median_us", &med) || get_nonneg(j, e, sp, "n", &n);
+        if (!bad && !(med >= 0)) bad = ferr(j, sp, "median_us: a step's time is a number >= 0");
+        if (!bad && n == RR_UNSET_I) bad = ferr(j, sp, "n: missing (the profiled executions)");
+        if (!bad && !rr_add_step(x, phase, step, med, n)) bad = ferr(j, sp, "out of memory");
+        free(phase);
+        free(step);
+        if (bad) return -1;
+    }
     const json_value *n;
     if (member(j, o, path, "numerics", JSON_OBJECT, 0, &n)) return -1;
     if (n) {

@@ -50,6 +50,22 @@ static void free_result(rr_result *x)
     free(x->metric); free(x->unit); free(x->status); free(x->verdict); free(x->message);
     free(x->samples_us); free(x->ceiling); free(x->threshold); free(x->output_hash);
     free(x->code_hash);
+    for (size_t i = 0; i < x->n_steps; ++i) { free(x->steps[i].phase); free(x->steps[i].step); }
+    free(x->steps);
+}
+
+rr_step *rr_add_step(rr_result *x, const char *phase, const char *step, double median_us, int64_t n)
+{
+    rr_step *s = realloc(x->steps, (x->n_steps + 1) * sizeof *s);
+    if (!s) return NULL;
+    x->steps = s;
+    s = &x->steps[x->n_steps++];
+    memset(s, 0, sizeof *s);
+    rr_set(&s->phase, phase);
+    rr_set(&s->step, step);
+    s->median_us = median_us;
+    s->n = n;
+    return s;
 }
 
 void rr_free(run_record *r)

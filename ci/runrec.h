@@ -21,6 +21,13 @@ typedef struct rr_context {
     char *code_hash;
 } rr_context;
 
+/* One step of a composite case (its profiled calls): e.g. phase "dgrad", step "quantize_mxfp8 w". */
+typedef struct rr_step {
+    char *phase, *step;
+    double median_us;
+    int64_t n;                     /* profiled executions */
+} rr_step;
+
 typedef struct rr_result {
     int context;                   /* index into run_record.contexts */
     char *benchmark;
@@ -37,6 +44,8 @@ typedef struct rr_result {
     double max_abs_err, rel_err, sqnr_db;
     char *threshold;
     char *output_hash, *code_hash;
+    rr_step *steps;                /* composite cases: per-step times (n_steps 0 otherwise) */
+    size_t n_steps;
     /* derived (recomputed by rr_derive) */
     double gbps, tflops, pct_of_ceiling;
 } rr_result;
@@ -65,6 +74,8 @@ void rr_free(run_record *r);
 /* Appends a zeroed context/result (strings "", numbers unset) and returns it (NULL on OOM). */
 rr_context *rr_add_context(run_record *r);
 rr_result *rr_add_result(run_record *r);
+/* Appends a step to x (strings copied); NULL when out of memory. */
+rr_step *rr_add_step(rr_result *x, const char *phase, const char *step, double median_us, int64_t n);
 /* strdup that never returns NULL for a NULL input ("" instead); replaces *dst. */
 void rr_set(char **dst, const char *src);
 /* The longest name-like string of the run format (docs/run-format.md): the dashboard rejects

@@ -268,3 +268,17 @@ SELECT id AS run_id,
                  AND coalesce(heartbeat_at, started_at) < CAST(strftime('%s', 'now') AS INTEGER) - 60
             THEN 'interrupted' ELSE state END AS state
 FROM run;
+
+-- @migration 5: the steps of composite cases
+-- The per-step device times of a composite case (the MoE expert layer's casts, paddings and
+-- GEMMs of forward, dgrad and wgrad), from the composite's profiled calls: one row per step
+-- in the order run, the median over the profiled executions.
+CREATE TABLE result_step (
+    result_id     INTEGER NOT NULL REFERENCES result(id) ON DELETE CASCADE,
+    idx           INTEGER NOT NULL,
+    phase         TEXT NOT NULL,                 -- "forward", "dgrad" or "wgrad"
+    step          TEXT NOT NULL,                 -- op and operand, e.g. "quantize_mxfp8 w"
+    median_us     REAL NOT NULL,
+    n             INTEGER NOT NULL,              -- profiled executions
+    PRIMARY KEY (result_id, idx)
+) STRICT, WITHOUT ROWID;

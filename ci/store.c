@@ -423,7 +423,8 @@ void store_w_end(store_wctx *w)
     sqlite3_finalize(w->series);
     sqlite3_finalize(w->result);
     sqlite3_finalize(w->sample);
-    w->series = w->result = w->sample = NULL;
+    sqlite3_finalize(w->step);
+    w->series = w->result = w->sample = w->step = NULL;
 }
 
 /* Runs a statement with RETURNING id / or SELECT id and resets it; returns the id or -1. */
@@ -614,6 +615,19 @@ int store_w_result(wctx *w, int64_t run_id, const run_record *r, size_t i, int64
         sqlite3_bind_double(smp, 3, x->samples_us[k]);
         if (sqlite3_step(smp) != SQLITE_DONE) return fail(w, "sample");
     }
+    for (size_t k = 0; k < x->n_steps; ++k) {
+        sqlite3_stmt *stp = cached(w, &w->step, "INSERT INTO result_step(result_id, idx, phase, step, median_us, n) "
+                                                "VALUES(?1,?2,?3,?4,?5,?6)");
+        if (!stp) return -1;
+        const rr_step *p = &x->steps[k];
+        sqlite3_bind_int64(stp, 1, res_id);
+        sqlite3_bind_int64(stp, 2, (int64_t)k);
+        bind_text(stp, 3, p->phase);
+        bind_text(stp, 4, p->step);
+        sqlite3_bind_double(stp, 5, p->median_us);
+        sqlite3_bind_int64(stp, 6, p->n);
+        if (sqlite3_step(stp) != SQLITE_DONE) return fail(w, "step");
+    }
     return 0;
 }
 
@@ -762,7 +776,8 @@ int store_load_run(sqlite3 *db, int64_t run_id, run_record *r, char *err, size_t
                   "r.checked_bytes, r.max_abs_err, r.rel_err, r.sqnr_db, r.threshold, r.output_hash, r.code_hash "
                   "FROM result r JOIN series s ON s.id = r.series_id WHERE r.run_id = ?1 ORDER BY r.id");
     sqlite3_stmt *sm = prep(&w, "SELECT time_us FROM sample WHERE result_id = ?1 ORDER BY idx");
-    if (!st || !sm) { sqlite3_finalize(st); sqlite3_finalize(sm); return -1; }
+    sqlite3_stmt *sp = prep(&w, "SELECT phase, step, median_us, n FROM result_step WHERE result_id = ?1 ORDER BY idx");
+    if (!st || !sm || !sp) { sqlite3_finalize(st); sqlite3_finalize(sm); sqlite3_finalize(sp); return -1; }
     sqlite3_bind_int64(st, 1, run_id);
     int rc = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -794,9 +809,19 @@ int store_load_run(sqlite3 *db, int64_t run_id, run_record *r, char *err, size_t
             x->samples_us[x->n_samples++] = sqlite3_column_double(sm, 0);
         }
         if (rc) break;
+        sqlite3_reset(sp);
+        sqlite3_bind_int64(sp, 1, sqlite3_column_int64(st, 0));
+        while (sqlite3_step(sp) == SQLITE_ROW)
+            if (!rr_add_step(x, col_s(sp, 0), col_s(sp, 1), sqlite3_column_double(sp, 2), sqlite3_column_int64(sp, 3))) {
+                rc = -1;
+                snprintf(err, cap, "out of memory");
+                break;
+            }
+        if (rc) break;
     }
     sqlite3_finalize(st);
     sqlite3_finalize(sm);
+    sqlite3_finalize(sp);
     if (rc == 0) rr_derive(r);
     return rc;
 }

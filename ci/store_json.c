@@ -112,6 +112,18 @@ void run_to_json(const run_record *r, json_buf *b, int pretty)
             kv_opt_d(b, "stddev", s.stddev);
             jb_raw(b, "}");
         }
+        if (x->n_steps) {
+            jb_raw(b, ", \"steps\": [");
+            for (size_t k = 0; k < x->n_steps; ++k) {
+                jb_raw(b, k ? ", {" : "{");
+                kv_str(b, "phase", x->steps[k].phase, 0);
+                kv_str(b, "step", x->steps[k].step, 1);
+                jb_printf(b, ", \"median_us\": ");
+                jb_num(b, x->steps[k].median_us);
+                jb_printf(b, ", \"n\": %lld}", (long long)x->steps[k].n);
+            }
+            jb_raw(b, "]");
+        }
         kv_opt_i(b, "bytes", x->bytes);
         kv_opt_i(b, "flops", x->flops);
         kv_opt_d(b, "gbps", x->gbps);

@@ -18,7 +18,7 @@ typedef struct store_wctx {
     size_t cap;
     /* The per-result statements, prepared once per transaction (a run of 150,000 results
      * would otherwise spend most of its time compiling SQL); store_w_end finalizes them. */
-    sqlite3_stmt *series, *result, *sample;
+    sqlite3_stmt *series, *result, *sample, *step;
 } store_wctx;
 
 /* Releases what the steps kept; call once the transaction's steps are done. */

@@ -10,7 +10,7 @@ int main(void)
 {
     static char out[1 << 16];
     char cmd[4096];
-    const char *subs[] = {"run", "gate", "compare", "history", "runs", "cases", "export", "import", "upload", "changepoints"};
+    const char *subs[] = {"run", "gate", "compare", "history", "runs", "cases", "export", "import", "upload", "changepoints", "references"};
     snprintf(cmd, sizeof cmd, "%s --help 2>&1", QGMM_BENCH_EXE);
     CHECK(t_sh(cmd, out, sizeof out) == 0 && strstr(out, "usage:"), "top-level --help");
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; ++i) {

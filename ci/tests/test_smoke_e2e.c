@@ -42,7 +42,18 @@ int main(void)
     CHECK(t_count(h, "SELECT count(*) FROM (SELECT s.benchmark, s.params FROM result r JOIN series s ON s.id = r.series_id "
                      "WHERE s.role = 'case' AND r.mismatched_bytes = 0 GROUP BY 1, 2 HAVING count(DISTINCT r.output_hash) > 1)") == 0,
           "exact cases hash the same on every backend");
+    /* the MoE composite cases carry their per-step times (forward: two casts and a GEMM) */
+    CHECK(t_count(h, "SELECT count(DISTINCT result_id) FROM result_step") == nctx * 2, "composite cases have steps");
+    CHECK(t_count(h, "SELECT count(*) FROM result_step p JOIN result r ON r.id = p.result_id JOIN series s ON "
+                     "s.id = r.series_id WHERE s.benchmark LIKE 'moe_experts.forward.%' AND p.phase = 'forward' AND "
+                     "p.median_us > 0 AND p.n > 0") == nctx * 3,
+          "forward steps: %lld", t_count(h, "SELECT count(*) FROM result_step"));
+    long long nsteps = t_count(h, "SELECT count(*) FROM result_step");
     sqlite3_close(h);
+    snprintf(cmd, sizeof cmd, "%s report --db %s --markdown 2>&1", QGMM_BENCH_EXE, db);
+    CHECK(t_sh(cmd, out, sizeof out) == 0 && strstr(out, "### Composite cases step by step") &&
+              strstr(out, "| forward | quantize_fp8_rowwise x |"),
+          "report shows the steps: %s", out);
     snprintf(cmd, sizeof cmd, "%s gate --db %s 2>&1", QGMM_BENCH_EXE, db);
     rc = t_sh(cmd, out, sizeof out);
     CHECK((rc == 0 || rc == 1) && strstr(out, "gate: "), "gate verdict (exit %d): %s", rc, out);
@@ -58,7 +69,10 @@ int main(void)
     CHECK(t_count(h, "SELECT count(*) FROM result WHERE run_id IN (SELECT id FROM run ORDER BY id DESC LIMIT 2)") == 4,
           "concurrent runners: every result");
     sqlite3_close(h);
-    snprintf(cmd, sizeof cmd, "%s export --db %s | %s import --db %s - 2>&1", QGMM_BENCH_EXE, db, QGMM_BENCH_EXE, db2);
+    snprintf(cmd, sizeof cmd, "%s export --db %s --run 1 | %s import --db %s - 2>&1", QGMM_BENCH_EXE, db, QGMM_BENCH_EXE, db2);
     CHECK(t_sh(cmd, out, sizeof out) == 0 && strstr(out, "imported"), "export | import: %s", out);
+    sqlite3_open(db2, &h);
+    CHECK(t_count(h, "SELECT count(*) FROM result_step") == nsteps, "the steps survive export | import");
+    sqlite3_close(h);
     return t_report("test_smoke_e2e");
 }
