@@ -13,6 +13,19 @@
 
 #define EP_MAX_RANKS 1024
 #define EP_MAX_TOPK 1024
+/* A transport that exchanges in chunks (exchange_chunk) gets chunks of about this many
+ * bytes per peer, at most QGMM_EP_MAX_CHUNKS: large enough that each exchange's fixed cost
+ * stays small, small enough that the first pack and the last unpack, which nothing
+ * overlaps, are short. */
+#define EP_CHUNK_BYTES ((int64_t)16 << 20)
+
+/* Sets the plan's wire window to chunk c of n ([0, cap) for c = 0 of 1). */
+static void set_window(qgmm_ep_desc *d, int c, int n)
+{
+    const int64_t w = (d->cap + n - 1) / n;
+    d->win_lo = (int64_t)c * w < d->cap ? (int64_t)c * w : d->cap;
+    d->win_hi = d->win_lo + w < d->cap ? d->win_lo + w : d->cap;
+}
 
 /* What the device checks of each op find, as qgmm_synchronize names them. */
 static const char route_check[] =
@@ -288,6 +301,7 @@ qgmm_status qgmm_ep_plan_create(qgmm_ep_comm *comm, const qgmm_ep_plan_params *p
                               op, (long long)bound, R, cap);
     }
     d->max_recv_rows = bound;
+    set_window(d, 0, 1);
     pl->local_ids = malloc((size_t)(d->local > 0 ? d->local : 1) * sizeof *pl->local_ids);
     st = pl->local_ids ? plan_alloc(pl, rank_of, local_of)
                        : qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
@@ -496,6 +510,37 @@ static qgmm_status dispatch_check(qgmm_ep_plan *plan, qgmm_context *ctx, const q
     return qgmm_check_aliasing(ctx, NULL, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins));
 }
 
+/* How many chunks the wire exchange of rows of row_bytes takes (1: one alltoallv). */
+static int chunks_of(const qgmm_ep_plan *plan, int64_t row_bytes)
+{
+    if (!plan->comm->tvt->exchange_chunk || !plan->comm->tvt->wait_chunk) return 1;
+    int64_t n = plan->d.cap * row_bytes / EP_CHUNK_BYTES;
+    if (n > QGMM_EP_MAX_CHUNKS) n = QGMM_EP_MAX_CHUNKS;
+    if (n > plan->d.cap) n = plan->d.cap;
+    return n > 1 ? (int)n : 1;
+}
+
+/* Packs and sends chunks 0..n-1 (each chunk's exchange runs while the next is packed). */
+static qgmm_status pack_and_send(qgmm_ep_plan *plan, qgmm_ep_dir dir, int n, const qgmm_tensor *x,
+                                 const qgmm_tensor *xs, const qgmm_tensor *w, const qgmm_tensor *sw,
+                                 const qgmm_tensor *rw, int64_t row_bytes)
+{
+    qgmm_ep_desc *d = &plan->d;
+    qgmm_context *ctx = plan->comm->ctx;
+    const qgmm_ep_transport_vtable *tvt = plan->comm->tvt;
+    const qgmm_tensor *counts = dir == QGMM_EP_DISPATCH ? &d->send_rows : &d->recv_rows;
+    const qgmm_tensor *back = dir == QGMM_EP_DISPATCH ? &d->recv_rows : &d->send_rows;
+    qgmm_status st = QGMM_OK;
+    for (int c = 0; c < n && st == QGMM_OK; ++c) {
+        set_window(d, c, n);
+        st = ctx->vt->ep_pack(ctx, d, dir, x, xs, w, sw, row_bytes);
+        if (st != QGMM_OK) break;
+        if (n == 1) st = tvt->alltoallv(plan->comm->t, ctx, sw, rw, row_bytes, d->cap, counts, back);
+        else st = tvt->exchange_chunk(plan->comm->t, ctx, sw, rw, row_bytes, d->cap, d->win_lo, d->win_hi, c);
+    }
+    return st;
+}
+
 qgmm_status qgmm_ep_dispatch(qgmm_ep_plan *plan, const qgmm_tensor *x, const qgmm_tensor *x_scales,
                              const qgmm_tensor *weights, const qgmm_tensor *out, const qgmm_tensor *out_scales,
                              const qgmm_tensor *offs)
@@ -507,15 +552,20 @@ qgmm_status qgmm_ep_dispatch(qgmm_ep_plan *plan, const qgmm_tensor *x, const qgm
     int blocked = 0;
     qgmm_status st = dispatch_check(plan, ctx, x, x_scales, weights, out, out_scales, offs, &row_bytes, &blocked);
     if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
-    const qgmm_ep_desc *d = &plan->d;
+    qgmm_ep_desc *d = &plan->d;
     const qgmm_tensor sw = qgmm_ep_bytes(plan->send_wire), rw = qgmm_ep_bytes(plan->recv_wire);
     const qgmm_tensor none = {0};
     const qgmm_tensor *xs = qgmm_present(x_scales) ? x_scales : &none, *w = qgmm_present(weights) ? weights : &none;
     const qgmm_tensor *os = qgmm_present(out_scales) ? out_scales : &none, *of = qgmm_present(offs) ? offs : &none;
-    st = ctx->vt->ep_pack(ctx, d, QGMM_EP_DISPATCH, x, xs, w, &sw, row_bytes);
-    if (st == QGMM_OK)
-        st = plan->comm->tvt->alltoallv(plan->comm->t, ctx, &sw, &rw, row_bytes, d->cap, &d->send_rows, &d->recv_rows);
-    if (st == QGMM_OK) st = ctx->vt->ep_unpack(ctx, d, QGMM_EP_DISPATCH, &rw, row_bytes, &none, out, os, blocked, of);
+    const int n = chunks_of(plan, row_bytes);
+    st = pack_and_send(plan, QGMM_EP_DISPATCH, n, x, xs, w, &sw, &rw, row_bytes);
+    /* each chunk is unpacked as it lands, while the later ones are still on the wire */
+    for (int c = 0; c < n && st == QGMM_OK; ++c) {
+        if (n > 1) st = plan->comm->tvt->wait_chunk(plan->comm->t, ctx, c);
+        set_window(d, c, n);
+        if (st == QGMM_OK) st = ctx->vt->ep_unpack(ctx, d, QGMM_EP_DISPATCH, &rw, row_bytes, &none, out, os, blocked, of);
+    }
+    set_window(d, 0, 1);
     if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
     return qgmm_device_check_enqueued(ctx, st, op, "out", "fewer rows than this rank receives");
 }
@@ -550,16 +600,18 @@ qgmm_status qgmm_ep_combine(qgmm_ep_plan *plan, const qgmm_tensor *y, const qgmm
     int64_t row_bytes = 0;
     qgmm_status st = combine_check(plan, ctx, y, weights, out, &row_bytes);
     if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
-    const qgmm_ep_desc *d = &plan->d;
+    qgmm_ep_desc *d = &plan->d;
     const qgmm_tensor sw = qgmm_ep_bytes(plan->send_wire);
-    const int64_t n[1] = {(int64_t)(qgmm_buffer_size(plan->recv_wire) / qgmm_dtype_size(y->dtype))};
-    const qgmm_tensor rw = qgmm_tensor_make(plan->recv_wire, 0, y->dtype, 1, n); /* rows of y's dtype */
+    const int64_t rn[1] = {(int64_t)(qgmm_buffer_size(plan->recv_wire) / qgmm_dtype_size(y->dtype))};
+    const qgmm_tensor rw = qgmm_tensor_make(plan->recv_wire, 0, y->dtype, 1, rn); /* rows of y's dtype */
     const qgmm_tensor none = {0};
     const qgmm_tensor *w = qgmm_present(weights) ? weights : &none;
-    /* the reverse exchange: what this rank received goes back, so the counts swap roles */
-    st = ctx->vt->ep_pack(ctx, d, QGMM_EP_COMBINE, y, &none, &none, &sw, row_bytes);
-    if (st == QGMM_OK)
-        st = plan->comm->tvt->alltoallv(plan->comm->t, ctx, &sw, &rw, row_bytes, d->cap, &d->recv_rows, &d->send_rows);
+    /* the reverse exchange: what this rank received goes back, so the counts swap roles;
+     * a token's rows may land in any chunk, so the sums wait for all of them */
+    const int n = chunks_of(plan, row_bytes);
+    st = pack_and_send(plan, QGMM_EP_COMBINE, n, y, &none, &none, &sw, &rw, row_bytes);
+    for (int c = 0; c < n && n > 1 && st == QGMM_OK; ++c) st = plan->comm->tvt->wait_chunk(plan->comm->t, ctx, c);
+    set_window(d, 0, 1);
     if (st == QGMM_OK) st = ctx->vt->ep_unpack(ctx, d, QGMM_EP_COMBINE, &rw, row_bytes, w, out, &none, 0, &none);
     if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
     return qgmm_device_check_enqueued(ctx, st, op, "y", "fewer rows than this rank received");

@@ -700,7 +700,8 @@ QGMM_API qgmm_status qgmm_ep_combine(qgmm_ep_plan *plan, const qgmm_tensor *y,
  * x, dy bf16; w_local (L, N, K) bf16, local expert l = qgmm_ep_plan_local_expert_id(l);
  * y, dx (and the expert outputs that travel back) of out_dtype, bf16 or f32; dw bf16 or f32.
  * Byte-identical to qgmm_moe_experts_forward/backward on one device over all ranks' tokens
- * sorted by expert, followed by the same weighted sum (docs/ep.md, "Equivalence"). */
+ * sorted by expert, each expert's rows padded with zero rows to the plan's alignment,
+ * followed by the same weighted sum (docs/ep.md, "Equivalence"). */
 typedef struct qgmm_ep_moe qgmm_ep_moe;
 /* N, K: the expert weights' (N, K); out_dtype: bf16 or f32. The plan needs max_row_bytes >=
  * qgmm_ep_wire_row_bytes(out_dtype, max(N, K), 0). Allocates on the plan's context. */

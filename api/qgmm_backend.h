@@ -66,6 +66,11 @@ typedef struct qgmm_ep_desc {
     qgmm_tensor recv_dst;     /* (nranks * cap): receive-layout row of each receive wire row */
     qgmm_tensor offs;         /* (max(L, 1)): padded cumulative end offsets of the local experts */
     qgmm_tensor state;        /* (1): 0, or 1 when this step is refused on this rank */
+    /* The wire rows [win_lo, win_hi) of every slot that pack and the dispatch's unpack move
+     * (the dispatch's unpack zero-fills only when win_lo is 0). The API passes the whole
+     * slot [0, cap) except with a transport that exchanges in chunks (exchange_chunk),
+     * which only a backend of its own (CUDA with NCCL) has. */
+    int64_t win_lo, win_hi;
 } qgmm_ep_desc;
 
 typedef enum qgmm_ep_dir { QGMM_EP_DISPATCH = 0, QGMM_EP_COMBINE = 1 } qgmm_ep_dir;
@@ -88,7 +93,17 @@ typedef struct qgmm_ep_transport_vtable {
                              const qgmm_tensor *recv, int64_t row_bytes, int64_t cap_rows,
                              const qgmm_tensor *send_rows, const qgmm_tensor *recv_rows);
     void (*destroy)(qgmm_ep_transport *t);
+    /* Optional, both or neither: the slotted all-to-all in chunks that overlap the pack and
+     * unpack around them. exchange_chunk moves rows [lo, hi) of every slot (whole, like
+     * alltoallv) once the context's stream has reached it, on a stream of the transport's
+     * own, and returns at once; wait_chunk makes the context's stream wait for chunk c.
+     * Chunk numbers c < QGMM_EP_MAX_CHUNKS; each is waited for before it is reused. */
+    qgmm_status (*exchange_chunk)(qgmm_ep_transport *t, qgmm_context *ctx, const qgmm_tensor *send,
+                                  const qgmm_tensor *recv, int64_t row_bytes, int64_t cap_rows, int64_t lo,
+                                  int64_t hi, int c);
+    qgmm_status (*wait_chunk)(qgmm_ep_transport *t, qgmm_context *ctx, int c);
 } qgmm_ep_transport_vtable;
+#define QGMM_EP_MAX_CHUNKS 8
 
 /* What a backend's ep_transport_create is asked for. */
 typedef enum qgmm_ep_transport_kind {

@@ -217,7 +217,9 @@ static uint8_t *wgrad_cast_of_group1(qgmm_context *c, const data *p, size_t *byt
 
 /* (2) expert 1's dw with its group starting at row 16 * s of the token dimension (expert
  * 0 takes the rows before it, zero rows past its 13 tokens) is the same for every s. The
- * starts 17..31 are only reported (how many dw elements differ from the start at 16). */
+ * starts 17..31 are only reported (how many dw elements differ from the start at 16). The
+ * token count is a multiple of 16 throughout: with another, the CUDA GEMM falls back from
+ * its Hopper kernel to the portable one (rows not 16-byte aligned), whose sums differ. */
 static void group_start(qgmm_recipe r, const char *name, qgmm_context *ctx)
 {
     data d;
@@ -230,9 +232,11 @@ static void group_start(qgmm_recipe r, const char *name, qgmm_context *ctx)
     for (int s = 1; s <= 18; ++s) {
         const int64_t at = s <= 3 ? 16 * s : 13 + s;
         data p = d;
-        p.M = at + n1;
+        p.M = (at + n1 + 15) / 16 * 16; /* zero rows past the last group: the wgrad operands'
+                                           token stride stays 16-byte aligned, so the same
+                                           kernel (on the H100 the Hopper one) runs for every start */
         p.offs[0] = (int32_t)at;
-        p.offs[1] = (int32_t)p.M;
+        p.offs[1] = (int32_t)(at + n1);
         p.x = calloc((size_t)(p.M * K), 2), p.dy = calloc((size_t)(p.M * N), 2);
         memcpy(p.x, d.x, (size_t)(13 * K) * 2), memcpy(p.dy, d.dy, (size_t)(13 * N) * 2);
         memcpy(p.x + at * K, d.x + d.offs[0] * K, (size_t)(n1 * K) * 2);

@@ -22,6 +22,7 @@ constexpr int kThreads = 256;
 struct ep_k {
     int nranks, rank, top_k, alignment;
     int64_t E, L, S, T, cap, max_recv;
+    int64_t lo, wn; /* the wire window: rows [lo, lo + wn) of every slot */
     const int32_t *rank_of, *local_of;
     int32_t *pos, *src, *scnt, *rcnt, *srows, *rrows, *dst, *offs, *state;
     uint32_t *status;
@@ -40,6 +41,8 @@ ep_k make_k(qgmm_context *ctx, const qgmm_ep_desc *d)
     k.T = d->tokens;
     k.cap = d->cap;
     k.max_recv = d->max_recv_rows;
+    k.lo = d->win_lo;
+    k.wn = d->win_hi - d->win_lo;
     k.rank_of = (const int32_t *)qgmm_tensor_data(&d->expert_rank);
     k.local_of = (const int32_t *)qgmm_tensor_data(&d->expert_local);
     k.pos = (int32_t *)qgmm_tensor_data(&d->pos);
@@ -249,7 +252,7 @@ __device__ void copy_bytes(uint8_t *to, const uint8_t *from, int64_t n)
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) to[i] = from[i];
 }
 
-/* One block per wire row (p, i), grid-stride over the nranks * cap rows. */
+/* One block per wire row (p, i) of the window, grid-stride over its nranks * wn rows. */
 __global__ void pack_kernel(pack_k k)
 {
     const ep_k &e = k.e;
@@ -260,8 +263,8 @@ __global__ void pack_kernel(pack_k k)
     }
     const int32_t *rows = k.dir == QGMM_EP_DISPATCH ? e.srows : e.rrows;
     const int32_t *index = k.dir == QGMM_EP_DISPATCH ? e.src : e.dst;
-    for (int64_t g = blockIdx.x; g < e.nranks * e.cap; g += gridDim.x) {
-        const int64_t p = g / e.cap, i = g % e.cap;
+    for (int64_t q = blockIdx.x; q < e.nranks * e.wn; q += gridDim.x) {
+        const int64_t p = q / e.wn, i = e.lo + q % e.wn, g = p * e.cap + i;
         if (i >= rows[p]) continue;
         const int64_t s = index[g];
         const int64_t t = k.dir == QGMM_EP_DISPATCH ? s / e.top_k : s;
@@ -336,8 +339,9 @@ __global__ void unpack_zero(unpack_k k)
         for (int64_t i = tid; i < k.out_rows * k.srow; i += n) k.os[(i / k.srow) * k.os_rs + i % k.srow] = 0;
 }
 
-/* One block per received wire row: the payload to its row, the scales beside it (plain, or
- * at their M-groups blocked place: group starts in dynamic shared memory). */
+/* One block per received wire row of the window: the payload to its row, the scales
+ * beside it (plain, or at their M-groups blocked place: group starts in dynamic shared
+ * memory). */
 __global__ void unpack_scatter(unpack_k k)
 {
     extern __shared__ int64_t mx_start[];
@@ -354,8 +358,8 @@ __global__ void unpack_scatter(unpack_k k)
     if (k.offs_out && blockIdx.x == 0)
         for (int64_t l = threadIdx.x; l < e.L; l += blockDim.x) k.offs_out[l] = e.offs[l];
     const int64_t cols_pad = qgmm_blocked_cols(k.scols);
-    for (int64_t g = blockIdx.x; g < e.nranks * e.cap; g += gridDim.x) {
-        const int64_t p = g / e.cap, i = g % e.cap;
+    for (int64_t q = blockIdx.x; q < e.nranks * e.wn; q += gridDim.x) {
+        const int64_t p = q / e.wn, i = e.lo + q % e.wn, g = p * e.cap + i;
         if (i >= e.rrows[p]) continue;
         const int64_t to = e.dst[g];
         if (to < 0 || to >= k.out_rows) continue; /* unreachable: rows below offs[L-1] */
@@ -409,6 +413,38 @@ __global__ void combine_kernel(combine_k k)
     }
 }
 
+/* combine_kernel for bf16 rows (wire and out) with H a multiple of 8 and 16-byte aligned
+ * rows: 8 columns per thread, 16-byte loads and stores; the same sums in the same order. */
+__global__ void combine_kernel8(combine_k k)
+{
+    const ep_k &e = k.e;
+    if (e.state[0]) return;
+    const int64_t H8 = k.H / 8, n = e.T * H8, limit = (int64_t)e.nranks * e.cap;
+    for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t t = q / H8, h = (q % H8) * 8;
+        float acc[8];
+#pragma unroll
+        for (int c = 0; c < 8; ++c) acc[c] = 0.0f;
+        for (int64_t j = 0; j < e.top_k; ++j) {
+            const int64_t at = e.pos[t * e.top_k + j];
+            if (at < 0 || at >= limit) continue; /* unreachable with the route's tables */
+            const float wt = k.w ? load_hp(k.w, t * k.ws0 + j * k.ws1, k.w_f32) : 1.0f;
+            const uint4 v = *(const uint4 *)(k.wire + at * k.row_bytes + h * 2);
+            const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int c = 0; c < 8; ++c) {
+                const uint16_t b = (uint16_t)(c & 1 ? u[c / 2] >> 16 : u[c / 2] & 0xFFFFu);
+                acc[c] = __fadd_rn(acc[c], __fmul_rn(wt, qgmm_bf16_to_f32(b)));
+            }
+        }
+        uint32_t o[4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+            o[c] = (uint32_t)qgmm_f32_to_bf16(acc[2 * c]) | ((uint32_t)qgmm_f32_to_bf16(acc[2 * c + 1]) << 16);
+        *(uint4 *)(k.out + (t * k.os0 + h) * 2) = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
 } // namespace
 
 static qgmm_status ep_route(qgmm_context *ctx, const qgmm_ep_desc *d, const qgmm_tensor *ids)
@@ -433,9 +469,11 @@ static qgmm_status ep_layout(qgmm_context *ctx, const qgmm_ep_desc *d)
     return qgmm_cuda_launch_check(ctx, "ep layout");
 }
 
-static unsigned row_grid(qgmm_context *ctx, int64_t rows)
+/* Blocks for one per row; a window narrower than the slot runs beside the transport's
+ * exchange of another, so it takes a quarter of the SMs' block slots and leaves room. */
+static unsigned row_grid(qgmm_context *ctx, const qgmm_ep_desc *d, int64_t rows)
 {
-    return qgmm_cuda_grid(ctx, rows > 0 ? rows : 1, kThreads, 8);
+    return qgmm_cuda_grid(ctx, rows > 0 ? rows : 1, kThreads, d->win_hi - d->win_lo < d->cap ? 2 : 8);
 }
 
 static qgmm_status ep_pack(qgmm_context *ctx, const qgmm_ep_desc *d, qgmm_ep_dir dir, const qgmm_tensor *x,
@@ -467,7 +505,7 @@ static qgmm_status ep_pack(qgmm_context *ctx, const qgmm_ep_desc *d, qgmm_ep_dir
     }
     k.wire = (uint8_t *)qgmm_tensor_data(wire);
     k.row_bytes = row_bytes;
-    pack_kernel<<<row_grid(ctx, d->nranks * d->cap), kThreads, 0, qgmm_cuda_ctx_of(ctx)->stream>>>(k);
+    pack_kernel<<<row_grid(ctx, d, d->nranks * (d->win_hi - d->win_lo)), kThreads, 0, qgmm_cuda_ctx_of(ctx)->stream>>>(k);
     return qgmm_cuda_launch_check(ctx, "ep pack");
 }
 
@@ -498,15 +536,17 @@ static qgmm_status unpack_dispatch(qgmm_context *ctx, const qgmm_ep_desc *d, con
     }
     if (offs_out->buffer) k.offs_out = (int32_t *)qgmm_tensor_data(offs_out);
     cudaStream_t s = qgmm_cuda_ctx_of(ctx)->stream;
-    unpack_zero<<<row_grid(ctx, k.out_rows), kThreads, 0, s>>>(k);
-    qgmm_status st = qgmm_cuda_launch_check(ctx, "ep unpack_zero");
-    if (st != QGMM_OK) return st;
+    if (d->win_lo == 0) { /* the first window's call zero-fills for all */
+        unpack_zero<<<row_grid(ctx, d, k.out_rows), kThreads, 0, s>>>(k);
+        const qgmm_status st = qgmm_cuda_launch_check(ctx, "ep unpack_zero");
+        if (st != QGMM_OK) return st;
+    }
     const size_t smem = blocked ? (size_t)(d->local > 0 ? d->local : 1) * sizeof(int64_t) : 0;
     if (smem > 48 * 1024)
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED,
                               "ep_unpack on cuda: %lld local experts with blocked MXFP8 scales; at most %d",
                               (long long)d->local, 48 * 1024 / 8);
-    unpack_scatter<<<row_grid(ctx, d->nranks * d->cap), kThreads, smem, s>>>(k);
+    unpack_scatter<<<row_grid(ctx, d, d->nranks * (d->win_hi - d->win_lo)), kThreads, smem, s>>>(k);
     return qgmm_cuda_launch_check(ctx, "ep unpack_scatter");
 }
 
@@ -530,9 +570,13 @@ static qgmm_status unpack_combine(qgmm_context *ctx, const qgmm_ep_desc *d, cons
     k.os0 = out->strides[0];
     k.os1 = out->strides[1];
     k.H = out->shape[1];
-    const int64_t n = d->tokens * k.H;
-    combine_kernel<<<qgmm_cuda_grid(ctx, (n + kThreads - 1) / kThreads, kThreads, 8), kThreads, 0,
-                     qgmm_cuda_ctx_of(ctx)->stream>>>(k);
+    cudaStream_t s = qgmm_cuda_ctx_of(ctx)->stream;
+    const bool by8 = !k.wire_f32 && !k.out_f32 && k.H % 8 == 0 && k.os1 == 1 && k.os0 % 8 == 0 &&
+                     row_bytes % 16 == 0 && ((uintptr_t)k.wire | (uintptr_t)k.out) % 16 == 0;
+    const int64_t n = d->tokens * (by8 ? k.H / 8 : k.H);
+    const unsigned grid = qgmm_cuda_grid(ctx, (n + kThreads - 1) / kThreads, kThreads, 8);
+    if (by8) combine_kernel8<<<grid, kThreads, 0, s>>>(k);
+    else combine_kernel<<<grid, kThreads, 0, s>>>(k);
     return qgmm_cuda_launch_check(ctx, "ep combine");
 }
 
