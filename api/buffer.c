@@ -158,6 +158,17 @@ void *qgmm_ref_data(const qgmm_ref *r)
     return (char *)r->buffer->native + r->offset;
 }
 
+qgmm_ref qgmm_ref_of(const qgmm_tensor *t)
+{
+    qgmm_ref r = {NULL, 0, QGMM_DTYPE_INVALID};
+    if (t && t->buffer) {
+        r.buffer = t->buffer;
+        r.offset = t->offset;
+        r.dtype = t->dtype;
+    }
+    return r;
+}
+
 /* ---------------------------------------------------------------- events */
 qgmm_status qgmm_event_create(qgmm_context *ctx, qgmm_event **out)
 {

@@ -6,17 +6,6 @@
 
 #include <string.h>
 
-static qgmm_ref ref_of(const qgmm_tensor *t)
-{
-    qgmm_ref r = {NULL, 0, QGMM_DTYPE_INVALID};
-    if (t && t->buffer) {
-        r.buffer = t->buffer;
-        r.offset = t->offset;
-        r.dtype = t->dtype;
-    }
-    return r;
-}
-
 /* Strides of dims (row, k, grp) of t; a negative dim stands for 0. */
 static void strides_of(const qgmm_tensor *t, int row, int k, int grp, int64_t *s_row, int64_t *s_k,
                        int64_t *s_grp)
@@ -28,20 +17,20 @@ static void strides_of(const qgmm_tensor *t, int row, int k, int grp, int64_t *s
 
 static void operand(qgmm_gemm_operand *o, const qgmm_tensor *t, int row, int k, int grp)
 {
-    o->at = ref_of(t);
+    o->at = qgmm_ref_of(t);
     strides_of(t, row, k, grp, &o->s_row, &o->s_k, &o->s_grp);
 }
 
 static void f32_scales(qgmm_gemm_scales *s, const qgmm_tensor *t, int row, int k, int grp, int64_t i_div)
 {
-    s->at = ref_of(t);
+    s->at = qgmm_ref_of(t);
     strides_of(t, row, k, grp, &s->s_row, &s->s_k, &s->s_grp);
     s->i_div = i_div;
 }
 
 static void mx_scales(qgmm_gemm_scales *s, const qgmm_tensor *t, int64_t rows_pad, int64_t cols_pad)
 {
-    s->at = ref_of(t);
+    s->at = qgmm_ref_of(t);
     s->i_div = 1;
     s->s_byte = t->strides[0];
     s->rows_pad = rows_pad;
@@ -58,8 +47,8 @@ void qgmm_gemm_problem_make(const qgmm_grouped_gemm_params *prm, const qgmm_tens
     p->kind = prm->kind;
     p->recipe = prm->recipe;
     p->groups = offs->shape[0];
-    p->offs = ref_of(offs);
-    p->out = ref_of(out);
+    p->offs = qgmm_ref_of(offs);
+    p->out = qgmm_ref_of(out);
     p->offs_multiple = 1;
     p->sa.i_div = p->sb.i_div = 1;
     p->tokens = a->shape[0];

@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define QGMM_BACKEND_ABI_VERSION 3u
+#define QGMM_BACKEND_ABI_VERSION 4u
 #define QGMM_PLUGIN_ENTRY_SYMBOL "qgmm_plugin_entry"
 
 /* What context_create receives when the caller adopts the NULL stream (a valid
@@ -217,6 +217,10 @@ struct qgmm_backend_vtable {
     qgmm_status (*dequantize)(qgmm_context *ctx, const qgmm_quant_format *f,
                               const qgmm_tensor *q, const qgmm_tensor *scales,
                               const qgmm_tensor *offs, const qgmm_tensor *out);
+    /* Every cast (the quantize ops, the grouped MXFP8 layouts, dequantize) as the one
+     * description api/problem_cast.c builds (qgmm_problem.h). When set, the API calls it in
+     * place of the five cast slots above (quantize_fp8_rowwise_dual, optional, stays). */
+    qgmm_status (*cast)(qgmm_context *ctx, const qgmm_cast_problem *p);
     qgmm_status (*scales_to_blocked)(qgmm_context *ctx, qgmm_blocked_variant v,
                                      const qgmm_tensor *in, const qgmm_tensor *offs,
                                      const qgmm_tensor *out, const qgmm_tensor *group_starts);
@@ -264,6 +268,11 @@ QGMM_API void *qgmm_tensor_data(const qgmm_tensor *t);
 QGMM_API void *qgmm_ref_data(const qgmm_ref *r);
 /* The description of a validated grouped GEMM that the API hands grouped_gemm; tests that
  * drive a backend's translation directly build theirs with it. */
+/* The description of a validated cast that the API hands the cast slot (dequantize: x is
+ * the output, q and scales the inputs). */
+QGMM_API void qgmm_cast_problem_make(const qgmm_quant_format *f, int dequantize, const qgmm_tensor *x,
+                                     const qgmm_tensor *q, const qgmm_tensor *scales,
+                                     const qgmm_tensor *offs, qgmm_cast_problem *p);
 QGMM_API void qgmm_gemm_problem_make(const qgmm_grouped_gemm_params *prm, const qgmm_tensor *a,
                                      const qgmm_tensor *b, const qgmm_tensor *a_scales,
                                      const qgmm_tensor *b_scales, const qgmm_tensor *offs,

@@ -7,6 +7,9 @@
 
 #include "qgmm_backend.h"
 
+/* Where t's element 0 lives (buffer NULL when t is absent): the problems' qgmm_ref. */
+qgmm_ref qgmm_ref_of(const qgmm_tensor *t);
+
 #define QGMM_ERROR_CAP 1024
 /* The largest extent of any tensor dimension the API accepts. */
 #define QGMM_MAX_EXTENT ((int64_t)1 << 40)

@@ -12,6 +12,7 @@
  *              [offs[g-1], offs[g]); A(r, m) = a[m, n], B(c, m) = b[m, k], out[g, n, k].
  * Each operand is where its element 0 lives plus its element strides along r (or c), along
  * the contraction and between groups, so any layout is a choice of strides.
+ * The casts (api/problem_cast.c) are described the same way, below the GEMM.
  */
 #ifndef QGMM_PROBLEM_H
 #define QGMM_PROBLEM_H
@@ -75,6 +76,46 @@ typedef struct qgmm_gemm_problem {
     int64_t so_grp, so_row, so_col; /* output element strides: between groups (K-grouped;
                                        M-grouped 0), along r, along c */
 } qgmm_gemm_problem;
+
+/* The casts (quantize: x -> q and scales; dequantize: q and scales -> x) share one view:
+ * E matrices (the expert dim of rank 3, else E = 1) of O lines of R elements, where r runs
+ * along the dim the scales are taken along (rowwise: reduce_dim; MXFP8: block_dim; FP8
+ * blockwise: the last dim) and o along the other of the last two. Element (e, o, j) of an
+ * operand is element e * s_e + o * s_o + j * s_r of its buffer view. */
+typedef struct qgmm_cast_operand {
+    qgmm_ref at;
+    int64_t s_e, s_o, s_r;
+} qgmm_cast_operand;
+
+typedef struct qgmm_cast_problem {
+    qgmm_quant_kind kind;
+    int dequantize;      /* 0: quantize x into q and scales; 1: dequantize q and scales into x */
+    int64_t e, o, r;     /* extents */
+    int odim, rdim;      /* the tensors' dims along o and r (e is dim 0 of a rank-3 tensor) */
+    qgmm_cast_operand x; /* the high-precision side: bf16 / f16 / f32 input, or the output */
+    qgmm_cast_operand q; /* the fp8 side; its dtype is the format */
+    /* Segments along r, one scale each: seg elements (32 MXFP8, 128 blockwise, R rowwise) and
+     * nseg of them per line; jagged rowwise: seg 0 and nseg G, segment g the group
+     * [offs[g-1], offs[g]). Blockwise 128x128: o_div 128 lines share a scale, else 1. */
+    int64_t seg, nseg, o_div;
+    qgmm_ref offs;       /* i32 (G), contiguous: group end offsets (jagged rowwise along r,
+                            MXFP8 grouped layouts along the tokens); absent otherwise */
+    int64_t groups;      /* G, 0 without offsets */
+    /* The scale of (e, line o, segment g): plain f32 (rowwise, blockwise) or e8m0 (MXFP8
+     * PLAIN) element e * ss_e + (o / o_div) * ss_o + g * ss_g; MXFP8 BLOCKED: byte
+     * (e * expert_bytes + qgmm_blocked_offset(o, g, cols_pad)) * s_byte; the grouped MXFP8
+     * layouts place each group's matrix after the ones before it (docs/layouts.md), bytes
+     * s_byte apart. cols_pad = qgmm_blocked_cols(nseg), rows_pad = qgmm_blocked_rows(o). */
+    qgmm_ref scales;
+    int64_t scales_len;       /* elements of the scales tensor (all of them, padding included) */
+    qgmm_scale_layout layout; /* MXFP8 only; QGMM_SCALES_PLAIN for the other kinds */
+    int64_t ss_e, ss_o, ss_g;
+    int64_t s_byte, cols_pad, rows_pad, expert_bytes;
+    /* the scale rule */
+    int pow2;            /* rowwise: power_of_2 */
+    int recip;           /* rowwise and blockwise: the scales hold 1 / scale (blockwise: always) */
+    int rceil;           /* MXFP8: QGMM_MX_RCEIL */
+} qgmm_cast_problem;
 
 #ifdef __cplusplus
 }

@@ -31,27 +31,31 @@ void qgmm_cpu_raise_status(qgmm_context *ctx, uint32_t bits)
     c->status |= bits;
 }
 
-float qgmm_cpu_load_f32(const qgmm_tensor *t, int64_t i)
+float qgmm_cpu_load_at(const void *data, qgmm_dtype dtype, int64_t i)
 {
-    const char *base = qgmm_tensor_data(t);
-    switch (t->dtype) {
+    const char *base = (const char *)data;
+    switch (dtype) {
     case QGMM_F32: return ((const float *)base)[i];
     case QGMM_BF16: return qgmm_bf16_to_f32(((const uint16_t *)base)[i]);
     case QGMM_F8E4M3FN: case QGMM_F8E4M3FNUZ: case QGMM_F8E5M2:
-        return qgmm_fp8_to_f32(((const uint8_t *)base)[i], (int)t->dtype);
+        return qgmm_fp8_to_f32(((const uint8_t *)base)[i], (int)dtype);
     default: return 0.0f;
     }
 }
 
-void qgmm_cpu_store_f32(const qgmm_tensor *t, int64_t i, float v)
+void qgmm_cpu_store_at(void *data, qgmm_dtype dtype, int64_t i, float v)
 {
-    char *base = qgmm_tensor_data(t);
-    switch (t->dtype) {
+    char *base = (char *)data;
+    switch (dtype) {
     case QGMM_F32: ((float *)base)[i] = v; break;
     case QGMM_BF16: ((uint16_t *)base)[i] = qgmm_f32_to_bf16(v); break;
     default: break;
     }
 }
+
+float qgmm_cpu_load_f32(const qgmm_tensor *t, int64_t i) { return qgmm_cpu_load_at(qgmm_tensor_data(t), t->dtype, i); }
+
+void qgmm_cpu_store_f32(const qgmm_tensor *t, int64_t i, float v) { qgmm_cpu_store_at(qgmm_tensor_data(t), t->dtype, i, v); }
 
 static int cpu_device_count(void) { return 1; }
 
@@ -212,12 +216,7 @@ static const qgmm_backend_vtable cpu_vtable = {
     .ep_layout = qgmm_cpu_ep_layout,
     .ep_pack = qgmm_cpu_ep_pack,
     .ep_unpack = qgmm_cpu_ep_unpack,
-    .quantize_fp8_rowwise = qgmm_cpu_quantize_fp8_rowwise,
-    .quantize_fp8_rowwise_dual = NULL,
-    .quantize_mxfp8 = qgmm_cpu_quantize_mxfp8,
-    .quantize_mxfp8_grouped = qgmm_cpu_quantize_mxfp8_grouped,
-    .quantize_fp8_blockwise = qgmm_cpu_quantize_fp8_blockwise,
-    .dequantize = qgmm_cpu_dequantize,
+    .cast = qgmm_cpu_cast,
     .scales_to_blocked = qgmm_cpu_scales_to_blocked,
     .scales_from_blocked = qgmm_cpu_scales_from_blocked,
     .pad_token_groups = qgmm_cpu_pad_token_groups,

@@ -1,7 +1,6 @@
 /*
  * cpu_ops.h — the CPU reference backend's op entry points (one file per family:
- * cpu_quant_rowwise.c, cpu_quant_mx.c, cpu_quant_blockwise.c, cpu_dequant.c,
- * cpu_layout.c, cpu_gemm.c) and the services they share (cpu_backend.c).
+ * cpu_cast.c, cpu_layout.c, cpu_gemm.c, cpu_ep.c) and the services they share (cpu_backend.c).
  *
  * Arguments arrive validated by api/ (see api/qgmm_backend.h). The CPU backend is the
  * numerics oracle: plain C11, every per-element rule from the kernels/ headers, inputs read
@@ -28,22 +27,12 @@ static inline int64_t qgmm_cpu_elem_index(const qgmm_tensor *t, int64_t i0, int6
 float qgmm_cpu_load_f32(const qgmm_tensor *t, int64_t linear_elem_index);
 /* Writes an f32 as the tensor's float dtype (f32 or bf16 round-to-nearest-even). */
 void qgmm_cpu_store_f32(const qgmm_tensor *t, int64_t linear_elem_index, float v);
+/* The same on element i of `data` read or written as `dtype`. */
+float qgmm_cpu_load_at(const void *data, qgmm_dtype dtype, int64_t i);
+void qgmm_cpu_store_at(void *data, qgmm_dtype dtype, int64_t i, float v);
 
-qgmm_status qgmm_cpu_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
-                                          const qgmm_tensor *x, const qgmm_tensor *offs,
-                                          const qgmm_tensor *q, const qgmm_tensor *scales);
-qgmm_status qgmm_cpu_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p,
-                                    const qgmm_tensor *x, const qgmm_tensor *q,
-                                    const qgmm_tensor *scales);
-qgmm_status qgmm_cpu_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params *p,
-                                            const qgmm_tensor *x, const qgmm_tensor *offs,
-                                            const qgmm_tensor *q, const qgmm_tensor *scales);
-qgmm_status qgmm_cpu_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
-                                            const qgmm_tensor *x, const qgmm_tensor *q,
-                                            const qgmm_tensor *scales);
-qgmm_status qgmm_cpu_dequantize(qgmm_context *ctx, const qgmm_quant_format *f,
-                                const qgmm_tensor *q, const qgmm_tensor *scales,
-                                const qgmm_tensor *offs, const qgmm_tensor *out);
+/* Every cast and dequantize (cpu_cast.c). */
+qgmm_status qgmm_cpu_cast(qgmm_context *ctx, const qgmm_cast_problem *p);
 qgmm_status qgmm_cpu_scales_to_blocked(qgmm_context *ctx, qgmm_blocked_variant v,
                                        const qgmm_tensor *in, const qgmm_tensor *offs,
                                        const qgmm_tensor *out, const qgmm_tensor *group_starts);

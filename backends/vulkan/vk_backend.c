@@ -15,6 +15,11 @@ uint64_t vk_tensor_addr(const qgmm_tensor *t)
     return vkbuf_of(t->buffer)->m.addr + t->offset;
 }
 
+uint64_t vk_ref_addr(const qgmm_ref *r)
+{
+    return r->buffer ? vkbuf_of(r->buffer)->m.addr + r->offset : 0;
+}
+
 static int vk_device_count(void) { return g_vk.ndev; }
 
 static qgmm_status vk_context_create(qgmm_context *ctx, int device, void *stream, qgmm_backend_ctx **out)
@@ -274,12 +279,7 @@ static const qgmm_backend_vtable g_vtable = {
     .ep_layout = vk_ep_layout,
     .ep_pack = vk_ep_pack,
     .ep_unpack = vk_ep_unpack,
-    .quantize_fp8_rowwise = vk_quantize_fp8_rowwise,
-    .quantize_fp8_rowwise_dual = NULL, /* the API runs two single calls */
-    .quantize_mxfp8 = vk_quantize_mxfp8,
-    .quantize_mxfp8_grouped = vk_quantize_mxfp8_grouped,
-    .quantize_fp8_blockwise = vk_quantize_fp8_blockwise,
-    .dequantize = vk_dequantize,
+    .cast = vk_cast,
     .scales_to_blocked = vk_scales_to_blocked,
     .scales_from_blocked = vk_scales_from_blocked,
     .pad_token_groups = vk_pad_token_groups,

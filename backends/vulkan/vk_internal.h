@@ -228,6 +228,7 @@ static inline vk_ctx *vk_of(const qgmm_context *ctx) { return (vk_ctx *)qgmm_con
 static inline vk_buf *vkbuf_of(const qgmm_buffer *b) { return (vk_buf *)qgmm_buffer_impl(b); }
 /* Device address of a tensor's first element (0 for an absent tensor). */
 uint64_t vk_tensor_addr(const qgmm_tensor *t);
+uint64_t vk_ref_addr(const qgmm_ref *r); /* 0 where absent */
 
 /* vk_coop.c: choose gemm_path / coop_bf16 (QGMM_VULKAN_GEMM_PATH honoured), then add what
  * the chosen path needs to vkCreateDevice's feature chain (hung off f12) and extension list.
@@ -290,21 +291,10 @@ qgmm_status vk_offs_prep(vk_ctx *c, const qgmm_tensor *offs, int64_t extent, int
 
 /* ops (vk_ops_cast.c, vk_ops_layout.c, vk_ops_gemm.c) */
 struct qg_cast_params;
-void vk_cast_params_operands(struct qg_cast_params *p, const qgmm_tensor *x, const qgmm_tensor *q,
-                             const qgmm_tensor *scales, int odim, int rdim);
-qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
-                                    const qgmm_tensor *x, const qgmm_tensor *offs,
-                                    const qgmm_tensor *q, const qgmm_tensor *scales);
-qgmm_status vk_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p, const qgmm_tensor *x,
-                              const qgmm_tensor *q, const qgmm_tensor *scales);
-qgmm_status vk_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params *p, const qgmm_tensor *x,
-                                      const qgmm_tensor *offs, const qgmm_tensor *q, const qgmm_tensor *scales);
-qgmm_status vk_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
-                                      const qgmm_tensor *x, const qgmm_tensor *q,
-                                      const qgmm_tensor *scales);
-qgmm_status vk_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const qgmm_tensor *q,
-                          const qgmm_tensor *scales, const qgmm_tensor *offs,
-                          const qgmm_tensor *out);
+void vk_cast_params_operands(struct qg_cast_params *p, const qgmm_cast_problem *pr);
+/* every cast and dequantize (vk_ops_cast.c); the grouped MXFP8 layouts (vk_ops_mx_groups.c) */
+qgmm_status vk_cast(qgmm_context *ctx, const qgmm_cast_problem *pr);
+qgmm_status vk_quantize_mxfp8_grouped(vk_ctx *c, const qgmm_cast_problem *pr);
 qgmm_status vk_scales_to_blocked(qgmm_context *ctx, qgmm_blocked_variant v, const qgmm_tensor *in,
                                  const qgmm_tensor *offs, const qgmm_tensor *out,
                                  const qgmm_tensor *group_starts);

@@ -524,213 +524,170 @@ static qgmm_status cast_run(vk_ctx *c, cast_plan *pl)
     return vk_dispatch_spec(c, pl->pipe, pl->spec, pl->nspec, (const int64_t *)&pl->p, QG_CAST_NP, pl->groups);
 }
 
-/* The operands and geometry every cast shares: a zeroed block with x, q and the scales'
- * addresses and dtypes, (e, o, r) extents (e = 1 for rank 2) and x's and q's strides along
- * them; odim is the other dimension, rdim the one the scales run along. */
-void vk_cast_params_operands(struct qg_cast_params *p, const qgmm_tensor *x, const qgmm_tensor *q,
-                             const qgmm_tensor *scales, int odim, int rdim)
+/* The operands and geometry every cast shares, from the problem: a zeroed block with x, q
+ * and the scales' addresses and dtypes, the (e, o, r) extents and x's and q's strides. */
+void vk_cast_params_operands(struct qg_cast_params *p, const qgmm_cast_problem *pr)
 {
-    const int r3 = x->rank == 3;
     memset(p, 0, sizeof *p);
-    p->x = (int64_t)vk_tensor_addr(x);
-    p->xdt = x->dtype;
-    p->q = (int64_t)vk_tensor_addr(q);
-    p->fmt = q->dtype;
-    p->s = (int64_t)vk_tensor_addr(scales);
-    p->e = r3 ? x->shape[0] : 1;
-    p->o = x->shape[odim];
-    p->r = x->shape[rdim];
-    p->xe = r3 ? x->strides[0] : 0;
-    p->xo = x->strides[odim];
-    p->xr = x->strides[rdim];
-    p->qe = r3 ? q->strides[0] : 0;
-    p->qo = q->strides[odim];
-    p->qr = q->strides[rdim];
+    p->x = (int64_t)vk_ref_addr(&pr->x.at);
+    p->xdt = pr->x.at.dtype;
+    p->q = (int64_t)vk_ref_addr(&pr->q.at);
+    p->fmt = pr->q.at.dtype;
+    p->s = (int64_t)vk_ref_addr(&pr->scales);
+    p->e = pr->e;
+    p->o = pr->o;
+    p->r = pr->r;
+    p->xe = pr->x.s_e;
+    p->xo = pr->x.s_o;
+    p->xr = pr->x.s_r;
+    p->qe = pr->q.s_e;
+    p->qo = pr->q.s_o;
+    p->qr = pr->q.s_r;
 }
 
-qgmm_status vk_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *prm,
-                                    const qgmm_tensor *x, const qgmm_tensor *offs,
-                                    const qgmm_tensor *q, const qgmm_tensor *scales)
+/* The problem's group offsets as the rank-1 tensor vk_offs_prep reads. */
+static qgmm_tensor offs_tensor(const qgmm_cast_problem *pr)
 {
-    vk_ctx *c = vk_of(ctx);
-    const int rank = x->rank, rd = prm->reduce_dim;
-    if (!((rank == 2 && (rd == 0 || rd == 1)) || (rank == 3 && (rd == 1 || rd == 2))))
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "reduce_dim %d with rank %d is not a variant", rd, rank);
-    const int jagged = offs && offs->buffer;
-    if (jagged && rank != 2)
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs: jagged groups need a rank-2 x, got rank %d", rank);
-    const int od = rank == 2 ? 1 - rd : (rd == 2 ? 1 : 2);
+    const int64_t G = pr->groups;
+    return qgmm_tensor_make(pr->offs.buffer, pr->offs.offset, QGMM_I32, 1, &G);
+}
+
+/* MXFP8 scales: blocked (skind 2, zeroed first when quantizing: padding bytes are 0) or
+ * plain (skind 1). */
+static qgmm_status mx_scales(vk_ctx *c, const qgmm_cast_problem *pr, int64_t *skind, int64_t *colspad,
+                             int64_t *expbytes, int64_t *se, int64_t *so, int64_t *sg)
+{
+    if (pr->layout != QGMM_SCALES_BLOCKED) {
+        *skind = 1;
+        *se = pr->ss_e;
+        *so = pr->ss_o;
+        *sg = pr->ss_g;
+        return QGMM_OK;
+    }
+    if (pr->s_byte != 1)
+        return qgmm_set_error(c->api, QGMM_ERR_UNSUPPORTED, "scales: blocked scales must be contiguous on vulkan");
+    *skind = 2;
+    *colspad = pr->cols_pad;
+    *expbytes = pr->expert_bytes;
+    return pr->dequantize ? QGMM_OK : vk_fill(c, vk_ref_addr(&pr->scales), pr->e * pr->expert_bytes, 0);
+}
+
+static qgmm_status quantize_rowwise(vk_ctx *c, const qgmm_cast_problem *pr)
+{
+    const int jagged = pr->groups > 0;
     qg_cast_params cp, *p = &cp;
-    vk_cast_params_operands(p, x, q, scales, od, rd);
+    vk_cast_params_operands(p, pr);
     p->rule = 0;
-    p->pow2 = prm->power_of_2;
-    p->recip = prm->scale_kind == QGMM_SCALE_RECIPROCAL;
-    /* cpu scale_index: rank 1 (outer * other + inner) * st, rank 2 outer*s0 + inner*s1,
-     * outer = g (jagged) or e */
-    const int64_t outer = scales->rank == 1 ? p->o * scales->strides[0] : scales->strides[0];
-    p->se = outer;
-    p->sg = outer;
-    p->so = scales->rank == 1 ? scales->strides[0] : scales->strides[1];
-    p->nseg = jagged ? offs->shape[0] : 1;
-    fmt_consts(q->dtype, p);
+    p->pow2 = pr->pow2;
+    p->recip = pr->recip;
+    p->se = pr->ss_e;
+    p->sg = pr->ss_g;
+    p->so = pr->ss_o;
+    p->nseg = pr->nseg;
+    fmt_consts((int)p->fmt, p);
     cast_plan pl;
     cast_choose(c, p, jagged ? CV_ROWWISE_JAGGED : CV_ROWWISE, &pl);
     if (jagged) {
-        if (p->nseg == 0) return QGMM_OK;
         /* cast_cols.comp schedules its chunks by the table's tile prefix (tile = a chunk) */
-        qgmm_status st = vk_offs_prep(c, offs, p->r, 1, 1, pl.kernel == CK_COLS ? pl.chunk : 0, 1, 0, 0, 0, -1);
+        const qgmm_tensor offs = offs_tensor(pr);
+        qgmm_status st = vk_offs_prep(c, &offs, p->r, 1, 1, pl.kernel == CK_COLS ? pl.chunk : 0, 1, 0, 0, 0, -1);
         if (st != QGMM_OK) return st;
         pl.p.table = (int64_t)c->scratch.addr;
     }
     return cast_run(c, &pl);
 }
 
-qgmm_status vk_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *prm, const qgmm_tensor *x,
-                              const qgmm_tensor *q, const qgmm_tensor *scales)
+static qgmm_status quantize_mxfp8(vk_ctx *c, const qgmm_cast_problem *pr)
 {
-    vk_ctx *c = vk_of(ctx);
-    const int rank = x->rank, last = rank - 1;
-    if ((rank != 2 && rank != 3) || (prm->block_dim != last && prm->block_dim != last - 1))
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "block_dim %d with rank %d is not a variant", prm->block_dim, rank);
-    const int along_last = prm->block_dim == last;
-    const int rdim = along_last ? last : last - 1, odim = along_last ? last - 1 : last;
-    const int64_t E = rank == 3 ? x->shape[0] : 1, O = x->shape[odim], L = x->shape[rdim];
-    if (L % 32 != 0)
-        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "x: blocked extent %lld is not a multiple of 32", (long long)L);
-    const int64_t NB = L / 32;
     qg_cast_params cp, *p = &cp;
-    vk_cast_params_operands(p, x, q, scales, odim, rdim);
-    p->rule = prm->mode == QGMM_MX_RCEIL ? 2 : 1;
+    vk_cast_params_operands(p, pr);
+    p->rule = pr->rceil ? 2 : 1;
     p->l = 32;
-    p->nseg = NB;
-    fmt_consts(q->dtype, p);
-    if (prm->scale_layout == QGMM_SCALES_BLOCKED) {
-        if (scales->strides[0] != 1)
-            return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "scales: blocked scales must be contiguous on vulkan");
-        p->skind = 2;
-        p->colspad = qgmm_blocked_cols(NB);
-        p->expbytes = qgmm_blocked_rows(O) * p->colspad;
-        qgmm_status st = vk_fill(c, (uint64_t)p->s, E * p->expbytes, 0); /* padding bytes are 0 */
-        if (st != QGMM_OK) return st;
-    } else {
-        p->skind = 1;
-        const int64_t *s = scales->strides;
-        if (scales->rank == 1) { p->se = O * NB * s[0]; p->so = NB * s[0]; p->sg = s[0]; }
-        else if (scales->rank == 2) { p->so = s[0]; p->sg = s[1]; }
-        else { p->se = s[0]; p->so = s[1]; p->sg = s[2]; }
-    }
+    p->nseg = pr->nseg;
+    fmt_consts((int)p->fmt, p);
+    qgmm_status st = mx_scales(c, pr, &p->skind, &p->colspad, &p->expbytes, &p->se, &p->so, &p->sg);
+    if (st != QGMM_OK) return st;
     cast_plan pl;
-    cast_choose(c, p, along_last ? CV_MX_ALONG_ROWS : CV_MX_ACROSS_ROWS, &pl);
+    cast_choose(c, p, pr->rdim > pr->odim ? CV_MX_ALONG_ROWS : CV_MX_ACROSS_ROWS, &pl); /* blocks along the last dim or not */
     return cast_run(c, &pl);
 }
 
-qgmm_status vk_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *prm,
-                                      const qgmm_tensor *x, const qgmm_tensor *q, const qgmm_tensor *scales)
+static qgmm_status quantize_blockwise(vk_ctx *c, const qgmm_cast_problem *pr)
 {
-    vk_ctx *c = vk_of(ctx);
-    const int rank = x->rank;
-    if ((rank != 2 && rank != 3) || (prm->block != QGMM_BLOCK_1X128 && prm->block != QGMM_BLOCK_128X128))
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "block %d with rank %d is not a variant", (int)prm->block, rank);
-    const int64_t K = x->shape[rank - 1];
-    if (K % 128 != 0)
-        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "x: K = %lld is not a multiple of 128", (long long)K);
-    const int combine = prm->block == QGMM_BLOCK_128X128;
+    const int combine = pr->o_div == 128;
     qg_cast_params cp, *p = &cp;
-    vk_cast_params_operands(p, x, q, scales, rank - 2, rank - 1);
+    vk_cast_params_operands(p, pr);
     p->rule = 0;
     p->recip = 1;
     p->l = 128;
-    p->nseg = K / 128;
+    p->nseg = pr->nseg;
     p->combine = combine;
-    const int64_t *s = scales->strides;
-    if (scales->rank == 3) { p->se = s[0]; p->so = s[1]; p->sg = s[2]; }
-    else { p->so = s[0]; p->sg = s[1]; }
-    fmt_consts(q->dtype, p);
+    p->se = pr->ss_e;
+    p->so = pr->ss_o;
+    p->sg = pr->ss_g;
+    fmt_consts((int)p->fmt, p);
     cast_plan pl;
     cast_choose(c, p, combine ? CV_128X128 : CV_1X128, &pl);
     return cast_run(c, &pl);
 }
 
-qgmm_status vk_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const qgmm_tensor *q,
-                          const qgmm_tensor *scales, const qgmm_tensor *offs, const qgmm_tensor *out)
+/* dequant.comp: one lane per element, the scale found as the quantize stored it. */
+static qgmm_status dequantize(vk_ctx *c, const qgmm_cast_problem *pr)
 {
-    vk_ctx *c = vk_of(ctx);
-    const int rank = q->rank;
     qg_dequant_params dp, *p = &dp;
     memset(p, 0, sizeof *p);
-    int rdim, odim;
     p->odiv = 1;
-    const int64_t *s = scales->strides;
-    if (f->kind == QGMM_QUANT_FP8_ROWWISE) {
-        const int rd = f->rowwise.reduce_dim;
-        if (!((rank == 2 && (rd == 0 || rd == 1)) || (rank == 3 && (rd == 1 || rd == 2))))
-            return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "reduce_dim %d with rank %d", rd, rank);
-        const int jagged = offs && offs->buffer;
-        if (jagged && rank != 2) return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "offs: needs rank 2");
-        rdim = rd;
-        odim = rank == 2 ? 1 - rd : (rd == 2 ? 1 : 2);
-        p->mode = f->rowwise.scale_kind == QGMM_SCALE_RECIPROCAL ? 1 : 0;
-        const int64_t outer = scales->rank == 1 ? q->shape[odim] * s[0] : s[0];
-        p->se = outer;
-        p->sg = outer;
-        p->so = scales->rank == 1 ? s[0] : s[1];
-        if (jagged) {
-            p->nseg = offs->shape[0];
-            qgmm_status st = vk_offs_prep(c, offs, q->shape[rd], 1, 1, 0, 1, 0, 0, 0, -1);
+    if (pr->kind == QGMM_QUANT_FP8_ROWWISE) {
+        p->mode = pr->recip ? 1 : 0;
+        p->se = pr->ss_e;
+        p->sg = pr->ss_g;
+        p->so = pr->ss_o;
+        if (pr->groups > 0) {
+            p->nseg = pr->groups;
+            const qgmm_tensor offs = offs_tensor(pr);
+            qgmm_status st = vk_offs_prep(c, &offs, pr->r, 1, 1, 0, 1, 0, 0, 0, -1);
             if (st != QGMM_OK) return st;
             p->table = (int64_t)c->scratch.addr;
         }
-    } else if (f->kind == QGMM_QUANT_MXFP8) {
-        const int last = rank - 1, bd = f->mx.block_dim;
-        if ((rank != 2 && rank != 3) || (bd != last && bd != last - 1))
-            return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "block_dim %d with rank %d", bd, rank);
-        rdim = bd == last ? last : last - 1;
-        odim = bd == last ? last - 1 : last;
-        const int64_t O = q->shape[odim], L = q->shape[rdim];
-        if (L % 32 != 0)
-            return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "q: blocked extent %lld not a multiple of 32", (long long)L);
-        const int64_t NB = L / 32;
+    } else if (pr->kind == QGMM_QUANT_MXFP8) {
         p->mode = 2;
         p->l = 32;
-        if (f->mx.scale_layout == QGMM_SCALES_BLOCKED) {
-            if (s[0] != 1) return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "scales: blocked scales must be contiguous");
-            p->skind = 2;
-            p->colspad = qgmm_blocked_cols(NB);
-            p->expbytes = qgmm_blocked_rows(O) * p->colspad;
-        } else {
-            p->skind = 1;
-            if (scales->rank == 1) { p->se = O * NB * s[0]; p->so = NB * s[0]; p->sg = s[0]; }
-            else if (scales->rank == 2) { p->so = s[0]; p->sg = s[1]; }
-            else { p->se = s[0]; p->so = s[1]; p->sg = s[2]; }
-        }
-    } else if (f->kind == QGMM_QUANT_FP8_BLOCKWISE) {
-        if ((rank != 2 && rank != 3) ||
-            (f->blockwise.block != QGMM_BLOCK_1X128 && f->blockwise.block != QGMM_BLOCK_128X128))
-            return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "blockwise block %d rank %d", (int)f->blockwise.block, rank);
-        rdim = rank - 1;
-        odim = rank - 2;
+        qgmm_status st = mx_scales(c, pr, &p->skind, &p->colspad, &p->expbytes, &p->se, &p->so, &p->sg);
+        if (st != QGMM_OK) return st;
+    } else {
         p->mode = 1;
         p->l = 128;
-        p->odiv = f->blockwise.block == QGMM_BLOCK_128X128 ? 128 : 1;
-        if (scales->rank == 3) { p->se = s[0]; p->so = s[1]; p->sg = s[2]; }
-        else { p->so = s[0]; p->sg = s[1]; }
-    } else {
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "format kind %d", (int)f->kind);
+        p->odiv = pr->o_div;
+        p->se = pr->ss_e;
+        p->so = pr->ss_o;
+        p->sg = pr->ss_g;
     }
-    p->q = (int64_t)vk_tensor_addr(q);
-    p->fmt = q->dtype;
-    p->s = (int64_t)vk_tensor_addr(scales);
-    p->x = (int64_t)vk_tensor_addr(out);
-    p->xdt = out->dtype;
-    p->e = rank == 3 ? q->shape[0] : 1;
-    p->o = q->shape[odim];
-    p->r = q->shape[rdim];
-    p->qe = rank == 3 ? q->strides[0] : 0;
-    p->qo = q->strides[odim];
-    p->qr = q->strides[rdim];
-    p->xe = rank == 3 ? out->strides[0] : 0;
-    p->xo = out->strides[odim];
-    p->xr = out->strides[rdim];
+    p->q = (int64_t)vk_ref_addr(&pr->q.at);
+    p->fmt = pr->q.at.dtype;
+    p->s = (int64_t)vk_ref_addr(&pr->scales);
+    p->x = (int64_t)vk_ref_addr(&pr->x.at);
+    p->xdt = pr->x.at.dtype;
+    p->e = pr->e;
+    p->o = pr->o;
+    p->r = pr->r;
+    p->qe = pr->q.s_e;
+    p->qo = pr->q.s_o;
+    p->qr = pr->q.s_r;
+    p->xe = pr->x.s_e;
+    p->xo = pr->x.s_o;
+    p->xr = pr->x.s_r;
     p->n = p->e * p->o * p->r;
     return vk_dispatch(c, VKP_DEQUANT, (const int64_t *)p, QG_DEQUANT_NP, (p->n + 255) / 256);
+}
+
+qgmm_status vk_cast(qgmm_context *ctx, const qgmm_cast_problem *pr)
+{
+    vk_ctx *c = vk_of(ctx);
+    if (pr->dequantize) return dequantize(c, pr);
+    switch (pr->kind) {
+    case QGMM_QUANT_FP8_ROWWISE: return quantize_rowwise(c, pr);
+    case QGMM_QUANT_MXFP8: return pr->groups > 0 ? vk_quantize_mxfp8_grouped(c, pr) : quantize_mxfp8(c, pr);
+    case QGMM_QUANT_FP8_BLOCKWISE: return quantize_blockwise(c, pr);
+    }
+    return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "vulkan cast: format kind %d", (int)pr->kind);
 }

@@ -20,11 +20,6 @@
 #define GEMM_TILE 64      /* gemm.comp: BM = BN */
 #define GEMM_COOP_TILE 128 /* gemm_coopmat.comp: BM = BN */
 
-static int64_t addr_of(const qgmm_ref *r)
-{
-    return r->buffer ? (int64_t)(vkbuf_of(r->buffer)->m.addr + r->offset) : 0;
-}
-
 /* The one place a GEMM's kernel is chosen, from the builds the device can run (vk_coop.c
  * vk_coop_choose, with the context's tuning) and the operands: gemm_coopmat.comp where the
  * recipe has a cooperative-matrix build here and each operand has a unit stride along the
@@ -50,16 +45,16 @@ static void gemm_params(const qgmm_gemm_problem *d, int64_t tile, qg_gemm_params
     memset(p, 0, sizeof *p);
     p->kind = d->kind == QGMM_GEMM_M_GROUPED ? 0 : 1;
     p->recipe = d->recipe;
-    p->a_addr = addr_of(&d->a.at);
+    p->a_addr = (int64_t)vk_ref_addr(&d->a.at);
     p->a_i = d->a.s_row;
     p->a_c = d->a.s_k;
     p->a_dt = d->a.at.dtype;
-    p->b_addr = addr_of(&d->b.at);
+    p->b_addr = (int64_t)vk_ref_addr(&d->b.at);
     p->b_g = d->b.s_grp;
     p->b_j = d->b.s_row;
     p->b_c = d->b.s_k;
     p->b_dt = d->b.at.dtype;
-    p->o_addr = addr_of(&d->out);
+    p->o_addr = (int64_t)vk_ref_addr(&d->out);
     p->o_g = d->so_grp;
     p->o_i = d->so_row;
     p->o_j = d->so_col;
@@ -73,18 +68,18 @@ static void gemm_params(const qgmm_gemm_problem *d, int64_t tile, qg_gemm_params
     p->ntj = (d->cols + tile - 1) / tile;
     p->nti = (d->rows + tile - 1) / tile;
     if (d->recipe == QGMM_RECIPE_FP8_ROWWISE || d->recipe == QGMM_RECIPE_FP8_BLOCKWISE) {
-        p->sa_addr = addr_of(&d->sa.at);
+        p->sa_addr = (int64_t)vk_ref_addr(&d->sa.at);
         p->sa_g = d->sa.s_grp;
         p->sa_i = d->sa.s_row;
         p->sa_c = d->sa.s_k;
-        p->sb_addr = addr_of(&d->sb.at);
+        p->sb_addr = (int64_t)vk_ref_addr(&d->sb.at);
         p->sb_g = d->sb.s_grp;
         p->sb_j = d->sb.s_row;
         p->sb_c = d->sb.s_k;
         p->sb_jdiv = d->sb.i_div;
     } else if (d->recipe == QGMM_RECIPE_MXFP8) {
-        p->sa_addr = addr_of(&d->sa.at);
-        p->sb_addr = addr_of(&d->sb.at);
+        p->sa_addr = (int64_t)vk_ref_addr(&d->sa.at);
+        p->sb_addr = (int64_t)vk_ref_addr(&d->sb.at);
         p->sa_stride = d->sa.s_byte;
         p->sb_stride = d->sb.s_byte;
         p->a_cols_pad = d->sa.cols_pad;

@@ -17,25 +17,21 @@
 
 #include <string.h>
 
-qgmm_status vk_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params *prm, const qgmm_tensor *x,
-                                      const qgmm_tensor *offs, const qgmm_tensor *q, const qgmm_tensor *scales)
+qgmm_status vk_quantize_mxfp8_grouped(vk_ctx *c, const qgmm_cast_problem *pr)
 {
-    vk_ctx *c = vk_of(ctx);
-    const int mg = prm->scale_layout == QGMM_SCALES_BLOCKED_M_GROUPS;
-    if (x->rank != 2 || prm->block_dim != (mg ? 1 : 0))
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "vulkan mxfp8 grouped: rank %d, block_dim %d", x->rank,
-                              prm->block_dim);
-    if (scales->shape[0] > 1 && scales->strides[0] != 1)
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "scales: grouped blocked scales must be contiguous on vulkan");
-    const int64_t T = x->shape[0], D = x->shape[1], G = offs->shape[0];
-    const int rdim = mg ? 1 : 0, odim = 1 - rdim;
-    const int64_t other = x->shape[odim], blocks = x->shape[rdim] / 32, len = scales->shape[0];
-    const int64_t cols_pad = qgmm_blocked_cols(blocks), rows_pad = qgmm_blocked_rows(other);
+    const int mg = pr->layout == QGMM_SCALES_BLOCKED_M_GROUPS;
+    if (pr->scales_len > 1 && pr->s_byte != 1)
+        return qgmm_set_error(c->api, QGMM_ERR_UNSUPPORTED, "scales: grouped blocked scales must be contiguous on vulkan");
+    /* x is (T, D): M-groups block along D (o = the T tokens), K-groups along the tokens */
+    const int64_t T = mg ? pr->o : pr->r, G = pr->groups;
+    const int64_t other = pr->o, blocks = pr->nseg, len = pr->scales_len;
+    const int64_t cols_pad = pr->cols_pad, rows_pad = pr->rows_pad;
+    const qgmm_tensor offs = qgmm_tensor_make(pr->offs.buffer, pr->offs.offset, QGMM_I32, 1, &G);
 
     /* the group table: token start/end and padded start/end (rows of 128, or scale
      * columns of 4 with sizes in whole 32-token blocks) */
-    qgmm_status st = mg ? vk_offs_prep(c, offs, T, 1, 128, 0, 1, 0, 0, 0, -1)
-                        : vk_offs_prep(c, offs, T, 32, 4, 0, 32, 0, 0, 0, -1);
+    qgmm_status st = mg ? vk_offs_prep(c, &offs, T, 1, 128, 0, 1, 0, 0, 0, -1)
+                        : vk_offs_prep(c, &offs, T, 32, 4, 0, 32, 0, 0, 0, -1);
     if (st != QGMM_OK) return st;
 
     if (len > 0) {
@@ -43,7 +39,7 @@ qgmm_status vk_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params
         memset(&bp, 0, sizeof bp);
         bp.dir = 2;
         bp.var = mg ? QGMM_BLOCKED_M_GROUPS : QGMM_BLOCKED_K_GROUPS;
-        bp.blk = (int64_t)vk_tensor_addr(scales);
+        bp.blk = (int64_t)vk_ref_addr(&pr->scales);
         bp.bstride = 1;
         bp.blen = len;
         bp.e = 1;
@@ -58,14 +54,14 @@ qgmm_status vk_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params
         st = vk_dispatch(c, VKP_BLOCKED, (const int64_t *)&bp, QG_BLOCKED_NP, (bp.n + 255) / 256);
         if (st != QGMM_OK) return st;
     }
-    if (T * D == 0) return QGMM_OK;
+    if (pr->o * pr->r == 0) return QGMM_OK;
 
     /* cast.comp's generic path: one workgroup per (8 other indices, 32-element block), 32
      * lanes along the block, element by element through the strides */
     qg_cast_params cp;
-    vk_cast_params_operands(&cp, x, q, scales, odim, rdim);
+    vk_cast_params_operands(&cp, pr);
     cp.skind = mg ? 3 : 4;
-    cp.rule = prm->mode == QGMM_MX_RCEIL ? 2 : 1;
+    cp.rule = pr->rceil ? 2 : 1;
     cp.l = 32;
     cp.nseg = blocks;
     cp.to = 8;
@@ -78,8 +74,9 @@ qgmm_status vk_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params
     cp.gtab = (int64_t)c->scratch.addr;
     cp.gg = G;
     /* the MX rules read the format's largest value and its f32 reciprocal (RCEIL) */
-    const float maxv = qgmm_fp8_max((int)q->dtype);
+    const float maxv = qgmm_fp8_max((int)pr->q.at.dtype);
     cp.c_max = qgmm_f32_bits(maxv);
     cp.c_inv = qgmm_f32_bits(1.0f / maxv);
-    return vk_dispatch(c, VKP_CAST_E4M3FN + (int)(q->dtype - QGMM_F8E4M3FN), (const int64_t *)&cp, QG_CAST_NP, blocks * cp.notiles);
+    return vk_dispatch(c, VKP_CAST_E4M3FN + (int)(pr->q.at.dtype - QGMM_F8E4M3FN), (const int64_t *)&cp, QG_CAST_NP,
+                       blocks * cp.notiles);
 }

@@ -1,5 +1,5 @@
 /* dequant_params.h — the parameter block of dequant.comp as one struct that C
- * (backends/vulkan/vk_ops_cast.c vk_dequantize fills it) and GLSL (after common.glsl, for
+ * (backends/vulkan/vk_ops_cast.c dequantize fills it) and GLSL (after common.glsl, for
  * the int64 types) both compile. Every member is an int64_t, so C and std430 lay it out
  * alike. q is seen as (E, O, R) with R cut into segments, as the casts see x
  * (cast_params.h); strides are in elements, addresses are buffer device addresses. */
