@@ -524,25 +524,25 @@ static qgmm_status cast_run(vk_ctx *c, cast_plan *pl)
     return vk_dispatch_spec(c, pl->pipe, pl->spec, pl->nspec, (const int64_t *)&pl->p, QG_CAST_NP, pl->groups);
 }
 
-/* The operands and geometry every cast shares, from the problem: a zeroed block with x, q
- * and the scales' addresses and dtypes, the (e, o, r) extents and x's and q's strides. */
+/* The members qg_cast_params and qg_dequant_params share, from the problem: x, q and the
+ * scales' addresses and dtypes, the (e, o, r) extents and x's and q's strides. */
+#define VK_CAST_GEOMETRY(p, pr)                                                               \
+    do {                                                                                      \
+        (p)->x = (int64_t)vk_ref_addr(&(pr)->x.at);                                           \
+        (p)->xdt = (pr)->x.at.dtype;                                                          \
+        (p)->q = (int64_t)vk_ref_addr(&(pr)->q.at);                                           \
+        (p)->fmt = (pr)->q.at.dtype;                                                          \
+        (p)->s = (int64_t)vk_ref_addr(&(pr)->scales);                                         \
+        (p)->e = (pr)->e, (p)->o = (pr)->o, (p)->r = (pr)->r;                                 \
+        (p)->xe = (pr)->x.s_e, (p)->xo = (pr)->x.s_o, (p)->xr = (pr)->x.s_r;                  \
+        (p)->qe = (pr)->q.s_e, (p)->qo = (pr)->q.s_o, (p)->qr = (pr)->q.s_r;                  \
+    } while (0)
+
+/* A zeroed cast block with the operands and geometry every cast shares. */
 void vk_cast_params_operands(struct qg_cast_params *p, const qgmm_cast_problem *pr)
 {
     memset(p, 0, sizeof *p);
-    p->x = (int64_t)vk_ref_addr(&pr->x.at);
-    p->xdt = pr->x.at.dtype;
-    p->q = (int64_t)vk_ref_addr(&pr->q.at);
-    p->fmt = pr->q.at.dtype;
-    p->s = (int64_t)vk_ref_addr(&pr->scales);
-    p->e = pr->e;
-    p->o = pr->o;
-    p->r = pr->r;
-    p->xe = pr->x.s_e;
-    p->xo = pr->x.s_o;
-    p->xr = pr->x.s_r;
-    p->qe = pr->q.s_e;
-    p->qo = pr->q.s_o;
-    p->qr = pr->q.s_r;
+    VK_CAST_GEOMETRY(p, pr);
 }
 
 /* The problem's group offsets as the rank-1 tensor vk_offs_prep reads. */
@@ -662,20 +662,7 @@ static qgmm_status dequantize(vk_ctx *c, const qgmm_cast_problem *pr)
         p->so = pr->ss_o;
         p->sg = pr->ss_g;
     }
-    p->q = (int64_t)vk_ref_addr(&pr->q.at);
-    p->fmt = pr->q.at.dtype;
-    p->s = (int64_t)vk_ref_addr(&pr->scales);
-    p->x = (int64_t)vk_ref_addr(&pr->x.at);
-    p->xdt = pr->x.at.dtype;
-    p->e = pr->e;
-    p->o = pr->o;
-    p->r = pr->r;
-    p->qe = pr->q.s_e;
-    p->qo = pr->q.s_o;
-    p->qr = pr->q.s_r;
-    p->xe = pr->x.s_e;
-    p->xo = pr->x.s_o;
-    p->xr = pr->x.s_r;
+    VK_CAST_GEOMETRY(p, pr);
     p->n = p->e * p->o * p->r;
     return vk_dispatch(c, VKP_DEQUANT, (const int64_t *)p, QG_DEQUANT_NP, (p->n + 255) / 256);
 }
