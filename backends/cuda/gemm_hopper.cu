@@ -197,12 +197,13 @@ int qg_launch_tma_kernel(K kern, const qg_problem *p, cudaStream_t stream, int b
 }
 
 /* One Hopper kernel configuration: which kernel, ring depth, staging bytes per consumer,
- * CTAs per cluster. */
+ * CTAs per cluster, promoted tile width. */
 struct qg_hconf {
-    bool promo;  /* the 128x128 promoted kernel (FP8 blockwise), else the 128x256 fast one */
+    bool promo;  /* the 128 x bn promoted kernel (FP8 blockwise, MXFP8), else the 128x256 fast one */
     int stages;
     int sb;      /* 0: epilogue from registers */
     int cl;      /* 2: B tiles multicast to a pair of CTAs */
+    int bn;      /* promoted kernel: 128, or 192 (FP8 blockwise only) */
 };
 
 /* The configurations each kernel is built in; the benchmark names one through
@@ -210,14 +211,17 @@ struct qg_hconf {
 enum { QG_CONF_STAGED = 0, /* TMA-store epilogue, one CTA */
        QG_CONF_REGS = 1,   /* register epilogue, deepest ring, one CTA: where a staged one does
                             * not fit beside the schedule of many groups */
-       QG_CONF_CLUSTER = 2 /* TMA-store epilogue, B tiles multicast to a pair of CTAs */ };
+       QG_CONF_CLUSTER = 2, /* TMA-store epilogue, B tiles multicast to a pair of CTAs */
+       QG_CONF_WIDE = 3,    /* promoted kernel, FP8 blockwise: 128x192 tiles, TMA-store epilogue */
+       QG_CONF_WIDE_CLUSTER = 4 /* the same on a pair of CTAs */ };
 constexpr qg_hconf QG_FAST_CONFS[] = {{false, 3, 32768, 1}, {false, 4, 0, 1}, {false, 3, 32768, 2}};
-constexpr qg_hconf QG_PROMO_CONFS[] = {{true, 5, 16384, 1}, {true, 6, 0, 1}, {true, 5, 16384, 2}};
-constexpr int QG_NCONFS = 3;
+constexpr qg_hconf QG_PROMO_CONFS[] = {{true, 5, 16384, 1, 128}, {true, 6, 0, 1, 128}, {true, 5, 16384, 2, 128},
+                                       {true, 4, 24576, 1, 192}, {true, 4, 24576, 2, 192}};
+constexpr int QG_NFAST = 3, QG_NPROMO = 5;
 
 size_t qg_conf_smem(const qg_hconf &c, int sc, int groups)
 {
-    const size_t fixed = c.promo ? qg_smem_fixed(c.stages, PA_BYTES, PB_BYTES, c.sb, qg_promo_sf(sc, c.stages))
+    const size_t fixed = c.promo ? qg_smem_fixed(c.stages, PA_BYTES, c.bn * HBKB, c.sb, qg_promo_sf(sc, c.stages, c.bn))
                                  : qg_smem_fixed(c.stages, HA_BYTES, HB_BYTES, c.sb, 2 * QG_SCALE_FLOATS);
     return fixed + (size_t)qg_sched_smem_ints(groups) * 4;
 }
@@ -227,7 +231,8 @@ size_t qg_conf_smem(const qg_hconf &c, int sc, int groups)
  * B slice, so the multicast halves that operand's L2 reads. Everything else stays on one
  * CTA: M-grouped pairs of 128-row tiles waste more rows at group ends and leave half as
  * many scheduling units, and on the H100 the cluster was slower there and no faster for
- * K-grouped BF16 (figures: docs/backends-cuda-gemm.md). */
+ * K-grouped BF16 or FP8 blockwise. The promoted kernel keeps 128x128 tiles: its 128x192
+ * ones measured slower (figures: docs/backends-cuda-gemm.md). */
 int qg_default_conf(const qg_problem *p, bool promo)
 {
     return !promo && p->kind == QG_K_GROUPED && p->scale_mode == QG_SC_ROW ? QG_CONF_CLUSTER : QG_CONF_STAGED;
@@ -237,23 +242,25 @@ template <int E, int SC, int MN = 0>
 int qg_launch_conf(const qg_hconf &c, const qg_problem *p, cudaStream_t stream, size_t smem, int sms,
                    const char **why)
 {
-#define QG_LC(PROMO, ST, SB, CL)                                                                      \
-    if (c.promo == PROMO && c.stages == ST && c.sb == SB && c.cl == CL) {                            \
+#define QG_LC(PROMO, ST, SB, CL, BN)                                                                  \
+    if (c.promo == PROMO && c.stages == ST && c.sb == SB && c.cl == CL && (!PROMO || c.bn == BN)) {  \
         if constexpr (PROMO) {                                                                       \
-            if constexpr (SC == QG_SC_BLOCK128 || SC == QG_SC_MX32)                                  \
-                return qg_launch_tma_kernel(qg_hopper_promo_kernel<E, SC, ST, SB, CL>, p, stream, PBM, PBN, CL, \
+            if constexpr (SC == QG_SC_BLOCK128 || (SC == QG_SC_MX32 && BN == 128))                   \
+                return qg_launch_tma_kernel(qg_hopper_promo_kernel<E, SC, ST, SB, CL, BN>, p, stream, PBM, BN, CL, \
                                             smem, sms, why);                                         \
         } else if constexpr (SC == QG_SC_NONE || SC == QG_SC_ROW) {                                  \
             return qg_launch_tma_kernel(qg_hopper_kernel<E, SC, ST, SB, CL, MN>, p, stream, HBM, HBN, CL, smem, \
                                         sms, why);                                                   \
         }                                                                                            \
     }
-    QG_LC(false, 3, 32768, 1)
-    QG_LC(false, 4, 0, 1)
-    QG_LC(false, 3, 32768, 2)
-    QG_LC(true, 5, 16384, 1)
-    QG_LC(true, 6, 0, 1)
-    QG_LC(true, 5, 16384, 2)
+    QG_LC(false, 3, 32768, 1, 0)
+    QG_LC(false, 4, 0, 1, 0)
+    QG_LC(false, 3, 32768, 2, 0)
+    QG_LC(true, 5, 16384, 1, 128)
+    QG_LC(true, 6, 0, 1, 128)
+    QG_LC(true, 5, 16384, 2, 128)
+    QG_LC(true, 4, 24576, 1, 192)
+    QG_LC(true, 4, 24576, 2, 192)
 #undef QG_LC
     *why = "Hopper grouped GEMM: configuration not built";
     return 1;
@@ -329,7 +336,10 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
                "or strides not 16-byte aligned";
         return 1;
     }
-    if (p->variant < 0 || p->variant > QG_NCONFS) { *why = "Hopper grouped GEMM: no such variant"; return 1; }
+    if (p->variant < 0 || p->variant > (promo ? QG_NPROMO : QG_NFAST)) {
+        *why = "Hopper grouped GEMM: no such variant";
+        return 1;
+    }
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     /* the default configuration, or the register-epilogue one where its staging does not

@@ -1,6 +1,6 @@
 /*
  * gemm_hopper_promo.cuh — the promoted-accumulation Hopper kernel (FP8 blockwise, MXFP8), M- and
- * K-grouped, 128x128 tiles.
+ * K-grouped, 128 x BN tiles (BN 128, or 192 for FP8 blockwise).
  * Included by gemm_hopper.cu only (one translation unit, anonymous namespace).
  */
 #pragma once
@@ -9,29 +9,38 @@
 
 namespace {
 
-/* The promoted-accumulation kernel for FP8 blockwise and MXFP8, M- and K-grouped: 128x128
- * tiles, m64n128 per consumer warpgroup. The scales change along the contraction every
- * P = 128 (blockwise) or 32 (MX) elements, so each P-deep step is accumulated by the
+/* The promoted-accumulation kernel for FP8 blockwise and MXFP8, M- and K-grouped: 128 x BN
+ * tiles, wgmma m64nBN per consumer warpgroup. The scales change along the contraction
+ * every P = 128 (blockwise) or 32 (MX) elements, so each P-deep step is accumulated by the
  * tensor cores into a partial that its first wgmma overwrites (scale-d 0), then added on
  * the CUDA cores into the f32 accumulator times sa[row, kb] * sb[col, kb] (DeepGEMM's
- * promotion; for MX the product is a power of two, so it adds no rounding). Where the
- * scales vary per column (MX, K-grouped blockwise), warps 1-3 of the producer warpgroup
- * stage each ring slot's scales in shared memory as f32 (KB blocks x (128 rows + 128
- * columns), zero past the extents) and arrive on the slot's full barrier beside the TMA
- * thread; M-grouped blockwise has one weight scale per tile and slice, which the consumers
- * load a slice ahead into registers.
+ * promotion; for MX the product is a power of two, so it adds no rounding). The
+ * consumers' work between two wgmma batches lies on the kernel's critical path (the tensor
+ * cores idle while both warpgroups promote), so that path holds no index arithmetic: scale
+ * addresses are set up once per tile.
+ * Where the scales vary per column (MX, K-grouped blockwise), warps 1-3 of the producer
+ * warpgroup stage each ring slot's scales in shared memory as f32 (KB blocks x (128 rows +
+ * BN columns), zero past the extents) and arrive on the slot's full barrier beside the TMA
+ * thread (blockwise: by cp.async, whose completion arrives, so a loader never waits for
+ * its loads). M-grouped blockwise has one weight scale per 128 x 128 block (one or two per
+ * tile and slice), which the consumers load a slice ahead into registers.
  * K-grouped: a group's tokens start at a multiple of P (offs_multiple), so its slices start
- * at the group's first token; MX steps past the group's end (the last slice may hold up to
- * 96 tokens of the next group) are not issued. The SC_ROW form (promotion by 1, scales in
- * the epilogue) was measured at 1.3e-4 rel. error, short of the f32-output bound, so this
+ * at the group's first token; in a group's last slice MX blocks past the group's end (up to
+ * 96 tokens of the next group) are zeroed in both tiles by the consumers before the wgmma
+ * (every wgmma is issued unconditionally: one issued under a run-time condition made ptxas
+ * serialise all of them, warning C7518). The SC_ROW form (promotion by 1, scales in the
+ * epilogue) was measured at 1.3e-4 rel. error, short of the f32-output bound, so this
  * kernel serves bf16 output only: see qgmm_cuda_gemm_hopper. */
-constexpr int PBM = 128, PBN = 128;
-constexpr int PA_BYTES = PBM * HBKB, PB_BYTES = PBN * HBKB;
+constexpr int PBM = 128;
+constexpr int PA_BYTES = PBM * HBKB;
 constexpr int QG_SCALE_LOADERS = 96; /* threads 32..127 */
 /* Scale blocks per 128-deep slice. */
 __host__ __device__ constexpr int qg_promo_kb(int sc) { return sc == QG_SC_MX32 ? 4 : 1; }
-/* Floats of the scale ring of a promoted kernel with `stages` slots. */
-__host__ __device__ constexpr int qg_promo_sf(int sc, int stages) { return stages * qg_promo_kb(sc) * (PBM + PBN); }
+/* Floats of the scale ring of a promoted kernel with `stages` slots and BN-column tiles. */
+__host__ __device__ constexpr int qg_promo_sf(int sc, int stages, int bn)
+{
+    return stages * qg_promo_kb(sc) * (PBM + bn);
+}
 
 #ifdef QG_HAS_WGMMA
 /* Token range of tile t's group along the contraction: slices start at kbase, nkt of them,
@@ -50,72 +59,101 @@ __device__ __forceinline__ void qg_promo_krange(const qg_problem &p, const qg_sc
     }
 }
 
-/* FP8 blockwise: the f32 scale of tile row (x < 128) or column (x >= 128) in slice kt (one
- * 128-deep block), zero past the extents. */
-__device__ __forceinline__ float qg_block_promo_scale(const qg_problem &p, const qg_sched &s, int g, int64_t r0,
-                                                      int64_t c0, int kbase, int kt, int x)
-{
-    const bool col = x >= PBM;
-    const int64_t i = col ? c0 + (x - PBM) : r0 + x;
-    const int64_t r_end = p.kind == QG_M_GROUPED ? s.bounds[g + 1] : p.rows;
-    if (i >= (col ? p.cols : r_end)) return 0.f;
-    const int64_t kb = ((int64_t)kbase + (int64_t)kt * HBKB) / 128;
-    return qg_block_scale(col ? p.sb : p.sa, col && p.kind == QG_M_GROUPED ? g : 0, i, kb);
-}
+/* FP8 blockwise, K-grouped (both operands scaled per row / column and 128 tokens): this
+ * loader thread's entries x = lt + q * 96 of a slot's SSTAGE floats (128 row then BN column
+ * scales), as the address of the current slice's scale and a bit per entry inside the
+ * extents (zero is staged for the others). Few registers: the producer warpgroup has 40. */
+template <int PER, int BN>
+struct qg_block_loader {
+    const float *src[PER];
+    unsigned ok = 0;
+    __device__ __forceinline__ void tile(const qg_problem &p, int64_t r0, int64_t c0, int kbase, int lt)
+    {
+        const int64_t kb = kbase / 128;
+        ok = 0;
+#pragma unroll
+        for (int q = 0; q < PER; ++q) {
+            const int x = lt + q * QG_SCALE_LOADERS;
+            const bool col = x >= PBM;
+            const qg_scales &sc = col ? p.sb : p.sa;
+            const int64_t i = col ? c0 + (x - PBM) : r0 + x;
+            const bool in = x < PBM + BN && i < (col ? p.cols : p.rows);
+            src[q] = (const float *)sc.ptr + (in ? (i / sc.i_div) * sc.s_row + kb * sc.s_k : 0);
+            ok |= (unsigned)in << q;
+        }
+    }
+    /* cp.async of the current slice's scales into ss (zero fill outside), then on to the
+     * next slice; the caller arrives */
+    __device__ __forceinline__ void slot(const qg_problem &p, float *ss, int lt)
+    {
+#pragma unroll
+        for (int q = 0; q < PER; ++q) {
+            const int x = lt + q * QG_SCALE_LOADERS;
+            if (x >= PBM + BN) continue;
+            const bool in = (ok >> q) & 1;
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(h_smem(ss + x)), "l"(src[q]),
+                         "r"(in ? 4 : 0)
+                         : "memory");
+            if (in) src[q] += x >= PBM ? p.sb.s_k : p.sa.s_k;
+        }
+    }
+};
 
-/* One ring slot's scales, staged by the 96 loader threads (every load of the slot issued
- * before the first store, so their latencies overlap). MX: the slot's 128 rows x 4 blocks
- * of each operand are one 512-byte tile of the blocked layout (tile rows start at a
- * multiple of 128 of the group's padded rows, blocks at a multiple of 4), read as bytes
- * and placed by the layout's inverse map. */
-template <int SC>
-__device__ __forceinline__ void qg_promo_stage_scales(const qg_problem &p, const qg_sched &s, float *ss, int g,
-                                                      int64_t r0, int64_t c0, int kbase, int klen, int kt)
+/* MX: one ring slot's scales, staged by the 96 loader threads. The slot's 128 rows x 4
+ * blocks of each operand are one 512-byte tile of the blocked layout (tile rows start at a
+ * multiple of 128 of the group's padded rows, blocks at a multiple of 4), read as 32-bit
+ * words where the scales are 4-byte aligned (each word: one row's 4 blocks), else as bytes,
+ * and placed by the layout's inverse map (byte b of a tile: row (b % 16) / 4 * 32 + b / 16,
+ * block b % 4). Every load of the slot is issued before the first store, so their
+ * latencies overlap. */
+__device__ __forceinline__ void qg_promo_stage_mx(const qg_problem &p, const qg_sched &s, float *ss, int g, int64_t r0,
+                                                  int64_t c0, int klen, int kt)
 {
-    constexpr int SSTAGE = qg_promo_kb(SC) * (PBM + PBN);
-    constexpr int PER = (SSTAGE + QG_SCALE_LOADERS - 1) / QG_SCALE_LOADERS;
+    constexpr int SBLK = 2 * PBM;
     const int lt = (int)threadIdx.x - 32;
-    if constexpr (SC == QG_SC_MX32) {
-        const int64_t r_end = p.kind == QG_M_GROUPED ? s.bounds[g + 1] : p.rows;
-        /* a cluster's second half may lie past the rows: its tile is not read */
-        const bool a_in = r0 < r_end;
-        const uint8_t *ta = (const uint8_t *)p.sa.ptr + (a_in ? qg_mx_offset(p, s, 0, g, r0, (int64_t)kt * 4) : 0);
-        const uint8_t *tb = (const uint8_t *)p.sb.ptr + qg_mx_offset(p, s, 1, g, c0, (int64_t)kt * 4);
+    const int64_t r_end = p.kind == QG_M_GROUPED ? s.bounds[g + 1] : p.rows;
+    /* a cluster's second half may lie past the rows: its tile is not read */
+    const bool a_in = r0 < r_end;
+    const uint8_t *ta = (const uint8_t *)p.sa.ptr + (a_in ? qg_mx_offset(p, s, 0, g, r0, (int64_t)kt * 4) : 0);
+    const uint8_t *tb = (const uint8_t *)p.sb.ptr + qg_mx_offset(p, s, 1, g, c0, (int64_t)kt * 4);
+    const int nb = min(4, (klen - kt * HBKB + 31) / 32); /* blocks inside the contraction */
+    if ((((uintptr_t)p.sa.ptr | (uintptr_t)p.sb.ptr) & 3) == 0) {
+        constexpr int PER = (256 + QG_SCALE_LOADERS - 1) / QG_SCALE_LOADERS;
         uint32_t raw[PER];
 #pragma unroll
         for (int q = 0; q < PER; ++q) {
             const int i = lt + q * QG_SCALE_LOADERS;
-            raw[q] = i < 1024 && (i >= 512 || a_in) ? __ldg((i < 512 ? ta : tb) + (i & 511)) : 0u;
+            raw[q] = i < 256 && (i >= 128 || a_in) ? __ldg((const uint32_t *)(i < 128 ? ta : tb) + (i & 127)) : 0u;
         }
 #pragma unroll
         for (int q = 0; q < PER; ++q) {
             const int i = lt + q * QG_SCALE_LOADERS;
-            if (i >= 1024) continue;
-            const int col = i >= 512, inner = i & 511;
-            const int rl = ((inner % 16) / 4) * 32 + inner / 16, bl = inner % 4;
-            const bool ok = (col ? c0 + rl < p.cols : r0 + rl < r_end) && ((int64_t)kt * 4 + bl) * 32 < klen;
-            ss[bl * (PBM + PBN) + col * PBM + rl] = ok ? qgmm_e8m0_to_f32((uint8_t)raw[q]) : 0.f;
+            if (i >= 256) continue;
+            const int col = i >= 128, rl = (i % 4) * 32 + (i % 128) / 4;
+            const bool in = col ? c0 + rl < p.cols : r0 + rl < r_end;
+#pragma unroll
+            for (int bl = 0; bl < 4; ++bl)
+                ss[bl * SBLK + col * PBM + rl] =
+                    in && bl < nb ? qgmm_e8m0_to_f32((uint8_t)(raw[q] >> (8 * bl))) : 0.f;
         }
     } else {
-        float v[PER];
-#pragma unroll
-        for (int q = 0; q < PER; ++q) {
-            const int i = lt + q * QG_SCALE_LOADERS;
-            v[q] = i < SSTAGE ? qg_block_promo_scale(p, s, g, r0, c0, kbase, kt, i) : 0.f;
-        }
-#pragma unroll
-        for (int q = 0; q < PER; ++q) {
-            const int i = lt + q * QG_SCALE_LOADERS;
-            if (i < SSTAGE) ss[i] = v[q];
+        for (int i = lt; i < 1024; i += QG_SCALE_LOADERS) {
+            const int col = i >= 512, inner = i & 511;
+            const int rl = ((inner % 16) / 4) * 32 + inner / 16, bl = inner % 4;
+            const bool in = (col ? c0 + rl < p.cols : a_in && r0 + rl < r_end) && bl < nb;
+            ss[bl * SBLK + col * PBM + rl] = in ? qgmm_e8m0_to_f32(__ldg((col ? tb : ta) + inner)) : 0.f;
         }
     }
 }
 
-/* part = A . B of one step (m64n128, k32 per instruction, scale-d 0 starts a new sum). */
-template <int E>
-__device__ __forceinline__ void qg_wgmma128(float (&part)[64], uint64_t da, uint64_t db, int scale_d)
+/* part = A . B of one k32 step, m64nBN; scale_d 0 starts a new sum. */
+template <int E, int BN>
+__device__ __forceinline__ void qg_wgmma_promo(float *part, uint64_t da, uint64_t db, int scale_d)
 {
-    if constexpr (E == QG_ELEM_E4M3) qg_wgmma128_e4m3(part, da, db, scale_d);
+    static_assert(BN == 128 || BN == 192, "m64n128 or m64n192");
+    if constexpr (BN == 192 && E == QG_ELEM_E4M3) qg_wgmma192_e4m3(part, da, db, scale_d);
+    else if constexpr (BN == 192) qg_wgmma192_e5m2(part, da, db, scale_d);
+    else if constexpr (E == QG_ELEM_E4M3) qg_wgmma128_e4m3(part, da, db, scale_d);
     else qg_wgmma128_e5m2(part, da, db, scale_d);
 }
 
@@ -128,9 +166,9 @@ __device__ __forceinline__ void qg_wgmma64(float (&part)[32], uint64_t da, uint6
 
 /* acc += part * sa[row] * sb[col] for this thread's fragment of NJ 8-column groups starting
  * at column group J0 (rows row0 and row0 + 8, columns j*8 + (lane%4)*2 + {0,1}); ss: the
- * block's 128 row then 128 column scales. */
-template <int NJ, int J0>
-__device__ __forceinline__ void qg_promote(float (&acc)[64], const float (&part)[NJ * 4], const float *ss, int row0,
+ * block's 128 row then SBLK - 128 column scales. */
+template <int NJ, int J0, int NA>
+__device__ __forceinline__ void qg_promote(float (&acc)[NA], const float (&part)[NJ * 4], const float *ss, int row0,
                                            int lane)
 {
     const float a0 = ss[row0], a1 = ss[row0 + 8];
@@ -145,28 +183,46 @@ __device__ __forceinline__ void qg_promote(float (&acc)[64], const float (&part)
     }
 }
 
-/* The same with one column scale for the whole tile (M-grouped blockwise: the weights'
- * 128x128 blocks), m0 / m1 = sa[row] * sb: one FMA per element. */
-__device__ __forceinline__ void qg_promote_rows(float (&acc)[64], const float (&part)[64], float m0, float m1)
+/* M-grouped blockwise: the weights' 128 x 128 blocks give one column scale for the tile's
+ * 8-column groups j < JS and the next block's for the rest; m*a / m*b = sa[row] * that
+ * scale: one FMA per element. */
+template <int NJ, int JS>
+__device__ __forceinline__ void qg_promote_rows(float (&acc)[NJ * 4], const float (&part)[NJ * 4], float m0a,
+                                                float m1a, float m0b, float m1b)
 {
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
+    for (int j = 0; j < NJ; ++j) {
+        const float m0 = j < JS ? m0a : m0b, m1 = j < JS ? m1a : m1b;
         acc[j * 4 + 0] += m0 * part[j * 4 + 0];
         acc[j * 4 + 1] += m0 * part[j * 4 + 1];
         acc[j * 4 + 2] += m1 * part[j * 4 + 2];
         acc[j * 4 + 3] += m1 * part[j * 4 + 3];
     }
 }
+
+/* K-grouped MX, a group's last slice holding nv < 4 of its own 32-token blocks: zeroes the
+ * other blocks (the next group's tokens, which the scales' zeros cannot cancel if they
+ * hold Inf or NaN) in both tiles. The 256 consumer threads take one 128-byte row each (A
+ * rows, then B rows); logical 16-byte chunk c of row r sits at c ^ (r & 7) (128B swizzle). */
+__device__ __forceinline__ void qg_mx_zero_tail(uint8_t *a, uint8_t *b, int nv, int t)
+{
+    uint8_t *row = (t < PBM ? a : b) + (t % PBM) * 128;
+    for (int c = 2 * nv; c < 8; ++c) *(uint4 *)(row + ((c ^ (t & 7)) << 4)) = make_uint4(0, 0, 0, 0);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
 #endif
 
-template <int E, int SC, int STAGES, int SB, int CL>
+template <int E, int SC, int STAGES, int SB, int CL, int BN>
 __global__ void __launch_bounds__(HTHR, 1)
 qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                        const __grid_constant__ CUtensorMap tmO, const qg_problem p, int pair_ok, int tma_out)
 {
     static_assert(SC == QG_SC_BLOCK128 || SC == QG_SC_MX32, "the promoted kernel serves block-scaled recipes");
+    static_assert(BN == 128 || (BN == 192 && SC == QG_SC_BLOCK128), "MX tiles are 128 wide (the blocked layout)");
+    static_assert(SB == 0 || BN % (SB > 0 ? SB / 128 : 1) == 0, "an epilogue pass must not reach past the tile");
 #ifdef QG_HAS_WGMMA
-    constexpr int KB = qg_promo_kb(SC), SSTAGE = KB * (PBM + PBN);
+    constexpr int KB = qg_promo_kb(SC), SBLK = PBM + BN, SSTAGE = KB * SBLK, NJ = BN / 8;
+    constexpr int PB_BYTES = BN * HBKB;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *sA, *sB, *sO;
     float *sS;
@@ -174,9 +230,9 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
     qg_sched s;
     const bool kgrp = p.kind == QG_K_GROUPED;
     /* the loader warps stage per-column scales (MX, K-grouped blockwise); M-grouped
-     * blockwise needs one weight scale per tile, which its consumers load themselves */
+     * blockwise needs one weight scale per block, which its consumers load themselves */
     const bool loaders = SC == QG_SC_MX32 || kgrp;
-    if (!qg_pipe_init<STAGES, PA_BYTES, PB_BYTES, SB, PBM * CL, PBN, CL, qg_promo_sf(SC, STAGES)>(
+    if (!qg_pipe_init<STAGES, PA_BYTES, PB_BYTES, SB, PBM * CL, BN, CL, qg_promo_sf(SC, STAGES, BN)>(
             smem_raw, p, sA, sB, sO, sS, full, empty, s, loaders ? 1 + QG_SCALE_LOADERS : 1))
         return;
     const uint32_t rank = CL > 1 ? cluster_rank() : 0;
@@ -185,14 +241,15 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
 
     if (wg == 0) {
         /* the scale loaders hold a slot's loads (measured: with 40, K-grouped blockwise
-         * lost a third; the consumers' 224 cost M-grouped blockwise under a tenth) */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
-        if (threadIdx.x == 0 || (loaders && threadIdx.x >= 32)) {
-            const bool tma = threadIdx.x == 0;
+         * lost a third), but 128x192 tiles take 232 per consumer thread (accumulator and
+         * partial alone hold 192) */
+        if constexpr (BN == 192) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        else asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
+        if (threadIdx.x == 0) { /* the TMA thread */
             int it = 0;
             for (int t = t_first; t < s.total; t += t_step) {
                 int g; int64_t r0, c0;
-                qg_sched_tile<PBM * CL, PBN>(p, s, t, g, r0, c0);
+                qg_sched_tile<PBM * CL, BN>(p, s, t, g, r0, c0);
                 r0 += rank * PBM;
                 int kbase, nkt, klen;
                 qg_promo_krange(p, s, g, kbase, nkt, klen);
@@ -200,11 +257,6 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                 for (int kt = 0; kt < nkt; ++kt, ++it) {
                     const int st = it % STAGES;
                     mbar_wait(&empty[st], ((it / STAGES) & 1) ^ 1);
-                    if (!tma) {
-                        qg_promo_stage_scales<SC>(p, s, sS + st * SSTAGE, g, r0, c0, kbase, klen, kt);
-                        mbar_arrive(&full[st]);
-                        continue;
-                    }
                     const int k0 = kbase + kt * HBKB;
                     mbar_expect_tx(&full[st], PA_BYTES + PB_BYTES);
                     tma_2d(h_smem(sA + st * PA_BYTES), &tmA, k0, ra, &full[st]);
@@ -212,7 +264,7 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                         if (kgrp) tma_2d(h_smem(sB + st * PB_BYTES), &tmB, k0, (int)c0, &full[st]);
                         else tma_3d(h_smem(sB + st * PB_BYTES), &tmB, k0, (int)c0, g, &full[st]);
                     } else {
-                        constexpr int BR = PBN / CL;
+                        constexpr int BR = BN / CL;
                         const int cb = (int)c0 + (c0 + (int)rank * BR < p.cols ? (int)rank * BR : 0);
                         const uint32_t dst = h_smem(sB + st * PB_BYTES + rank * BR * HBKB);
                         const uint16_t mask = (uint16_t)((1u << CL) - 1);
@@ -221,79 +273,123 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                     }
                 }
             }
+        } else if (loaders && threadIdx.x >= 32) { /* the scale loaders */
+            const int lt = (int)threadIdx.x - 32;
+            qg_block_loader<(SBLK + QG_SCALE_LOADERS - 1) / QG_SCALE_LOADERS, BN> bl;
+            int it = 0;
+            for (int t = t_first; t < s.total; t += t_step) {
+                int g; int64_t r0, c0;
+                qg_sched_tile<PBM * CL, BN>(p, s, t, g, r0, c0);
+                r0 += rank * PBM;
+                int kbase, nkt, klen;
+                qg_promo_krange(p, s, g, kbase, nkt, klen);
+                if constexpr (SC == QG_SC_BLOCK128) bl.tile(p, r0, c0, kbase, lt);
+                for (int kt = 0; kt < nkt; ++kt, ++it) {
+                    const int st = it % STAGES;
+                    mbar_wait(&empty[st], ((it / STAGES) & 1) ^ 1);
+                    if constexpr (SC == QG_SC_MX32) {
+                        qg_promo_stage_mx(p, s, sS + st * SSTAGE, g, r0, c0, klen, kt);
+                        mbar_arrive(&full[st]);
+                    } else { /* the arrival comes when this thread's copies have landed */
+                        bl.slot(p, sS + st * SSTAGE, lt);
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(h_smem(&full[st]))
+                                     : "memory");
+                    }
+                }
+            }
+            if constexpr (SC == QG_SC_BLOCK128) asm volatile("cp.async.wait_all;\n" ::: "memory");
         }
     } else {
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
+        if constexpr (BN == 192) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        else asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
         const int cw = wg - 1;
         const int lt = threadIdx.x % 128, warp = lt / 32, lane = lt % 32;
         const int row0 = cw * 64 + warp * 16 + lane / 4; /* this thread's rows: row0, row0 + 8 */
-        float part[64], lo[32], hi[32]; /* part: blockwise; lo, hi: the MX halves */
-#pragma unroll
-        for (int i = 0; i < 64; ++i) part[i] = 0.f;
-#pragma unroll
-        for (int i = 0; i < 32; ++i) lo[i] = hi[i] = 0.f;
         int it = 0;
         for (int t = t_first; t < s.total; t += t_step) {
             int g; int64_t r0, c0;
-            qg_sched_tile<PBM * CL, PBN>(p, s, t, g, r0, c0);
+            qg_sched_tile<PBM * CL, BN>(p, s, t, g, r0, c0);
             r0 += rank * PBM;
             int kbase, nkt, klen;
             qg_promo_krange(p, s, g, kbase, nkt, klen);
-            const int64_t r_end = kgrp ? p.rows : s.bounds[g + 1];
-            float acc[64];
+            float acc[NJ * 4];
 #pragma unroll
-            for (int i = 0; i < 64; ++i) acc[i] = 0.f;
-            /* M-grouped blockwise: one weight scale per slice for the whole tile and one
-             * activation scale per row, loaded a slice ahead into registers */
+            for (int i = 0; i < NJ * 4; ++i) acc[i] = 0.f;
+            /* M-grouped blockwise: per slice one activation scale per row and the weight
+             * scale of the block holding the tile's first `split` columns (and of the next
+             * block for the rest), loaded a slice ahead into registers from addresses set
+             * up here (null past the extents: zero) */
             const bool mblk = SC == QG_SC_BLOCK128 && !kgrp;
-            const int64_t rr0 = r0 + row0, rr1 = rr0 + 8;
-            float nb = 0.f, na0 = 0.f, na1 = 0.f;
-            if (mblk && nkt > 0) {
-                nb = qg_block_scale(p.sb, g, c0, 0);
-                na0 = rr0 < r_end ? qg_block_scale(p.sa, 0, rr0, 0) : 0.f;
-                na1 = rr1 < r_end ? qg_block_scale(p.sa, 0, rr1, 0) : 0.f;
+            const float *pa = nullptr, *pb = nullptr; /* row + 8: pa + 8 s_row; next block: pb + s_row */
+            int split = BN;
+            bool a0 = false, a1 = false, b1 = false;
+            float na0 = 0.f, na1 = 0.f, nb0 = 0.f, nb1 = 0.f;
+            if (mblk) {
+                const int64_t rr0 = r0 + row0, cb = c0 / p.sb.i_div, r_end = s.bounds[g + 1];
+                a0 = rr0 < r_end;
+                a1 = rr0 + 8 < r_end;
+                pa = (const float *)p.sa.ptr + rr0 * p.sa.s_row; /* activations: i_div 1 */
+                pb = (const float *)p.sb.ptr + (int64_t)g * p.sb.s_grp + cb * p.sb.s_row;
+                split = (int)min((int64_t)BN, (cb + 1) * p.sb.i_div - c0);
+                b1 = split < BN && c0 + split < p.cols;
+                if (nkt > 0) {
+                    nb0 = __ldg(pb);
+                    if (b1) nb1 = __ldg(pb + p.sb.s_row);
+                    if (a0) na0 = __ldg(pa);
+                    if (a1) na1 = __ldg(pa + 8 * p.sa.s_row);
+                }
             }
             for (int kt = 0; kt < nkt; ++kt, ++it) {
                 const int st = it % STAGES;
-                const float m0 = na0 * nb, m1 = na1 * nb;
+                const float m0a = na0 * nb0, m1a = na1 * nb0, m0b = na0 * nb1, m1b = na1 * nb1;
                 if (mblk && kt + 1 < nkt) {
-                    nb = qg_block_scale(p.sb, g, c0, kt + 1);
-                    na0 = rr0 < r_end ? qg_block_scale(p.sa, 0, rr0, kt + 1) : 0.f;
-                    na1 = rr1 < r_end ? qg_block_scale(p.sa, 0, rr1, kt + 1) : 0.f;
+                    pa += p.sa.s_k;
+                    pb += p.sb.s_k;
+                    nb0 = __ldg(pb);
+                    if (b1) nb1 = __ldg(pb + p.sb.s_row);
+                    if (a0) na0 = __ldg(pa);
+                    if (a1) na1 = __ldg(pa + 8 * p.sa.s_row);
                 }
                 mbar_wait(&full[st], (it / STAGES) & 1);
                 const float *ss = sS + st * SSTAGE;
                 const uint64_t da = wg_desc(h_smem(sA + st * PA_BYTES + cw * 64 * 128));
                 const uint64_t db = wg_desc(h_smem(sB + st * PB_BYTES));
-                /* +32 bytes along K = +2 in the address field */
+                /* +32 bytes along K = +2 in the address field. The partials live only within
+                 * the slice (their first wgmma overwrites them), so they hold no registers
+                 * across the epilogue. */
+                float part[NJ * 4], lo[32], hi[32]; /* part: blockwise; lo, hi: the MX halves */
                 if constexpr (SC == QG_SC_BLOCK128) {
                     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-                    for (int ks = 0; ks < 4; ++ks) qg_wgmma128<E>(part, da + 2 * ks, db + 2 * ks, ks > 0);
+                    for (int ks = 0; ks < 4; ++ks) qg_wgmma_promo<E, BN>(part, da + 2 * ks, db + 2 * ks, ks > 0);
                     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
                     qg_fence_acc(part);
-                    if (mblk) qg_promote_rows(acc, part, m0, m1);
-                    else qg_promote<16, 0>(acc, part, ss, row0, lane);
+                    if (!mblk) qg_promote<NJ, 0>(acc, part, ss, row0, lane);
+                    else if (split >= BN) qg_promote_rows<NJ, NJ>(acc, part, m0a, m1a, m0b, m1b);
+                    else if (split == 128) qg_promote_rows<NJ, 16>(acc, part, m0a, m1a, m0b, m1b);
+                    else qg_promote_rows<NJ, 8>(acc, part, m0a, m1a, m0b, m1b); /* BN 192, split 64 */
                 } else {
                     /* one 32-deep MX block per step, each step in two m64n64 halves: the
-                     * tensor cores run one half while the other is promoted. Only the
-                     * blocks inside the contraction (group) are issued. */
-                    const int nh = 2 * min(4, (klen - kt * HBKB + 31) / 32);
+                     * tensor cores run one half while the other is promoted. All eight
+                     * halves are issued; blocks past the group's end hold zeros. */
+                    const int nv = (klen - kt * HBKB + 31) / 32;
+                    if (kgrp && nv < 4) {
+                        qg_mx_zero_tail(sA + st * PA_BYTES, sB + st * PB_BYTES, nv, (int)threadIdx.x - 128);
+                        asm volatile("barrier.sync 1, 256;\n" ::: "memory");
+                    }
                     const uint64_t db_hi = db + ((64 * 128) >> 4); /* B rows 64..127 */
 #define QG_MX_HALF(I, CUR, NEXT)                                                                      \
-    if (I < nh) {                                                                                     \
-        if (I + 1 < nh) {                                                                             \
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");                                 \
-            qg_wgmma64<E>(NEXT, da + 2 * ((I + 1) / 2), ((I + 1) & 1 ? db_hi : db) + 2 * ((I + 1) / 2), 0); \
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");                          \
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");                          \
-        } else {                                                                                      \
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");                          \
-        }                                                                                             \
-        qg_fence_acc(CUR);                                                                            \
-        qg_promote<8, (I & 1) * 8>(acc, CUR, ss + (I / 2) * (PBM + PBN), row0, lane);                 \
-    }
+    if constexpr (I + 1 < 8) {                                                                        \
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");                                     \
+        qg_wgmma64<E>(NEXT, da + 2 * ((I + 1) / 2), ((I + 1) & 1 ? db_hi : db) + 2 * ((I + 1) / 2), 0); \
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");                              \
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");                              \
+    } else {                                                                                          \
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");                              \
+    }                                                                                                 \
+    qg_fence_acc(CUR);                                                                                \
+    qg_promote<8, (I & 1) * 8>(acc, CUR, ss + (I / 2) * SBLK, row0, lane);
                     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
                     qg_wgmma64<E>(lo, da, db, 0);
                     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -309,14 +405,19 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                 }
                 qg_release<CL>(&empty[st], lane);
             }
-            const qg_epi e = {g, r0 + cw * 64, r_end, c0, kgrp && klen == 0};
+            /* the tile's place again: recomputed rather than held in registers through the
+             * slices, which need every register the accumulators leave */
+            qg_sched_tile<PBM * CL, BN>(p, s, t, g, r0, c0);
+            r0 += rank * PBM;
+            qg_promo_krange(p, s, g, kbase, nkt, klen);
+            const qg_epi e = {g, r0 + cw * 64, kgrp ? p.rows : s.bounds[g + 1], c0, kgrp && klen == 0};
             bool staged = false;
             if constexpr (SB > 0) { /* the whole half lies inside the rows it may write */
-                staged = tma_out && (e.r0 + 64 <= r_end || r_end >= p.rows);
+                staged = tma_out && (e.r0 + 64 <= e.r_end || e.r_end >= p.rows);
                 if (staged)
-                    qg_epi_tma<QG_SC_NONE, 16, SB>(p, e, acc, nullptr, &tmO, sO + cw * SB, 2 + cw, lt, warp, lane);
+                    qg_epi_tma<QG_SC_NONE, NJ, SB>(p, e, acc, nullptr, &tmO, sO + cw * SB, 2 + cw, lt, warp, lane);
             }
-            if (!staged) qg_epi_regs<QG_SC_NONE, 16>(p, e, acc, nullptr, pair_ok, warp, lane);
+            if (!staged) qg_epi_regs<QG_SC_NONE, NJ>(p, e, acc, nullptr, pair_ok, warp, lane);
         }
         if (SB > 0 && lt == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
     }
