@@ -92,11 +92,18 @@ void qgmm_cast_problem_make(const qgmm_quant_format *f, int dequantize, const qg
         p->nseg = p->r / p->seg;
     }
     p->scales = qgmm_ref_of(scales);
-    p->scales_len = 1;
-    for (int d = 0; d < scales->rank; ++d) p->scales_len *= scales->shape[d];
     p->s_byte = scales->strides[0];
-    p->cols_pad = qgmm_blocked_cols(p->nseg);
-    p->rows_pad = qgmm_blocked_rows(p->o);
-    p->expert_bytes = p->rows_pad * p->cols_pad;
-    if (p->layout == QGMM_SCALES_PLAIN) plain_scales(p, scales);
+    /* Products of extents fit in int64 only where the tensors hold elements (their bytes lie
+     * inside buffers); an empty cast reads no scale, so its scale map stays 0. */
+    const int empty = p->e == 0 || p->o == 0 || p->r == 0;
+    p->scales_len = 1;
+    for (int d = 0; d < scales->rank; ++d)
+        if (!scales->shape[d]) p->scales_len = 0;
+    for (int d = 0; d < scales->rank && p->scales_len; ++d) p->scales_len *= scales->shape[d];
+    if (f->kind == QGMM_QUANT_MXFP8) {
+        p->cols_pad = qgmm_blocked_cols(p->nseg);
+        p->rows_pad = qgmm_blocked_rows(p->o);
+        if (!empty) p->expert_bytes = p->rows_pad * p->cols_pad;
+    }
+    if (p->layout == QGMM_SCALES_PLAIN && (f->kind == QGMM_QUANT_FP8_ROWWISE || !empty)) plain_scales(p, scales);
 }

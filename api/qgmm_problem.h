@@ -95,7 +95,7 @@ typedef struct qgmm_cast_problem {
     qgmm_cast_operand x; /* the high-precision side: bf16 / f16 / f32 input, or the output */
     qgmm_cast_operand q; /* the fp8 side; its dtype is the format */
     /* Segments along r, one scale each: seg elements (32 MXFP8, 128 blockwise, R rowwise) and
-     * nseg of them per line; jagged rowwise: seg 0 and nseg G, segment g the group
+     * nseg of them per line; jagged rowwise (groups > 0): seg 0 and nseg G, segment g the group
      * [offs[g-1], offs[g]). Blockwise 128x128: o_div 128 lines share a scale, else 1. */
     int64_t seg, nseg, o_div;
     qgmm_ref offs;       /* i32 (G), contiguous: group end offsets (jagged rowwise along r,

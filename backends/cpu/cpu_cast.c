@@ -84,7 +84,7 @@ static cast_unit unit_of(const qgmm_cast_problem *p, const cast_groups *gr, int6
     c.e = u / (p->nseg * lines);
     c.o0 = og * p->o_div;
     c.o1 = c.o0 + p->o_div < p->o ? c.o0 + p->o_div : p->o;
-    if (p->seg > 0) {
+    if (p->seg > 0 || !p->groups) {
         c.j0 = c.g * p->seg;
         c.j1 = c.j0 + p->seg;
     } else { /* jagged rowwise: segment g is group g */
