@@ -54,6 +54,25 @@ static inline double lop_val(const qc_lop *o, int64_t e, int64_t i, int64_t j, i
            (double)o->dqs[(e * o->nrb + i / o->rb) * o->ncb + cbi];
 }
 
+/* o->q from o->hp and each block's multiplier qmul, (E, nrb, ncb). */
+static inline __attribute__((always_inline)) void quantize_rows(qc_lop *o, const float *qmul, const int fmt)
+{
+    const int64_t all_rows = o->E * o->R;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (all_rows * o->C > (1 << 16))
+#endif
+    for (int64_t er = 0; er < all_rows; ++er) {
+        const int64_t e = er / o->R, i = er % o->R;
+        const float *qm = qmul + (e * o->nrb + i / o->rb) * o->ncb;
+        const float *hp = o->hp + er * o->C;
+        uint8_t *q = o->q + er * o->C;
+        for (int64_t j = 0; j < o->C; ++j) {
+            const int64_t cbi = o->cidx[j];
+            q[j] = cbi < 0 ? 0 : qgmm_f32_to_fp8(hp[j] * qm[cbi], fmt);
+        }
+    }
+}
+
 /* Allocates and quantizes `o` (hp already filled) with the recipe's rule. */
 static qgmm_status lop_quantize(qc_lop *o, qgmm_recipe recipe, int fmt, int rceil)
 {
@@ -99,17 +118,14 @@ static qgmm_status lop_quantize(qc_lop *o, qgmm_recipe recipe, int fmt, int rcei
             qmul[b] = s;
         }
     }
-    const int64_t all_rows = o->E * o->R;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(static) if (all_rows * o->C > (1 << 16))
-#endif
-    for (int64_t er = 0; er < all_rows; ++er)
-        for (int64_t j = 0; j < o->C; ++j) {
-            const int64_t e = er / o->R, i = er % o->R;
-            const int64_t idx = er * o->C + j;
-            const int64_t cbi = lop_cblock(o, j);
-            o->q[idx] = cbi < 0 ? 0 : qgmm_f32_to_fp8(o->hp[idx] * qmul[(e * o->nrb + i / o->rb) * o->ncb + cbi], fmt);
-        }
+    /* one loop per fp8 format, so each calls the conversion with a constant format (its
+     * format table folds away; the same function, the same bytes) */
+    switch (fmt) {
+    case QGMM_FMT_E4M3FN: quantize_rows(o, qmul, QGMM_FMT_E4M3FN); break;
+    case QGMM_FMT_E4M3FNUZ: quantize_rows(o, qmul, QGMM_FMT_E4M3FNUZ); break;
+    case QGMM_FMT_E5M2: quantize_rows(o, qmul, QGMM_FMT_E5M2); break;
+    default: quantize_rows(o, qmul, fmt); break;
+    }
     free(amax);
     return QGMM_OK;
 }
