@@ -518,7 +518,20 @@ QGMM_KERNEL void qgmm_kq_colamax(qgmm_kquant a, int vec)
         gend = a.offs[g * a.offs_stride];
     }
     float m[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int64_t r = rbeg + sub; r < rend; r += nsub) {
+    int64_t r = rbeg + sub;
+    if (!a.offs && vec) {
+        /* four rows' loads in flight per thread */
+        for (; r + 3 * nsub < rend; r += 4 * nsub) {
+            float v[4][8];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) qgmm_kload8(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r + u * nsub, c), v[u]);
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+#pragma unroll
+                for (int k = 0; k < 8; ++k) m[k] = qgmm_amax_combine(m[k], qgmm_fabs_f32(v[u][k]));
+        }
+    }
+    for (; r < rend; r += nsub) {
         if (a.offs && r >= gend) {
             qgmm_kq_col_flush(a, g, c, m);
 #pragma unroll
@@ -797,6 +810,309 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 1) qgmm_kq_colstrip(qgmm_kq_pair pr, in
         }
         qgmm_kq_strip_cast<FMT, XF32>(a, sm, lp1 - lp0, e, c0, base, r0, r1, lp0, rank, cs, mult, vec_out);
     }
+}
+#endif /* QGMM_K_NVIDIA */
+
+/* ------------------------------------------------------------------ colpipe (sm_90)
+ * The same op as colstrip with x read once, as a persistent pipeline: a cluster of CS
+ * blocks walks the segments (tensor, slot, 64-column strip) cluster, cluster + clusters,
+ * ..., and the copies of its next segment are in flight while it casts the current one.
+ * A segment's rows from r0 rounded down to 16 are cut into pieces of 128 rows, block
+ * `rank` owning pieces rank, rank + CS, ... (so each 128-byte run of a column of q is
+ * written by one block), each piece four units of 32 rows (4 KiB of bf16); local unit k
+ * sits in slot k % U of the block's shared memory and belongs to warp k % 8, which alone
+ * copies it (cp.async), takes its column amax and casts it: the only block barriers are
+ * the two around the segment's amax exchange, and a slot freed by the cast is refilled at
+ * once with the next segment's unit. Lane l holds the two columns of its 32-bit word: the
+ * amax as a packed 16-bit max of |x|, the cast 16 rows at a time through
+ * qgmm_kq_cast8_bf16, each column's rows stored as 16-byte runs along R (byte stores at
+ * group edges or where q does not allow them). A block owning more than U units takes
+ * rounds as colstrip does (the last round stays resident; the earlier ones are re-read).
+ * The amax crosses the cluster through distributed shared memory with the partials in
+ * two alternating sets, so one cluster barrier per segment suffices. One block per SM
+ * (registers): the loads in flight come from the pipeline, not from resident blocks.
+ * Requires bf16 x with x.s2 == 1, 16-byte aligned rows, C % 8 == 0, q.s1 == 1; U a
+ * multiple of 8. */
+#define QGMM_KQ_UNIT 32
+#define QGMM_KQ_UNIT_BYTES (QGMM_KQ_UNIT * 128)
+
+#if defined(QGMM_K_NVIDIA)
+typedef struct qgmm_kq_seg {
+    int t;                     /* tensor of the pair */
+    int64_t slot, e, c0, r0, r1, base, nl; /* nl: this block's units */
+} qgmm_kq_seg;
+
+/* Segment s of the launch (tensors in order, then slots, then strips); 0 past the end.
+ * nl counts whole pieces (units past r1 hold no row of the segment). */
+QGMM_DEV int qgmm_kq_seg_of(const qgmm_kq_pair &pr, int n, int64_t s, unsigned rank, unsigned cs, qgmm_kq_seg &g)
+{
+    for (int t = 0; t < n; ++t) {
+        const qgmm_kquant &a = pr.t[t];
+        const int64_t strips = (a.C + 63) / 64, slots = a.offs ? a.G : a.E;
+        if (s >= strips * slots) {
+            s -= strips * slots;
+            continue;
+        }
+        g.t = t;
+        g.slot = s / strips;
+        g.c0 = (s % strips) * 64;
+        g.e = a.offs ? 0 : g.slot;
+        g.r0 = 0;
+        g.r1 = a.R;
+        if (a.offs) {
+            g.r0 = g.slot == 0 ? 0 : a.offs[(g.slot - 1) * a.offs_stride];
+            g.r1 = a.offs[g.slot * a.offs_stride];
+        }
+        g.base = g.r0 & ~(int64_t)15;
+        const int64_t np = g.r1 > g.r0 ? (g.r1 - g.base + QGMM_KQ_PIECE - 1) / QGMM_KQ_PIECE : 0;
+        g.nl = np > rank ? (np - rank + cs - 1) / cs * 4 : 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* First row of local unit k: the block's pieces of 128 rows are rank, rank + CS, ...,
+ * four units each, so every 128-byte run of a column of q is written by one block. */
+QGMM_DEV int64_t qgmm_kq_unit_row(const qgmm_kq_seg &g, int64_t k, unsigned rank, unsigned cs)
+{
+    return g.base + ((k >> 2) * cs + rank) * QGMM_KQ_PIECE + (k & 3) * QGMM_KQ_UNIT;
+}
+
+/* This lane's share of the copy of local unit k into `slot` (rows outside [r0, r1) and
+ * columns past C are not copied: never read below). */
+QGMM_DEV void qgmm_kq_unit_copy(const qgmm_kquant &a, const qgmm_kq_seg &g, uint8_t *slot, int64_t k,
+                                unsigned rank, unsigned cs)
+{
+    const int lane = QGMM_TID % 32;
+    const int64_t row0 = qgmm_kq_unit_row(g, k, rank, cs);
+    const uint16_t *xs = (const uint16_t *)a.x.ptr;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const int ch = lane + 32 * i, rr = ch / 8, k16 = ch % 8;
+        const int64_t r = row0 + rr, c = g.c0 + k16 * 8;
+        if (r >= g.r0 && r < g.r1 && c < a.C) qgmm_kq_cp16(slot + rr * 128 + k16 * 16, xs + qgmm_kidx(a.x, g.e, r, c));
+    }
+}
+
+/* This warp's slots of round ri of segment g: copies issued (no wait). */
+QGMM_DEV void qgmm_kq_round_copy(const qgmm_kquant &a, const qgmm_kq_seg &g, uint8_t *sm, int U, int64_t ri,
+                                 unsigned rank, unsigned cs)
+{
+    const int warp = QGMM_TID / 32;
+    const int64_t k0 = ri * U, k1 = k0 + U < g.nl ? k0 + U : g.nl;
+    for (int64_t k = k0 + warp; k < k1; k += 8)
+        qgmm_kq_unit_copy(a, g, sm + (size_t)(k - k0) * QGMM_KQ_UNIT_BYTES, k, rank, cs);
+}
+
+/* Packed magnitude max of the bf16 pairs: for |x| (sign cleared) the bit order is the
+ * value order and every NaN sorts above inf, so the 16-bit unsigned max of each half is
+ * qgmm_amax_combine's value (which NaN payload survives aside, as for every parallel
+ * amax). */
+QGMM_DEV uint32_t qgmm_kq_max_u16x2(uint32_t a, uint32_t b)
+{
+#if defined(__CUDA_ARCH__)
+    return __vmaxu2(a, b);
+#else
+    const uint32_t lo = (a & 0xFFFFu) > (b & 0xFFFFu) ? (a & 0xFFFFu) : (b & 0xFFFFu);
+    const uint32_t hi = (a >> 16) > (b >> 16) ? (a >> 16) : (b >> 16);
+    return lo | (hi << 16);
+#endif
+}
+
+QGMM_DEV void qgmm_kq_unit_amax(const qgmm_kq_seg &g, const uint8_t *slot, int64_t rs, uint32_t &m)
+{
+    const int lane = QGMM_TID % 32;
+    if (rs >= g.r0 && rs + QGMM_KQ_UNIT <= g.r1) {
+#pragma unroll
+        for (int k = 0; k < QGMM_KQ_UNIT; ++k)
+            m = qgmm_kq_max_u16x2(m, *(const uint32_t *)(slot + k * 128 + lane * 4) & 0x7FFF7FFFu);
+    } else {
+        for (int k = 0; k < QGMM_KQ_UNIT; ++k)
+            if (rs + k >= g.r0 && rs + k < g.r1)
+                m = qgmm_kq_max_u16x2(m, *(const uint32_t *)(slot + k * 128 + lane * 4) & 0x7FFF7FFFu);
+    }
+}
+
+/* Column h (0: low halves, 1: high halves) of 8 rows of bf16 pairs, scaled by mu, to 8
+ * fp8 bytes (two little-endian words): qgmm_quantize_value per element. The hardware
+ * conversion serves the whole chunk when every product is provably finite and either
+ * zero or an f32 normal: mu*max|x| finite and mu*min(nonzero |x|) >= 2^-126 (rounded
+ * multiplication is monotonic, x finite, mu finite); mx / mn are the chunk's packed
+ * magnitude max and (nonzero magnitude - 1) min. Any other chunk takes the header rule. */
+template <int FMT>
+QGMM_DEV void qgmm_kq_cast8_bf16(const uint32_t w[8], int h, float mu, uint32_t mx, uint32_t mn, uint32_t out[2])
+{
+    float x[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) x[k] = qgmm_bits_f32(h ? (w[k] & 0xFFFF0000u) : (w[k] << 16));
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if (FMT == QGMM_FMT_E4M3FN || FMT == QGMM_FMT_E5M2) {
+        const uint32_t hx = h ? mx >> 16 : mx & 0xFFFFu, hn = h ? mn >> 16 : mn & 0xFFFFu;
+        const float pmax = qgmm_bits_f32(hx << 16) * mu, pmin = qgmm_bits_f32((hn + 1u) << 16) * mu;
+        if (hx < 0x7F80u && pmax <= 3.40282347e38f && (hn == 0xFFFFu || pmin >= 1.17549435e-38f)) {
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                unsigned short a, b;
+                const float p0 = x[4 * j] * mu, p1 = x[4 * j + 1] * mu, p2 = x[4 * j + 2] * mu, p3 = x[4 * j + 3] * mu;
+                if (FMT == QGMM_FMT_E4M3FN) {
+                    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(a) : "f"(p1), "f"(p0));
+                    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p3), "f"(p2));
+                } else {
+                    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(a) : "f"(p1), "f"(p0));
+                    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p3), "f"(p2));
+                }
+                out[j] = (uint32_t)a | ((uint32_t)b << 16);
+            }
+            return;
+        }
+    }
+#else
+    (void)mx;
+    (void)mn;
+#endif
+    uint8_t o[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) o[k] = qgmm_quantize_value(x[k], mu, FMT);
+    const uint2 pk = qgmm_kpack8(o);
+    out[0] = pk.x;
+    out[1] = pk.y;
+}
+
+/* Casts a unit in two halves of 16 rows (16 words per lane in flight, no spills). */
+template <int FMT>
+QGMM_DEV void qgmm_kq_unit_cast(const qgmm_kquant &a, const qgmm_kq_seg &g, const uint8_t *slot, int64_t rs,
+                                const float *mult, int vec_out)
+{
+    const int lane = QGMM_TID % 32;
+    uint8_t *qb = (uint8_t *)a.q.ptr;
+    const float mu[2] = {mult[2 * lane], mult[2 * lane + 1]};
+#pragma unroll 1
+    for (int half = 0; half < 2; ++half) {
+        const int64_t r = rs + 16 * half;
+        uint32_t w[16], mx[2], mn[2];
+#pragma unroll
+        for (int k = 0; k < 16; ++k) w[k] = *(const uint32_t *)(slot + (16 * half + k) * 128 + lane * 4);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            uint32_t hi = 0, lo = 0xFFFFFFFFu;
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                const uint32_t m = w[8 * j + k] & 0x7FFF7FFFu;
+                hi = qgmm_kq_max_u16x2(hi, m);
+#if defined(__CUDA_ARCH__)
+                lo = __vminu2(lo, __vadd2(m, 0xFFFFFFFFu));
+#endif
+            }
+            mx[j] = hi;
+            mn[j] = lo;
+        }
+        const int full = vec_out && r >= g.r0 && r + 16 <= g.r1;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int64_t c = g.c0 + 2 * lane + h;
+            if (c >= a.C) continue;
+            uint32_t o[4];
+            qgmm_kq_cast8_bf16<FMT>(w, h, mu[h], mx[0], mn[0], o);
+            qgmm_kq_cast8_bf16<FMT>(w + 8, h, mu[h], mx[1], mn[1], o + 2);
+            const int64_t qi = g.e * a.q.s0 + c * a.q.s2 + r;
+            if (full) {
+                *(uint4 *)(qb + qi) = make_uint4(o[0], o[1], o[2], o[3]);
+            } else {
+#pragma unroll
+                for (int k = 0; k < 16; ++k) /* unrolled: o stays in registers */
+                    if (r + k >= g.r0 && r + k < g.r1) qb[qi + k] = (uint8_t)(o[k / 4] >> (8 * (k % 4)));
+            }
+        }
+    }
+}
+
+template <int FMT>
+QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 1) qgmm_kq_colpipe(qgmm_kq_pair pr, int n, int U, int vec_out0, int vec_out1)
+{
+    extern __shared__ __align__(16) uint8_t qgmm_kq_pipe_sm[];
+    QGMM_SHARED float red[8][64];
+    QGMM_SHARED float part[2][64];
+    QGMM_SHARED float mult[64];
+    const unsigned cs = qgmm_kq_cluster_size(), rank = qgmm_kq_cluster_rank();
+    const int lane = QGMM_TID % 32, warp = QGMM_TID / 32;
+    /* the pair shares one offs: every block decides alike, before any barrier */
+    if (pr.t[0].offs && !qgmm_block_offsets_ok(pr.t[0].offs, pr.t[0].offs_stride, pr.t[0].G, pr.t[0].R, 1,
+                                               pr.t[0].status, QGMM_BID_X == 0))
+        return;
+    uint8_t *sm = qgmm_kq_pipe_sm;
+    const int64_t ncl = QGMM_NBLOCKS_X / cs;
+    int64_t s = QGMM_BID_X / cs;
+    qgmm_kq_seg g, nx;
+    int have = qgmm_kq_seg_of(pr, n, s, rank, cs, g);
+    if (have) qgmm_kq_round_copy(pr.t[g.t], g, sm, U, 0, rank, cs);
+    int par = 0;
+    while (have) {
+        const qgmm_kquant &a = pr.t[g.t];
+        const int vec_out = g.t ? vec_out1 : vec_out0;
+        const int64_t rounds = (g.nl + U - 1) / U;
+        uint32_t m = 0;
+        for (int64_t ri = 0; ri < rounds; ++ri) {
+            if (ri) {
+                __syncwarp();
+                qgmm_kq_round_copy(a, g, sm, U, ri, rank, cs);
+            }
+            qgmm_kq_cp_wait();
+            __syncwarp();
+            const int64_t k0 = ri * U, k1 = k0 + U < g.nl ? k0 + U : g.nl;
+            for (int64_t k = k0 + warp; k < k1; k += 8)
+                qgmm_kq_unit_amax(g, sm + (size_t)(k - k0) * QGMM_KQ_UNIT_BYTES,
+                                  qgmm_kq_unit_row(g, k, rank, cs), m);
+        }
+        red[warp][2 * lane] = qgmm_bits_f32(m << 16);
+        red[warp][2 * lane + 1] = qgmm_bits_f32(m & 0xFFFF0000u);
+        QGMM_SYNC();
+        if (QGMM_TID < 64) {
+            float v = red[0][QGMM_TID];
+            for (int k = 1; k < 8; ++k) v = qgmm_amax_combine(v, red[k][QGMM_TID]);
+            part[par][QGMM_TID] = v;
+        }
+        qgmm_kq_cluster_sync(); /* every block's partials of this segment visible cluster-wide */
+        if (QGMM_TID < 64) {
+            float amax = 0.0f;
+            for (unsigned k = 0; k < cs; ++k) amax = qgmm_amax_combine(amax, qgmm_kq_dsmem_f32(&part[par][QGMM_TID], k));
+            const float mu = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
+            mult[QGMM_TID] = mu;
+            const int64_t c = g.c0 + QGMM_TID;
+            if (rank == 0 && c < a.C)
+                qgmm_kq_store_scale_f32(a, g.slot * a.s.s0 + c * a.s.s1, a.recip ? qgmm_scale_reciprocal(mu) : mu);
+        }
+        QGMM_SYNC(); /* mult visible */
+        s += ncl;
+        const int hn = qgmm_kq_seg_of(pr, n, s, rank, cs, nx);
+        const int64_t nfirst = hn ? (nx.nl < U ? nx.nl : U) : 0; /* slots of the next segment's first round */
+        int64_t castn = 0; /* slots cast in the last cast round (refilled as they free up) */
+        for (int64_t kk = 0; kk < rounds; ++kk) {
+            const int64_t ri = kk == 0 ? rounds - 1 : kk - 1; /* the resident round first */
+            const int64_t k0 = ri * U, k1 = k0 + U < g.nl ? k0 + U : g.nl;
+            const int last = kk == rounds - 1;
+            if (kk) {
+                __syncwarp();
+                qgmm_kq_round_copy(a, g, sm, U, ri, rank, cs);
+                qgmm_kq_cp_wait();
+                __syncwarp();
+            }
+            for (int64_t k = k0 + warp; k < k1; k += 8) {
+                uint8_t *slot = sm + (size_t)(k - k0) * QGMM_KQ_UNIT_BYTES;
+                qgmm_kq_unit_cast<FMT>(a, g, slot, qgmm_kq_unit_row(g, k, rank, cs), mult, vec_out);
+                if (last && k - k0 < nfirst) {
+                    __syncwarp();
+                    qgmm_kq_unit_copy(pr.t[nx.t], nx, slot, k - k0, rank, cs);
+                }
+            }
+            if (last) castn = k1 - k0;
+        }
+        for (int64_t k = warp; k < nfirst; k += 8)
+            if (k >= castn) qgmm_kq_unit_copy(pr.t[nx.t], nx, sm + (size_t)k * QGMM_KQ_UNIT_BYTES, k, rank, cs);
+        g = nx;
+        have = hn;
+        par ^= 1;
+    }
+    qgmm_kq_cluster_sync(); /* no block leaves while its partials may still be read */
 }
 #endif /* QGMM_K_NVIDIA */
 

@@ -4,9 +4,11 @@
  *     registers (rows of 512-16384 bf16 / 512-8192 f32 elements); jagged per-group
  *     rowwise and other rows: qgmm_kq_rowseg, a warp per (row, group) segment.
  *   scale along R (colwise, jagged colwise, 3D transpose rhs) with q R-contiguous, on
- *     sm_90: qgmm_kq_colstrip, a thread-block cluster per (expert or group, 128-byte
- *     column strip), x read once into shared memory and the column amax exchanged through
- *     distributed shared memory; the dual form runs both tensors in the same launch.
+ *     sm_90, x read once into shared memory and the column amax exchanged through
+ *     distributed shared memory: qgmm_kq_colpipe (persistent clusters walking the
+ *     (expert or group, 128-byte column strip) segments, the next one's copies in flight
+ *     during the cast) or, for jagged groups it has a plan for, qgmm_kq_colstrip (a
+ *     cluster per segment); the dual form runs both tensors in the same launch.
  *     Otherwise (other GPUs, HIP, other layouts): qgmm_kq_colamax (partial column amax,
  *     atomicMax) -> qgmm_kq_colscale (scales + multiplier table) -> qgmm_kq_transpose.
  *     Offsets stay on the device: each kernel checks them and finds row groups itself.
@@ -145,6 +147,103 @@ static qgmm_status colstrip_launch(qgmm_context *ctx, const qgmm_kquant *t, int 
     });
     return qgmm_cuda_check(ctx, err, "qgmm_kq_colstrip");
 }
+
+/* colpipe plan (qgmm_kq_colpipe, one block of 174 registers per SM): the smallest cluster
+ * whose blocks hold their pieces of a planned segment in at most QGMM_COLPIPE_U2 unit
+ * slots, else clusters of QGMM_COLPIPE_CSMAX blocks of up to QGMM_COLPIPE_UMAX slots;
+ * longer segments are not planned (their rounds would re-read x from HBM). */
+#define QGMM_COLPIPE_U2 32
+#define QGMM_COLPIPE_UMAX 48
+#define QGMM_COLPIPE_CSMAX 16
+
+static int64_t colpipe_pieces(const qgmm_kquant &a)
+{
+    return (colstrip_rows(a) + QGMM_KQ_PIECE - 1) / QGMM_KQ_PIECE + (a.offs ? 1 : 0);
+}
+
+static void colpipe_plan(const qgmm_kquant &a, int *cs_out, int *u_out)
+{
+    const int64_t np = colpipe_pieces(a);
+    int cs = 1;
+    while (cs < QGMM_COLPIPE_CSMAX && (np + cs - 1) / cs * 4 > QGMM_COLPIPE_U2) cs *= 2;
+    int64_t u = ((np + cs - 1) / cs * 4 + 7) / 8 * 8;
+    if (u > QGMM_COLPIPE_UMAX) u = QGMM_COLPIPE_UMAX;
+    *cs_out = cs;
+    *u_out = (int)u;
+}
+
+/* x read once by qgmm_kq_colpipe: sm_90, bf16 x with 16-byte rows, q R-contiguous, a
+ * planned segment length. */
+static int colpipe_ok(const qgmm_cuda_ctx *c, const qgmm_kquant &a, const qgmm_tensor *x)
+{
+    const int64_t np = colpipe_pieces(a);
+    return c->cc_major >= 9 && a.x_dtype == QGMM_K_BF16 && qgmm_kquant_x_vec(&a, x) && a.q.s1 == 1 && a.C > 0 &&
+           a.R < ((int64_t)1 << 31) && (np + QGMM_COLPIPE_CSMAX - 1) / QGMM_COLPIPE_CSMAX * 4 <= QGMM_COLPIPE_UMAX;
+}
+
+/* The single-read kernel of a call (measured on the H100, docs/backends-cuda.md): fixed
+ * segments (colwise, 3D) take colpipe; jagged groups keep colstrip where it has a plan
+ * (short groups in one block, long ones in 8-block clusters) and take colpipe between. */
+static int colwise_pick(const qgmm_cuda_ctx *c, const qgmm_kquant &a, const qgmm_tensor *x)
+{
+    if (a.offs && colstrip_ok(c, a, x)) return 1;
+    if (colpipe_ok(c, a, x)) return 2;
+    return colstrip_ok(c, a, x) ? 1 : 0;
+}
+
+/* Launches colpipe; 0 (nothing launched, no error left) when the device cannot hold one
+ * cluster of the plan, so the caller takes the three passes. */
+static int colpipe_launch(qgmm_context *ctx, const qgmm_kquant *t, int n, qgmm_status *st)
+{
+    qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    qgmm_kq_pair pr;
+    pr.t[0] = t[0];
+    pr.t[1] = n > 1 ? t[1] : t[0];
+    int vec_out[2] = {0, 0};
+    int64_t segs = 0;
+    int cs = 1, U = 8;
+    for (int i = 0; i < n; ++i) {
+        const qgmm_kquant &a = t[i];
+        segs += ((a.C + 63) / 64) * (a.offs ? a.G : a.E);
+        vec_out[i] = ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
+        int cs_i, u_i;
+        colpipe_plan(a, &cs_i, &u_i);
+        if (cs_i > cs) cs = cs_i;
+        if (u_i > U) U = u_i;
+    }
+    vec_out[1] = n > 1 ? vec_out[1] : vec_out[0];
+    const size_t smem = (size_t)U * QGMM_KQ_UNIT_BYTES;
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.blockDim = dim3(256, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = c->stream;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = (unsigned)cs;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    cudaError_t err = cudaSuccess;
+    QGMM_FMT_DISPATCH(t[0].fmt, {
+        void (*k)(qgmm_kq_pair, int, int, int, int) = qgmm_kq_colpipe<FMT>;
+        err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err == cudaSuccess && cs > 8) err = cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+        int active = 0;
+        cfg.gridDim = dim3((unsigned)cs, 1, 1);
+        if (err == cudaSuccess) err = cudaOccupancyMaxActiveClusters(&active, k, &cfg);
+        if (err != cudaSuccess || active < 1) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+        const int64_t ncl = segs < active ? segs : active;
+        cfg.gridDim = dim3((unsigned)(ncl * cs), 1, 1);
+        err = cudaLaunchKernelEx(&cfg, k, pr, n, U, vec_out[0], vec_out[1]);
+    });
+    *st = qgmm_cuda_check(ctx, err, "qgmm_kq_colpipe");
+    return 1;
+}
 #endif
 
 /* The kernel arguments of one rowwise call; QGMM_ERR_UNSUPPORTED for a variant the
@@ -210,7 +309,13 @@ static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_para
     }
 
 #if defined(QGMM_K_NVIDIA)
-    if (colstrip_ok(c, a, x)) return colstrip_launch(ctx, &a, 1);
+    switch (colwise_pick(c, a, x)) {
+    case 1: return colstrip_launch(ctx, &a, 1);
+    case 2:
+        if (colpipe_launch(ctx, &a, 1, &st)) return st;
+        break;
+    default: break;
+    }
 #endif
     /* along R: amax pass, scale pass, cast+transpose pass; scratch = bits + table */
     const int64_t slots = jagged ? a.G : a.E;
@@ -282,9 +387,12 @@ extern "C" qgmm_status qgmm_cuda_quantize_fp8_rowwise_dual(qgmm_context *ctx,
         if (rowwise_args(ctx, p0, x0, offs, q0, s0, &t[0]) == QGMM_OK &&
             rowwise_args(ctx, p1, x1, offs, q1, s1, &t[1]) == QGMM_OK && !t[0].along_c && !t[1].along_c &&
             t[0].x_dtype == t[1].x_dtype && t[0].fmt == t[1].fmt && t[0].E == t[1].E && t[0].G == t[1].G &&
-            t[0].R == t[1].R &&
-            t[0].G > 0 && colstrip_ok(c, t[0], x0) && colstrip_ok(c, t[1], x1))
-            return colstrip_launch(ctx, t, 2);
+            t[0].R == t[1].R && t[0].G > 0) {
+            const int k0 = colwise_pick(c, t[0], x0), k1 = colwise_pick(c, t[1], x1);
+            if (k0 == 1 && k1 == 1) return colstrip_launch(ctx, t, 2);
+            qgmm_status lst;
+            if (k0 == 2 && k1 == 2 && colpipe_launch(ctx, t, 2, &lst)) return lst;
+        }
     }
 #endif
     st = rowwise_launch(ctx, p0, x0, offs, q0, s0);
