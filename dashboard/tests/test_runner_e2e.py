@@ -42,8 +42,8 @@ def test_schema2_store(a, local):
     schema = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "ci", "schema.sql")).read()
     sec2 = schema[schema.index("-- @migration 2"):schema.index("-- @migration 3")]
     token = "qgmmdash_schema2token"
-    # the copy is of a current store: take back what migrations after 2 added to `run`
-    later = "DROP VIEW run_status;" + "".join("ALTER TABLE run DROP COLUMN %s;" % c for c in (
+    # the copy is of a current store: take back what migrations after 2 added (to `run`, result_step)
+    later = "DROP VIEW run_status; DROP TABLE result_step;" + "".join("ALTER TABLE run DROP COLUMN %s;" % c for c in (
         "state", "heartbeat_at", "runner_pid", "options", "results_expected"))
     dst.executescript(later + "DROP TABLE regression; DROP TABLE IF EXISTS dash_token;" + sec2 +
                       "CREATE TABLE dash_token ( id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, token_hash TEXT "
