@@ -45,4 +45,5 @@ fi
 cat "$OUT/env.txt"
 grep -h "FAIL\|DIFFER\|differ\|failures\|passed\|FAILED" "$OUT"/*.log | sort | uniq -c | head -40
 grep -h "^rank 0" "$OUT"/ep_bench_*.log
-tail -n 4 "$OUT/sanitizer.log" 2>/dev/null
+[ -f "$OUT/sanitizer.log" ] && tail -n 4 "$OUT/sanitizer.log"
+! grep -q "rc=[^0]" "$OUT/env.txt" # the exit status: 1 when a step failed or ran out of time
