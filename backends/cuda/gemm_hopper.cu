@@ -23,6 +23,7 @@
  */
 #include "gemm_hopper_fast.cuh"
 #include "gemm_hopper_promo.cuh"
+#include "cuda_smem_optin.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +155,7 @@ int qg_launch_tma_kernel(K kern, const qg_problem *p, cudaStream_t stream, int b
     if (rc) return rc;
     const int tma_out = qg_make_out_map(p, &to);
     if (!tma_out) memset(&to, 0, sizeof to);
-    if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess) {
+    if (qgmm_cuda_allow_max_smem(kern, smem) != cudaSuccess) {
         *why = "Hopper grouped GEMM: cudaFuncSetAttribute failed";
         return 2;
     }

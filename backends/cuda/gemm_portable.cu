@@ -23,6 +23,7 @@
  */
 #include "gemm_mma.cuh"
 #include "gemm_scales.cuh"
+#include "cuda_smem_optin.h"
 
 namespace {
 
@@ -310,7 +311,7 @@ int qg_launch_portable(const qg_problem *p, cudaStream_t stream, int vec_a, int 
         return 1;
     }
     auto kern = qg_portable_kernel<E, SC>;
-    if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess) {
+    if (qgmm_cuda_allow_max_smem(kern, smem) != cudaSuccess) {
         *why = "portable grouped GEMM: cudaFuncSetAttribute failed";
         return 2;
     }
