@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-/* A cast on a backend with the cast slot: described once (problem_cast.c) and handed over. */
+/* Every cast is described once (problem_cast.c) and handed to the backend's cast slot. */
 static qgmm_status run_cast(qgmm_context *ctx, const qgmm_quant_format *f, int dequantize,
                             const qgmm_tensor *x, const qgmm_tensor *q, const qgmm_tensor *scales,
                             const qgmm_tensor *offs)
@@ -18,7 +18,6 @@ static qgmm_status quantize_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_pa
                                     const qgmm_tensor *x, const qgmm_tensor *offs,
                                     const qgmm_tensor *q, const qgmm_tensor *scales)
 {
-    if (!ctx->vt->cast) return ctx->vt->quantize_fp8_rowwise(ctx, p, x, offs, q, scales);
     qgmm_quant_format f = QGMM_QUANT_FORMAT_FP8_ROWWISE_INIT(p->reduce_dim);
     f.rowwise = *p;
     return run_cast(ctx, &f, 0, x, q, scales, offs);
@@ -94,7 +93,7 @@ qgmm_status qgmm_validate_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8
     QGMM_TRY(check_rowwise_call(ctx, "", p, x, offs, q, scales));
     const qgmm_arg outs[] = {{"q", q}, {"scales", scales}}, ins[] = {{"x", x}, {"offs", offs}};
     QGMM_TRY(qgmm_check_aliasing(ctx, op, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
-    return ctx->vt->cast || ctx->vt->quantize_fp8_rowwise ? QGMM_OK : qgmm_unsupported_op(ctx, op);
+    return ctx->vt->cast ? QGMM_OK : qgmm_unsupported_op(ctx, op);
 }
 
 qgmm_status qgmm_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
@@ -127,7 +126,7 @@ qgmm_status qgmm_validate_quantize_fp8_rowwise_dual(
     const qgmm_arg outs[] = {{"q0", q0}, {"scales0", scales0}, {"q1", q1}, {"scales1", scales1}};
     const qgmm_arg ins[] = {{"x0", x0}, {"x1", x1}, {"offs", offs}};
     QGMM_TRY(qgmm_check_aliasing(ctx, op, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
-    if (!ctx->vt->quantize_fp8_rowwise_dual && !ctx->vt->cast && !ctx->vt->quantize_fp8_rowwise)
+    if (!ctx->vt->quantize_fp8_rowwise_dual && !ctx->vt->cast)
         return qgmm_unsupported_op(ctx, op);
     return QGMM_OK;
 }
@@ -216,14 +215,13 @@ qgmm_status qgmm_validate_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_par
     QGMM_TRY(qgmm_check_same_shape(ctx, "q", q, "x", x));
     QGMM_TRY(check_mx(ctx, p, "x", x, scales));
     QGMM_TRY(check_quantize_aliasing(ctx, op, x, q, scales));
-    return ctx->vt->cast || ctx->vt->quantize_mxfp8 ? QGMM_OK : qgmm_unsupported_op(ctx, op);
+    return ctx->vt->cast ? QGMM_OK : qgmm_unsupported_op(ctx, op);
 }
 
 qgmm_status qgmm_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p, const qgmm_tensor *x,
                                 const qgmm_tensor *q, const qgmm_tensor *scales)
 {
     QGMM_TRY(qgmm_validate_quantize_mxfp8(ctx, p, x, q, scales));
-    if (!ctx->vt->cast) return ctx->vt->quantize_mxfp8(ctx, p, x, q, scales);
     qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(p->block_dim);
     f.mx = *p;
     return run_cast(ctx, &f, 0, x, q, scales, NULL);
@@ -280,21 +278,16 @@ qgmm_status qgmm_validate_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_m
     QGMM_TRY(check_mx_grouped(ctx, p, x, offs, scales));
     const qgmm_arg outs[] = {{"q", q}, {"scales", scales}}, ins[] = {{"x", x}, {"offs", offs}};
     QGMM_TRY(qgmm_check_aliasing(ctx, op, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
-    return ctx->vt->cast || ctx->vt->quantize_mxfp8_grouped ? QGMM_OK : qgmm_unsupported_op(ctx, op);
+    return ctx->vt->cast ? QGMM_OK : qgmm_unsupported_op(ctx, op);
 }
 
 qgmm_status qgmm_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params *p, const qgmm_tensor *x,
                                         const qgmm_tensor *offs, const qgmm_tensor *q, const qgmm_tensor *scales)
 {
     QGMM_TRY(qgmm_validate_quantize_mxfp8_grouped(ctx, p, x, offs, q, scales));
-    qgmm_status s;
-    if (ctx->vt->cast) {
-        qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(p->block_dim);
-        f.mx = *p;
-        s = run_cast(ctx, &f, 0, x, q, scales, offs);
-    } else {
-        s = ctx->vt->quantize_mxfp8_grouped(ctx, p, x, offs, q, scales);
-    }
+    qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(p->block_dim);
+    f.mx = *p;
+    const qgmm_status s = run_cast(ctx, &f, 0, x, q, scales, offs);
     /* K-groups offsets count tokens in whole MX blocks, as QGMM_BLOCKED_K_GROUPS does */
     return qgmm_offsets_enqueued(ctx, s, "qgmm_quantize_mxfp8_grouped", "offs",
                                  p->scale_layout == QGMM_SCALES_BLOCKED_K_GROUPS
@@ -333,7 +326,7 @@ qgmm_status qgmm_validate_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_f
     QGMM_TRY(qgmm_check_same_shape(ctx, "q", q, "x", x));
     QGMM_TRY(check_blockwise(ctx, p, "x", x, scales));
     QGMM_TRY(check_quantize_aliasing(ctx, op, x, q, scales));
-    return ctx->vt->cast || ctx->vt->quantize_fp8_blockwise ? QGMM_OK : qgmm_unsupported_op(ctx, op);
+    return ctx->vt->cast ? QGMM_OK : qgmm_unsupported_op(ctx, op);
 }
 
 qgmm_status qgmm_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
@@ -341,7 +334,6 @@ qgmm_status qgmm_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockw
                                         const qgmm_tensor *scales)
 {
     QGMM_TRY(qgmm_validate_quantize_fp8_blockwise(ctx, p, x, q, scales));
-    if (!ctx->vt->cast) return ctx->vt->quantize_fp8_blockwise(ctx, p, x, q, scales);
     qgmm_quant_format f = QGMM_QUANT_FORMAT_FP8_BLOCKWISE_INIT(p->block);
     f.blockwise = *p;
     return run_cast(ctx, &f, 0, x, q, scales, NULL);
@@ -378,9 +370,8 @@ qgmm_status qgmm_dequantize(qgmm_context *ctx, const qgmm_quant_format *f, const
     }
     const qgmm_arg outs[] = {{"out", out}}, ins[] = {{"q", q}, {"scales", scales}, {"offs", offs}};
     QGMM_TRY(qgmm_check_aliasing(ctx, "qgmm_dequantize", outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
-    if (!ctx->vt->cast && !ctx->vt->dequantize) return qgmm_unsupported_op(ctx, "qgmm_dequantize");
-    const qgmm_status s = ctx->vt->cast ? run_cast(ctx, f, 1, out, q, scales, offs)
-                                        : ctx->vt->dequantize(ctx, f, q, scales, offs, out);
+    if (!ctx->vt->cast) return qgmm_unsupported_op(ctx, "qgmm_dequantize");
+    const qgmm_status s = run_cast(ctx, f, 1, out, q, scales, offs);
     if (!qgmm_present(offs)) return s;
     return qgmm_offsets_enqueued(ctx, s, "qgmm_dequantize", "offs", NULL);
 }

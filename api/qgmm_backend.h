@@ -198,29 +198,16 @@ struct qgmm_backend_vtable {
     qgmm_status (*ep_unique_id)(qgmm_context *ctx, void *id_out);
 
     /* ---- ops (arguments already validated; absent optional tensors have buffer NULL) */
-    qgmm_status (*quantize_fp8_rowwise)(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
-                                        const qgmm_tensor *x, const qgmm_tensor *offs,
-                                        const qgmm_tensor *q, const qgmm_tensor *scales);
-    /* Optional: when NULL the API runs two quantize_fp8_rowwise calls. */
+    /* Every cast (the quantize ops, the grouped MXFP8 layouts, dequantize) as the one
+     * description api/problem_cast.c builds (qgmm_problem.h). */
+    qgmm_status (*cast)(qgmm_context *ctx, const qgmm_cast_problem *p);
+    /* Optional: when NULL the API runs the two FP8 rowwise casts through cast. */
     qgmm_status (*quantize_fp8_rowwise_dual)(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p0,
                                              const qgmm_tensor *x0, const qgmm_tensor *q0,
                                              const qgmm_tensor *s0,
                                              const qgmm_fp8_rowwise_params *p1,
                                              const qgmm_tensor *x1, const qgmm_tensor *q1,
                                              const qgmm_tensor *s1, const qgmm_tensor *offs);
-    qgmm_status (*quantize_mxfp8)(qgmm_context *ctx, const qgmm_mxfp8_params *p,
-                                  const qgmm_tensor *x, const qgmm_tensor *q,
-                                  const qgmm_tensor *scales);
-    qgmm_status (*quantize_fp8_blockwise)(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
-                                          const qgmm_tensor *x, const qgmm_tensor *q,
-                                          const qgmm_tensor *scales);
-    qgmm_status (*dequantize)(qgmm_context *ctx, const qgmm_quant_format *f,
-                              const qgmm_tensor *q, const qgmm_tensor *scales,
-                              const qgmm_tensor *offs, const qgmm_tensor *out);
-    /* Every cast (the quantize ops, the grouped MXFP8 layouts, dequantize) as the one
-     * description api/problem_cast.c builds (qgmm_problem.h). When set, the API calls it in
-     * place of the five cast slots above (quantize_fp8_rowwise_dual, optional, stays). */
-    qgmm_status (*cast)(qgmm_context *ctx, const qgmm_cast_problem *p);
     qgmm_status (*scales_to_blocked)(qgmm_context *ctx, qgmm_blocked_variant v,
                                      const qgmm_tensor *in, const qgmm_tensor *offs,
                                      const qgmm_tensor *out, const qgmm_tensor *group_starts);
@@ -238,11 +225,6 @@ struct qgmm_backend_vtable {
                                  const qgmm_tensor *padded_offs, const qgmm_tensor *row_ids);
     /* The problem as api/problem_gemm.c describes it (qgmm_problem.h). */
     qgmm_status (*grouped_gemm)(qgmm_context *ctx, const qgmm_gemm_problem *p);
-    /* p->scale_layout is QGMM_SCALES_BLOCKED_M_GROUPS or _K_GROUPS; offs over x's rows
-     * (ABI 2). Bad offsets: nothing written, q included. */
-    qgmm_status (*quantize_mxfp8_grouped)(qgmm_context *ctx, const qgmm_mxfp8_params *p,
-                                          const qgmm_tensor *x, const qgmm_tensor *offs,
-                                          const qgmm_tensor *q, const qgmm_tensor *scales);
 };
 
 /* A plugin's entry: returns its vtable, or NULL and a reason (e.g. "libcuda.so.1 not

@@ -1449,9 +1449,9 @@ static inline qgmm_kquant qgmm_kquant_base(const qgmm_tensor *x, const qgmm_tens
     return a;
 }
 /* 16-byte loads of 8 elements along C are legal for every row of x. */
-static inline int qgmm_kquant_x_vec(const qgmm_kquant *a, const qgmm_tensor *x)
+static inline int qgmm_kquant_x_vec(const qgmm_kquant *a)
 {
-    const int64_t esz = (int64_t)qgmm_dtype_size(x->dtype);
+    const int64_t esz = a->x_dtype == QGMM_K_F32 ? 4 : 2;
     return a->x.s2 == 1 && a->C % 8 == 0 && ((uintptr_t)a->x.ptr % 16) == 0 &&
            (a->x.s1 * esz) % 16 == 0 && (a->x.s0 * esz) % 16 == 0;
 }
@@ -1478,10 +1478,20 @@ static inline int qgmm_k_resident(K kernel, int threads, int guess)
 /* Launches qgmm_kq_transpose (cast along R into R-contiguous q) on the context's stream;
  * shared by the rowwise and MXFP8 casts (defined in backends/cuda_hip/cast_rowwise.cu, whose
  * launches the HIP host emulation rewrites like every launcher file's). */
-qgmm_status qgmm_cuda_launch_kq_transpose(qgmm_context *ctx, const qgmm_kquant &a, const qgmm_tensor *x);
+qgmm_status qgmm_cuda_launch_kq_transpose(qgmm_context *ctx, const qgmm_kquant &a);
 /* Launches qgmm_kq_rowblock for MX dim0 (kind MX) or blockwise 1x128 with bf16 / f32 x
  * (defined in backends/cuda_hip/cast_blockwise.cu, shared with cast_mx.cu). */
 qgmm_status qgmm_cuda_launch_kq_rowblock(qgmm_context *ctx, const qgmm_kquant &a);
+#if defined(QGMM_PROBLEM_H)
+/* The kernels' arguments of a cast description, filled once (backends/cuda_hip/cast_entry.cu),
+ * and the launchers of each kind that take them (cast_rowwise.cu, cast_mx.cu,
+ * cast_blockwise.cu, cast_dequant.cu). */
+qgmm_kquant qgmm_cuda_kquant_of(const qgmm_context *ctx, const qgmm_cast_problem *p);
+qgmm_status qgmm_cuda_cast_rowwise(qgmm_context *ctx, qgmm_kquant a);
+qgmm_status qgmm_cuda_cast_mx(qgmm_context *ctx, const qgmm_cast_problem *p, const qgmm_kquant &a);
+qgmm_status qgmm_cuda_cast_blockwise(qgmm_context *ctx, qgmm_kquant a);
+qgmm_status qgmm_cuda_cast_dequant(qgmm_context *ctx, const qgmm_kquant &a);
+#endif
 #endif
 
 #endif /* QGMM_KERNELS_QUANT_CUH */

@@ -38,27 +38,10 @@ static void tile128t_run(qgmm_context *ctx, const qgmm_kquant &a, int vec_out)
     qgmm_kq_tile128t<FMT, XF><<<grid, 256, 0, c->stream>>>(a, vec_out);
 }
 
-extern "C" qgmm_status qgmm_cuda_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
-                                                        const qgmm_tensor *x, const qgmm_tensor *q,
-                                                        const qgmm_tensor *scales)
+/* Arguments from qgmm_cuda_kquant_of (cast_entry.cu). */
+qgmm_status qgmm_cuda_cast_blockwise(qgmm_context *ctx, qgmm_kquant a)
 {
-    qgmm_status st = qgmm_cuda_enter(ctx);
-    if (st != QGMM_OK) return st;
     qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
-    const int rank = x->rank;
-    if (rank != 2 && rank != 3)
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "cuda fp8 blockwise: x rank %d (want 2 or 3)", rank);
-    if (p->block != QGMM_BLOCK_1X128 && p->block != QGMM_BLOCK_128X128)
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "cuda fp8 blockwise: block %d", (int)p->block);
-    qgmm_kquant a = qgmm_kquant_base(x, q, c->status_dev);
-    a.kind = QGMM_KQ_BLOCKWISE;
-    a.along_c = 1;
-    a.tile_rows = p->block == QGMM_BLOCK_1X128 ? 1 : 128;
-    if (a.C % 128 != 0)
-        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT,
-                              "cuda fp8 blockwise: K = %lld is not a multiple of 128", (long long)a.C);
-    a.s = qgmm_kview_of(scales, qgmm_tensor_data(scales));
-    if (scales->rank == 2) a.s.s0 = 0; /* rank-2 scales ignore e, as the reference does */
     if (a.E * a.R * a.C == 0) return QGMM_OK;
     if (a.x.s2 != 1 && a.x.s1 == 1 && (a.tile_rows == 1 || a.R % 128 == 0)) {
         /* the transposed view of a row-major tensor: swap R and C in x and q (C, the
@@ -68,11 +51,11 @@ extern "C" qgmm_status qgmm_cuda_quantize_fp8_blockwise(qgmm_context *ctx, const
         t = a.q.s1; a.q.s1 = a.q.s2; a.q.s2 = t;
         if (a.tile_rows == 1) { /* 128x1 blocks; the scale index keeps its roles (header) */
             a.along_c = 0;
-            return qgmm_cuda_launch_kq_transpose(ctx, a, x);
+            return qgmm_cuda_launch_kq_transpose(ctx, a);
         }
         t = a.s.s1; a.s.s1 = a.s.s2; a.s.s2 = t; /* tiles swap their row and column index */
     }
-    const int x_fast = qgmm_kquant_x_vec(&a, x) && a.E * a.R < ((int64_t)1 << 31);
+    const int x_fast = qgmm_kquant_x_vec(&a) && a.E * a.R < ((int64_t)1 << 31);
     const int fast = x_fast && qgmm_kquant_q_vec8(&a);
     if (fast && a.tile_rows == 1 && a.x_dtype != QGMM_K_F16) {
         return qgmm_cuda_launch_kq_rowblock(ctx, a);

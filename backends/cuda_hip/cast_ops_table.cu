@@ -7,12 +7,8 @@
 
 extern "C" void qgmm_cuda_fill_cast_ops(qgmm_backend_vtable *v)
 {
-    v->quantize_fp8_rowwise = qgmm_cuda_quantize_fp8_rowwise;
+    v->cast = qgmm_cuda_cast;
     v->quantize_fp8_rowwise_dual = qgmm_cuda_quantize_fp8_rowwise_dual;
-    v->quantize_mxfp8 = qgmm_cuda_quantize_mxfp8;
-    v->quantize_mxfp8_grouped = qgmm_cuda_quantize_mxfp8_grouped;
-    v->quantize_fp8_blockwise = qgmm_cuda_quantize_fp8_blockwise;
-    v->dequantize = qgmm_cuda_dequantize;
     v->scales_to_blocked = qgmm_cuda_scales_to_blocked;
     v->scales_from_blocked = qgmm_cuda_scales_from_blocked;
     v->pad_token_groups = qgmm_cuda_pad_token_groups;

@@ -92,12 +92,12 @@ static int64_t colstrip_pieces(const qgmm_kquant &a)
 
 /* x read once by qgmm_kq_colstrip: sm_90, bf16 x with 16-byte rows, q R-contiguous, at
  * most 65535 slots (grid y), and a segment length with a measured plan (above). */
-static int colstrip_ok(const qgmm_cuda_ctx *c, const qgmm_kquant &a, const qgmm_tensor *x)
+static int colstrip_ok(const qgmm_cuda_ctx *c, const qgmm_kquant &a)
 {
     const int64_t pieces = colstrip_pieces(a);
     const int planned = pieces <= QGMM_COLSTRIP_SOLO ||
                         (pieces >= QGMM_COLSTRIP_CLUSTER_MIN && pieces <= 3 * 8 * QGMM_COLSTRIP_PMAX);
-    return c->cc_major >= 9 && a.x_dtype == QGMM_K_BF16 && qgmm_kquant_x_vec(&a, x) && a.q.s1 == 1 && a.C > 0 &&
+    return c->cc_major >= 9 && a.x_dtype == QGMM_K_BF16 && qgmm_kquant_x_vec(&a) && a.q.s1 == 1 && a.C > 0 &&
            a.R < ((int64_t)1 << 31) && (a.offs ? a.G : a.E) <= 65535 && planned;
 }
 
@@ -174,21 +174,21 @@ static void colpipe_plan(const qgmm_kquant &a, int *cs_out, int *u_out)
 
 /* x read once by qgmm_kq_colpipe: sm_90, bf16 x with 16-byte rows, q R-contiguous, a
  * planned segment length. */
-static int colpipe_ok(const qgmm_cuda_ctx *c, const qgmm_kquant &a, const qgmm_tensor *x)
+static int colpipe_ok(const qgmm_cuda_ctx *c, const qgmm_kquant &a)
 {
     const int64_t np = colpipe_pieces(a);
-    return c->cc_major >= 9 && a.x_dtype == QGMM_K_BF16 && qgmm_kquant_x_vec(&a, x) && a.q.s1 == 1 && a.C > 0 &&
+    return c->cc_major >= 9 && a.x_dtype == QGMM_K_BF16 && qgmm_kquant_x_vec(&a) && a.q.s1 == 1 && a.C > 0 &&
            a.R < ((int64_t)1 << 31) && (np + QGMM_COLPIPE_CSMAX - 1) / QGMM_COLPIPE_CSMAX * 4 <= QGMM_COLPIPE_UMAX;
 }
 
 /* The single-read kernel of a call (measured on the H100, docs/backends-cuda.md): fixed
  * segments (colwise, 3D) take colpipe; jagged groups keep colstrip where it has a plan
  * (short groups in one block, long ones in 8-block clusters) and take colpipe between. */
-static int colwise_pick(const qgmm_cuda_ctx *c, const qgmm_kquant &a, const qgmm_tensor *x)
+static int colwise_pick(const qgmm_cuda_ctx *c, const qgmm_kquant &a)
 {
-    if (a.offs && colstrip_ok(c, a, x)) return 1;
-    if (colpipe_ok(c, a, x)) return 2;
-    return colstrip_ok(c, a, x) ? 1 : 0;
+    if (a.offs && colstrip_ok(c, a)) return 1;
+    if (colpipe_ok(c, a)) return 2;
+    return colstrip_ok(c, a) ? 1 : 0;
 }
 
 /* Launches colpipe; 0 (nothing launched, no error left) when the device cannot hold one
@@ -246,54 +246,18 @@ static int colpipe_launch(qgmm_context *ctx, const qgmm_kquant *t, int n, qgmm_s
 }
 #endif
 
-/* The kernel arguments of one rowwise call; QGMM_ERR_UNSUPPORTED for a variant the
- * kernels do not cover. */
-static qgmm_status rowwise_args(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p, const qgmm_tensor *x,
-                                const qgmm_tensor *offs, const qgmm_tensor *q, const qgmm_tensor *scales,
-                                qgmm_kquant *out)
+/* Arguments from qgmm_cuda_kquant_of (cast_entry.cu). */
+qgmm_status qgmm_cuda_cast_rowwise(qgmm_context *ctx, qgmm_kquant a)
 {
     qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
-    const int rank = x->rank, rd = p->reduce_dim;
-    if (!((rank == 2 && (rd == 0 || rd == 1)) || (rank == 3 && (rd == 1 || rd == 2))))
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED,
-                              "cuda fp8 rowwise: rank %d with reduce_dim %d is not a variant", rank, rd);
-    const int jagged = offs && offs->buffer;
-    if (jagged && rank != 2)
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED,
-                              "cuda fp8 rowwise: offs (jagged groups) needs a rank-2 x, got rank %d", rank);
-    qgmm_kquant a = qgmm_kquant_base(x, q, c->status_dev);
-    a.kind = QGMM_KQ_ROWWISE;
-    a.along_c = rd == rank - 1;
-    a.pow2 = p->power_of_2 != 0;
-    a.recip = p->scale_kind == QGMM_SCALE_RECIPROCAL;
-    if (jagged) {
-        a.offs = (const int32_t *)qgmm_tensor_data(offs);
-        a.offs_stride = offs->strides[0];
-        a.G = offs->shape[0];
-    }
-    const int64_t other_n = a.along_c ? a.R : a.C;
-    a.s.ptr = qgmm_tensor_data(scales);
-    if (scales->rank == 1) { a.s.s0 = other_n * scales->strides[0]; a.s.s1 = scales->strides[0]; }
-    else { a.s.s0 = scales->strides[0]; a.s.s1 = scales->strides[1]; }
-    *out = a;
-    return QGMM_OK;
-}
-
-static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
-                                  const qgmm_tensor *x, const qgmm_tensor *offs,
-                                  const qgmm_tensor *q, const qgmm_tensor *scales)
-{
-    qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
-    qgmm_kquant a;
-    qgmm_status st = rowwise_args(ctx, p, x, offs, q, scales, &a);
-    if (st != QGMM_OK) return st;
+    qgmm_status st = QGMM_OK;
     const int jagged = a.offs != NULL;
     if (a.E * a.R * a.C == 0 && !jagged) return QGMM_OK;
     if (a.G == 0) return QGMM_OK;
 
     if (a.along_c) {
         const int64_t warps = a.E * a.G * a.R;
-        const int fast = qgmm_kquant_x_vec(&a, x) && qgmm_kquant_q_vec8(&a) && a.E * a.R < ((int64_t)1 << 31);
+        const int fast = qgmm_kquant_x_vec(&a) && qgmm_kquant_q_vec8(&a) && a.E * a.R < ((int64_t)1 << 31);
         int nt = 0, u = 0;
         if (fast && !jagged && (a.x_dtype == QGMM_K_BF16 || a.x_dtype == QGMM_K_F32) &&
             rowreg_plan(a.C / 8, a.x_dtype == QGMM_K_F32, &nt, &u))
@@ -309,7 +273,7 @@ static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_para
     }
 
 #if defined(QGMM_K_NVIDIA)
-    switch (colwise_pick(c, a, x)) {
+    switch (colwise_pick(c, a)) {
     case 1: return colstrip_launch(ctx, &a, 1);
     case 2:
         if (colpipe_launch(ctx, &a, 1, &st)) return st;
@@ -329,7 +293,7 @@ static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_para
     if (a.R > 0 && a.C > 0) {
         dim3 g1((unsigned)((a.C + 255) / 256), (unsigned)((a.R + QGMM_KQ_COL_ROWS - 1) / QGMM_KQ_COL_ROWS),
                 (unsigned)a.E);
-        qgmm_kq_colamax<<<g1, 256, 0, c->stream>>>(a, qgmm_kquant_x_vec(&a, x));
+        qgmm_kq_colamax<<<g1, 256, 0, c->stream>>>(a, qgmm_kquant_x_vec(&a));
         if ((st = qgmm_cuda_launch_check(ctx, "qgmm_kq_colamax")) != QGMM_OK) return st;
     }
     {
@@ -338,18 +302,18 @@ static qgmm_status rowwise_launch(qgmm_context *ctx, const qgmm_fp8_rowwise_para
         if ((st = qgmm_cuda_launch_check(ctx, "qgmm_kq_colscale")) != QGMM_OK) return st;
     }
     if (a.R > 0 && a.C > 0) {
-        if ((st = qgmm_cuda_launch_kq_transpose(ctx, a, x)) != QGMM_OK) return st;
+        if ((st = qgmm_cuda_launch_kq_transpose(ctx, a)) != QGMM_OK) return st;
     }
     return QGMM_OK;
 }
 
-qgmm_status qgmm_cuda_launch_kq_transpose(qgmm_context *ctx, const qgmm_kquant &a, const qgmm_tensor *x)
+qgmm_status qgmm_cuda_launch_kq_transpose(qgmm_context *ctx, const qgmm_kquant &a)
 {
     qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
     const int vec_out = a.q.s1 == 1 && ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
     dim3 g2((unsigned)((a.C + QGMM_KQ_TC - 1) / QGMM_KQ_TC), (unsigned)((a.R + QGMM_KQ_TR - 1) / QGMM_KQ_TR),
             (unsigned)a.E);
-    const int vec_in = qgmm_kquant_x_vec(&a, x);
+    const int vec_in = qgmm_kquant_x_vec(&a);
     if (a.x_dtype == QGMM_K_BF16)
         QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_transpose<FMT, QGMM_K_BF16><<<g2, 256, 0, c->stream>>>(a, vec_in, vec_out)));
     else if (a.x_dtype == QGMM_K_F16)
@@ -359,17 +323,20 @@ qgmm_status qgmm_cuda_launch_kq_transpose(qgmm_context *ctx, const qgmm_kquant &
     return qgmm_cuda_launch_check(ctx, "qgmm_kq_transpose");
 }
 
-extern "C" qgmm_status qgmm_cuda_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
-                                                      const qgmm_tensor *x, const qgmm_tensor *offs,
-                                                      const qgmm_tensor *q, const qgmm_tensor *scales)
+/* The arguments of one half of the dual form, from its cast description. */
+static qgmm_kquant dual_half(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p, const qgmm_tensor *x,
+                             const qgmm_tensor *q, const qgmm_tensor *scales, const qgmm_tensor *offs)
 {
-    qgmm_status st = qgmm_cuda_enter(ctx);
-    if (st != QGMM_OK) return st;
-    return rowwise_launch(ctx, p, x, offs, q, scales);
+    qgmm_quant_format f = QGMM_QUANT_FORMAT_FP8_ROWWISE_INIT(p->reduce_dim);
+    f.rowwise = *p;
+    qgmm_cast_problem pr;
+    qgmm_cast_problem_make(&f, 0, x, q, scales, offs, &pr);
+    return qgmm_cuda_kquant_of(ctx, &pr);
 }
 
-/* The dual form (two tensors, one offs): one colstrip launch over both when both scale
- * along R into R-contiguous q with the same x dtype and fp8 format; otherwise two calls. */
+/* The dual form (two tensors, one offs): one colstrip or colpipe launch over both when both
+ * scale along R into R-contiguous q with the same x dtype and fp8 format; otherwise two
+ * casts. */
 extern "C" qgmm_status qgmm_cuda_quantize_fp8_rowwise_dual(qgmm_context *ctx,
                                                            const qgmm_fp8_rowwise_params *p0,
                                                            const qgmm_tensor *x0, const qgmm_tensor *q0,
@@ -380,22 +347,20 @@ extern "C" qgmm_status qgmm_cuda_quantize_fp8_rowwise_dual(qgmm_context *ctx,
 {
     qgmm_status st = qgmm_cuda_enter(ctx);
     if (st != QGMM_OK) return st;
+    qgmm_kquant t[2] = {dual_half(ctx, p0, x0, q0, s0, offs), dual_half(ctx, p1, x1, q1, s1, offs)};
 #if defined(QGMM_K_NVIDIA)
     {
         const qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
-        qgmm_kquant t[2];
-        if (rowwise_args(ctx, p0, x0, offs, q0, s0, &t[0]) == QGMM_OK &&
-            rowwise_args(ctx, p1, x1, offs, q1, s1, &t[1]) == QGMM_OK && !t[0].along_c && !t[1].along_c &&
-            t[0].x_dtype == t[1].x_dtype && t[0].fmt == t[1].fmt && t[0].E == t[1].E && t[0].G == t[1].G &&
-            t[0].R == t[1].R && t[0].G > 0) {
-            const int k0 = colwise_pick(c, t[0], x0), k1 = colwise_pick(c, t[1], x1);
+        if (!t[0].along_c && !t[1].along_c && t[0].x_dtype == t[1].x_dtype && t[0].fmt == t[1].fmt &&
+            t[0].E == t[1].E && t[0].G == t[1].G && t[0].R == t[1].R && t[0].G > 0) {
+            const int k0 = colwise_pick(c, t[0]), k1 = colwise_pick(c, t[1]);
             if (k0 == 1 && k1 == 1) return colstrip_launch(ctx, t, 2);
             qgmm_status lst;
             if (k0 == 2 && k1 == 2 && colpipe_launch(ctx, t, 2, &lst)) return lst;
         }
     }
 #endif
-    st = rowwise_launch(ctx, p0, x0, offs, q0, s0);
+    st = qgmm_cuda_cast_rowwise(ctx, t[0]);
     if (st != QGMM_OK) return st;
-    return rowwise_launch(ctx, p1, x1, offs, q1, s1);
+    return qgmm_cuda_cast_rowwise(ctx, t[1]);
 }

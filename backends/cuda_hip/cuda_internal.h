@@ -87,9 +87,8 @@ void qgmm_cuda_row_grid(const qgmm_context *ctx, int64_t chunks, int64_t rows, i
                         unsigned *grid_x, unsigned *grid_y, unsigned *block_x, unsigned *block_y);
 
 /* ---- op entry points (vtable slots); arguments validated by libqgmm */
-qgmm_status qgmm_cuda_quantize_fp8_rowwise(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p,
-                                           const qgmm_tensor *x, const qgmm_tensor *offs,
-                                           const qgmm_tensor *q, const qgmm_tensor *scales);
+/* Every cast, from its description (cast_entry.cu). */
+qgmm_status qgmm_cuda_cast(qgmm_context *ctx, const qgmm_cast_problem *p);
 qgmm_status qgmm_cuda_quantize_fp8_rowwise_dual(qgmm_context *ctx,
                                                 const qgmm_fp8_rowwise_params *p0,
                                                 const qgmm_tensor *x0, const qgmm_tensor *q0,
@@ -97,18 +96,6 @@ qgmm_status qgmm_cuda_quantize_fp8_rowwise_dual(qgmm_context *ctx,
                                                 const qgmm_fp8_rowwise_params *p1,
                                                 const qgmm_tensor *x1, const qgmm_tensor *q1,
                                                 const qgmm_tensor *s1, const qgmm_tensor *offs);
-qgmm_status qgmm_cuda_quantize_mxfp8(qgmm_context *ctx, const qgmm_mxfp8_params *p,
-                                     const qgmm_tensor *x, const qgmm_tensor *q,
-                                     const qgmm_tensor *scales);
-qgmm_status qgmm_cuda_quantize_mxfp8_grouped(qgmm_context *ctx, const qgmm_mxfp8_params *p,
-                                             const qgmm_tensor *x, const qgmm_tensor *offs,
-                                             const qgmm_tensor *q, const qgmm_tensor *scales);
-qgmm_status qgmm_cuda_quantize_fp8_blockwise(qgmm_context *ctx, const qgmm_fp8_blockwise_params *p,
-                                             const qgmm_tensor *x, const qgmm_tensor *q,
-                                             const qgmm_tensor *scales);
-qgmm_status qgmm_cuda_dequantize(qgmm_context *ctx, const qgmm_quant_format *f,
-                                 const qgmm_tensor *q, const qgmm_tensor *scales,
-                                 const qgmm_tensor *offs, const qgmm_tensor *out);
 qgmm_status qgmm_cuda_scales_to_blocked(qgmm_context *ctx, qgmm_blocked_variant v,
                                         const qgmm_tensor *in, const qgmm_tensor *offs,
                                         const qgmm_tensor *out, const qgmm_tensor *group_starts);
