@@ -67,6 +67,7 @@ static qgmm_status rowreg_launch(qgmm_context *ctx, const qgmm_kquant &a, int nt
 }
 
 #if defined(QGMM_K_NVIDIA)
+#include "cuda_smem_optin.h"
 /* The colstrip plans that measured faster than the three passes on the H100
  * (docs/backends-cuda.md), by the pieces of 128 rows a segment is planned for: up to 4 pieces, one
  * block holds the whole segment (no cluster); 40 to 144 pieces, a cluster of 8 blocks of
@@ -142,7 +143,7 @@ static qgmm_status colstrip_launch(qgmm_context *ctx, const qgmm_kquant *t, int 
     cudaError_t err = cudaSuccess;
     QGMM_FMT_DISPATCH(t[0].fmt, {
         void (*k)(qgmm_kq_pair, int, int, int) = qgmm_kq_colstrip<FMT, 0>;
-        err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        err = qgmm_cuda_allow_max_smem(k, smem);
         if (err == cudaSuccess) err = cudaLaunchKernelEx(&cfg, k, pr, (int)P, vec_out[0], vec_out[1]);
     });
     return qgmm_cuda_check(ctx, err, "qgmm_kq_colstrip");
@@ -228,7 +229,7 @@ static int colpipe_launch(qgmm_context *ctx, const qgmm_kquant *t, int n, qgmm_s
     cudaError_t err = cudaSuccess;
     QGMM_FMT_DISPATCH(t[0].fmt, {
         void (*k)(qgmm_kq_pair, int, int, int, int) = qgmm_kq_colpipe<FMT>;
-        err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        err = qgmm_cuda_allow_max_smem(k, smem);
         if (err == cudaSuccess && cs > 8) err = cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
         int active = 0;
         cfg.gridDim = dim3((unsigned)cs, 1, 1);
