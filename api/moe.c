@@ -442,7 +442,7 @@ static qgmm_status forward_check(qgmm_context *ctx, const qgmm_moe_params *p, co
                                  const qgmm_tensor *w, const qgmm_tensor *offs, const qgmm_tensor *y,
                                  qgmm_buffer *workspace, const qgmm_moe_profile *prof)
 {
-    int64_t M, N, K, E;
+    int64_t M = 0, N = 0, K = 0, E = 0;
     qgmm_tensor wst;
     QGMM_TRY(check_common(ctx, p, x, w, offs, &M, &N, &K, &E));
     QGMM_TRY(qgmm_check_tensor(ctx, "y", y, QGMM_MASK_OUT, 2, 2));
@@ -485,7 +485,7 @@ static qgmm_status backward_check(qgmm_context *ctx, const qgmm_moe_params *p, c
                                   const qgmm_tensor *dx, const qgmm_tensor *dw, qgmm_buffer *workspace,
                                   const qgmm_moe_profile *prof)
 {
-    int64_t M, N, K, E;
+    int64_t M = 0, N = 0, K = 0, E = 0;
     qgmm_tensor wst;
     QGMM_TRY(check_common(ctx, p, x, w, offs, &M, &N, &K, &E));
     QGMM_TRY(qgmm_check_tensor(ctx, "dy", dy, QGMM_MASK(QGMM_BF16), 2, 2));
