@@ -179,7 +179,7 @@ static int flat_object(jctx *j, const json_value *v, const char *field, int stri
         if (i) jb_raw(&b, ",");
         jb_str(&b, k);
         jb_raw(&b, ":");
-        int64_t iv;
+        int64_t iv = 0;
         switch (m->type) {
         case JSON_NUMBER:
             if (strict) {
