@@ -233,6 +233,10 @@ typedef struct qgmm_check_options {
      * and the output hash only, which the caller compares with a reference's hash (the
      * nightly runner's reference cache). ref_ctx is then not used. */
     int hash_only;
+    /* With hash_only: 1 runs the op once and hashes its outputs, no coverage or determinism
+     * check. For a reference whose hash the checked backend's is compared with: bytes it
+     * left unwritten hash as poison and fail every backend against it, never pass one. */
+    int single_run;
 } qgmm_check_options;
 
 typedef struct qgmm_case_result {

@@ -54,8 +54,52 @@ static inline double lop_val(const qc_lop *o, int64_t e, int64_t i, int64_t j, i
            (double)o->dqs[(e * o->nrb + i / o->rb) * o->ncb + cbi];
 }
 
+/* The columns of `o` as runs of one scale block column (cb < 0: in no group): cidx is
+ * constant over [j0, j1). */
+typedef struct qc_span {
+    int64_t j0, j1, cb;
+} qc_span;
+
+static qc_span *lop_spans(const qc_lop *o, int64_t *n)
+{
+    int64_t k = 0;
+    for (int64_t j = 0; j < o->C; ++j) k += j == 0 || o->cidx[j] != o->cidx[j - 1];
+    qc_span *sp = malloc((size_t)(k > 0 ? k : 1) * sizeof *sp);
+    if (!sp) return NULL;
+    k = 0;
+    for (int64_t j = 0; j < o->C; ++j) {
+        if (j == 0 || o->cidx[j] != o->cidx[j - 1]) sp[k++] = (qc_span){j, j, o->cidx[j]};
+        sp[k - 1].j1 = j + 1;
+    }
+    *n = k;
+    return sp;
+}
+
+/* The NaN-propagating amax of |h[0..n)| combined into *a, as the element-by-element
+ * qgmm_amax_combine loop would (max is order-free without NaN; with a NaN the loop's first
+ * NaN wins, so that case takes the loop). */
+static inline void amax_span(float *a, const float *h, int64_t n)
+{
+    float m = 0.0f;
+    int nan = 0;
+#if defined(_OPENMP)
+#pragma omp simd reduction(max : m) reduction(| : nan)
+#endif
+    for (int64_t j = 0; j < n; ++j) {
+        const float v = qgmm_fabs_f32(h[j]);
+        nan |= v != v;
+        m = v > m ? v : m;
+    }
+    if (nan) {
+        for (int64_t j = 0; j < n; ++j) *a = qgmm_amax_combine(*a, qgmm_fabs_f32(h[j]));
+        return;
+    }
+    *a = qgmm_amax_combine(*a, m);
+}
+
 /* o->q from o->hp and each block's multiplier qmul, (E, nrb, ncb). */
-static inline __attribute__((always_inline)) void quantize_rows(qc_lop *o, const float *qmul, const int fmt)
+static inline __attribute__((always_inline)) void quantize_rows(qc_lop *o, const float *qmul, const qc_span *sp,
+                                                                int64_t nsp, const int fmt)
 {
     const int64_t all_rows = o->E * o->R;
 #if defined(_OPENMP)
@@ -66,9 +110,13 @@ static inline __attribute__((always_inline)) void quantize_rows(qc_lop *o, const
         const float *qm = qmul + (e * o->nrb + i / o->rb) * o->ncb;
         const float *hp = o->hp + er * o->C;
         uint8_t *q = o->q + er * o->C;
-        for (int64_t j = 0; j < o->C; ++j) {
-            const int64_t cbi = o->cidx[j];
-            q[j] = cbi < 0 ? 0 : qgmm_f32_to_fp8(hp[j] * qm[cbi], fmt);
+        for (int64_t s = 0; s < nsp; ++s) {
+            if (sp[s].cb < 0) {
+                memset(q + sp[s].j0, 0, (size_t)(sp[s].j1 - sp[s].j0));
+                continue;
+            }
+            const float m = qm[sp[s].cb];
+            for (int64_t j = sp[s].j0; j < sp[s].j1; ++j) q[j] = qgmm_f32_to_fp8(hp[j] * m, fmt);
         }
     }
 }
@@ -80,11 +128,17 @@ static qgmm_status lop_quantize(qc_lop *o, qgmm_recipe recipe, int fmt, int rcei
     if (!o->fmt) return QGMM_OK;
     o->nrb = qgmm_ceil_div_i64(o->R, o->rb);
     const int64_t n = o->E * o->R * o->C, nb = o->E * o->nrb * o->ncb;
+    int64_t nsp = 0;
+    qc_span *sp = lop_spans(o, &nsp);
     o->q = malloc((size_t)(n > 0 ? n : 1));
     o->dqs = malloc((size_t)(nb > 0 ? nb : 1) * sizeof(float));
     o->e8m0 = malloc((size_t)(nb > 0 ? nb : 1));
     float *amax = malloc((size_t)(nb > 0 ? nb : 1) * sizeof(float));
-    if (!o->q || !o->dqs || !o->e8m0 || !amax) { free(amax); return QGMM_ERR_OUT_OF_MEMORY; }
+    if (!sp || !o->q || !o->dqs || !o->e8m0 || !amax) {
+        free(sp);
+        free(amax);
+        return QGMM_ERR_OUT_OF_MEMORY;
+    }
     for (int64_t b = 0; b < nb; ++b) amax[b] = 0.0f;
     /* one (expert, row block) per iteration: its scale blocks belong to it alone */
     const int64_t rows_of_blocks = o->E * o->nrb;
@@ -94,13 +148,12 @@ static qgmm_status lop_quantize(qc_lop *o, qgmm_recipe recipe, int fmt, int rcei
     for (int64_t eb = 0; eb < rows_of_blocks; ++eb) {
         const int64_t e = eb / o->nrb, rbi = eb % o->nrb;
         const int64_t i1 = (rbi + 1) * o->rb < o->R ? (rbi + 1) * o->rb : o->R;
-        for (int64_t i = rbi * o->rb; i < i1; ++i)
-            for (int64_t j = 0; j < o->C; ++j) {
-                const int64_t cbi = lop_cblock(o, j);
-                if (cbi < 0) continue;
-                float *a = &amax[(e * o->nrb + rbi) * o->ncb + cbi];
-                *a = qgmm_amax_combine(*a, qgmm_fabs_f32(o->hp[(e * o->R + i) * o->C + j]));
-            }
+        float *a = &amax[(e * o->nrb + rbi) * o->ncb];
+        for (int64_t i = rbi * o->rb; i < i1; ++i) {
+            const float *h = o->hp + (e * o->R + i) * o->C;
+            for (int64_t s = 0; s < nsp; ++s)
+                if (sp[s].cb >= 0) amax_span(&a[sp[s].cb], h + sp[s].j0, sp[s].j1 - sp[s].j0);
+        }
     }
     /* per block: the multiplier used to quantize (qmul) and the dequant one (dqs) */
     float *qmul = amax; /* reuse: amax is read once per block below */
@@ -121,11 +174,12 @@ static qgmm_status lop_quantize(qc_lop *o, qgmm_recipe recipe, int fmt, int rcei
     /* one loop per fp8 format, so each calls the conversion with a constant format (its
      * format table folds away; the same function, the same bytes) */
     switch (fmt) {
-    case QGMM_FMT_E4M3FN: quantize_rows(o, qmul, QGMM_FMT_E4M3FN); break;
-    case QGMM_FMT_E4M3FNUZ: quantize_rows(o, qmul, QGMM_FMT_E4M3FNUZ); break;
-    case QGMM_FMT_E5M2: quantize_rows(o, qmul, QGMM_FMT_E5M2); break;
-    default: quantize_rows(o, qmul, fmt); break;
+    case QGMM_FMT_E4M3FN: quantize_rows(o, qmul, sp, nsp, QGMM_FMT_E4M3FN); break;
+    case QGMM_FMT_E4M3FNUZ: quantize_rows(o, qmul, sp, nsp, QGMM_FMT_E4M3FNUZ); break;
+    case QGMM_FMT_E5M2: quantize_rows(o, qmul, sp, nsp, QGMM_FMT_E5M2); break;
+    default: quantize_rows(o, qmul, sp, nsp, fmt); break;
     }
+    free(sp);
     free(amax);
     return QGMM_OK;
 }

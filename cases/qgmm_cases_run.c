@@ -494,14 +494,15 @@ qgmm_status qgmm_case_check(qgmm_case_instance *in, qgmm_context *ref_ctx,
     }
     uint8_t *b[QC_MAX_SLOTS] = {0};
     qgmm_status hst = QGMM_OK;
+    const int second_run = !(hash_only && opts->single_run);
     double t0 = qc_now();
-    for (int i = 0; i < in->nslots; ++i) {
+    for (int i = 0; second_run && i < in->nslots; ++i) {
         if (in->slots[i].role == QC_IN) continue;
         b[i] = malloc(in->slots[i].total ? in->slots[i].total : 1);
         if (!b[i]) hst = QGMM_ERR_OUT_OF_MEMORY;
     }
     qc_clk.setup += qc_now() - t0;
-    if (hst == QGMM_OK) {
+    if (hst == QGMM_OK && second_run) {
         /* keep A: run B downloads into b[] */
         st = run_once(in, POISON_B, b, NULL, 0);
         if (bad && st == QGMM_ERR_BAD_OFFSETS) st = QGMM_OK;

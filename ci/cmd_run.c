@@ -450,14 +450,17 @@ static qgmm_status check_own(qgmm_case_instance *inst, const qgmm_check_options 
     return qgmm_case_check(inst, NULL, &o, cr);
 }
 
-/* The CPU reference of an exact case: the case prepared on the CPU context and checked there
- * (hash only); its output hash when that check passed. */
+/* The CPU reference of an exact case: the case prepared on the CPU context and run once
+ * (hash only, single run: the checked backend's own two runs look for unwritten and
+ * unstable bytes); its output hash when that run succeeded. */
 int refcheck_compute(qgmm_context *cpu, const qgmm_check_options *opts, const qgmm_case *c, uint64_t *hash)
 {
     qgmm_case_instance *ri = NULL;
     qgmm_case_result cr;
+    qgmm_check_options o = *opts;
+    o.single_run = 1;
     qgmm_status st = qgmm_case_prepare(c, cpu, &ri);
-    if (st == QGMM_OK) st = check_own(ri, opts, &cr);
+    if (st == QGMM_OK) st = check_own(ri, &o, &cr);
     qgmm_case_release(ri);
     if (st != QGMM_OK || cr.verdict != QGMM_VERDICT_PASS) return 0;
     *hash = cr.output_hash;
@@ -622,7 +625,7 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
         record_failure(x, st, m);
         return;
     }
-    qgmm_check_options opts = {cfg->gemm_check_elems, 0};
+    qgmm_check_options opts = {.gemm_sample_elems = cfg->gemm_check_elems};
     qgmm_case_result cr;
     int hashed = 0, timed = 0, time_failed = 0;
     bench_samples s;
@@ -1429,7 +1432,7 @@ int cmd_references(int argc, char **argv)
     int bad = 0;
     size_t done = 0, computed = 0, skipped = 0;
     const double t0 = now_s();
-    qgmm_check_options opts = {0, 1};
+    qgmm_check_options opts = {.hash_only = 1};
     for (size_t k = 0; k < s.n; ++k) {
         const qgmm_case *c = &s.cases[k].c;
         if (c->check != QGMM_CHECK_EXACT || (filter && !strstr(c->id, filter))) continue;

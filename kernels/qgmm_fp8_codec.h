@@ -40,15 +40,15 @@ QGMM_HD qgmm_fp8_format qgmm_fp8_format_of(int fmt)
 
 QGMM_HD float qgmm_fp8_max(int fmt) { return qgmm_fp8_format_of(fmt).maxval; }
 
-/* Right shift with round-to-nearest-even of the dropped bits (shift >= 1). */
+/* Right shift with round-to-nearest-even of the dropped bits (shift >= 1). The round-up
+ * is arithmetic, not a branch: on random data a branch here mispredicts half the time. */
 QGMM_HD uint32_t qgmm_rshift_rne(uint32_t m, int shift)
 {
     if (shift >= 32) return 0;
-    uint32_t q = m >> shift;
-    uint32_t rem = m & ((1u << shift) - 1u);
-    uint32_t half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (q & 1u))) q++;
-    return q;
+    const uint32_t q = m >> shift;
+    const uint32_t rem = m & ((1u << shift) - 1u);
+    const uint32_t half = 1u << (shift - 1);
+    return q + (uint32_t)((rem > half) | ((rem == half) & (q & 1u)));
 }
 
 /* f32 -> fp8: round to nearest even, finite overflow saturates to +-max, NaN -> the

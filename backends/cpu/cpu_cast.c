@@ -94,21 +94,35 @@ static cast_unit unit_of(const qgmm_cast_problem *p, const cast_groups *gr, int6
     return c;
 }
 
-static void quantize_unit(const qgmm_cast_problem *p, const cast_groups *gr, const cast_unit *c)
+/* qgmm_cpu_load_at, inlined: with a constant dtype the switch folds away. */
+static inline __attribute__((always_inline)) float load_x(const char *xd, const qgmm_dtype xt, int64_t i)
+{
+    switch (xt) {
+    case QGMM_F32: return ((const float *)xd)[i];
+    case QGMM_BF16: return qgmm_bf16_to_f32(((const uint16_t *)xd)[i]);
+    default: return qgmm_cpu_load_at(xd, xt, i);
+    }
+}
+
+/* One unit, for the x dtype, fp8 format and kind given: quantize_unit calls it with
+ * constants for the common combinations, so the loads and the conversion inline with their
+ * format tables folded (the same functions, the same bytes as the generic call). */
+static inline __attribute__((always_inline)) void quantize_unit_as(const qgmm_cast_problem *p, const cast_groups *gr,
+                                                                   const cast_unit *c, const qgmm_dtype xt,
+                                                                   const int fmt, const int mx)
 {
     const char *xd = (const char *)qgmm_ref_data(&p->x.at);
     uint8_t *qd = (uint8_t *)qgmm_ref_data(&p->q.at);
-    const qgmm_dtype xt = p->x.at.dtype;
-    const int fmt = (int)p->q.at.dtype;
+    const int64_t xs = p->x.s_r, qs = p->q.s_r;
     float amax = 0.0f;
     for (int64_t o = c->o0; o < c->o1; ++o) {
         const int64_t xb = c->e * p->x.s_e + o * p->x.s_o;
         for (int64_t j = c->j0; j < c->j1; ++j)
-            amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_cpu_load_at(xd, xt, xb + j * p->x.s_r)));
+            amax = qgmm_amax_combine(amax, qgmm_fabs_f32(load_x(xd, xt, xb + j * xs)));
     }
     float scale = 0.0f;
     uint8_t code = 0;
-    if (p->kind == QGMM_QUANT_MXFP8) {
+    if (mx) {
         code = qgmm_mx_scale(amax, fmt, p->rceil);
     } else if (p->kind == QGMM_QUANT_FP8_BLOCKWISE) {
         scale = qgmm_blockwise_scale(amax, fmt);
@@ -119,16 +133,33 @@ static void quantize_unit(const qgmm_cast_problem *p, const cast_groups *gr, con
     for (int64_t o = c->o0; o < c->o1; ++o) {
         const int64_t xb = c->e * p->x.s_e + o * p->x.s_o, qb = c->e * p->q.s_e + o * p->q.s_o;
         for (int64_t j = c->j0; j < c->j1; ++j) {
-            const float v = qgmm_cpu_load_at(xd, xt, xb + j * p->x.s_r);
-            qd[qb + j * p->q.s_r] =
-                p->kind == QGMM_QUANT_MXFP8 ? qgmm_mx_quantize_value(v, code, fmt) : qgmm_quantize_value(v, scale, fmt);
+            const float v = load_x(xd, xt, xb + j * xs);
+            qd[qb + j * qs] = mx ? qgmm_mx_quantize_value(v, code, fmt) : qgmm_quantize_value(v, scale, fmt);
         }
     }
     const int64_t si = scale_at(p, gr, c->e, c->o0, c->g);
     if (si < 0) return;
-    if (p->kind == QGMM_QUANT_MXFP8) ((uint8_t *)qgmm_ref_data(&p->scales))[si] = code;
+    if (mx) ((uint8_t *)qgmm_ref_data(&p->scales))[si] = code;
     else ((float *)qgmm_ref_data(&p->scales))[si] = p->recip ? qgmm_scale_reciprocal(scale) : scale;
 }
+
+#define QUANTIZE_AS(XT, FMT)                                                                            \
+    do {                                                                                                \
+        if (mx) quantize_unit_as(p, gr, c, XT, FMT, 1);                                                 \
+        else quantize_unit_as(p, gr, c, XT, FMT, 0);                                                    \
+    } while (0)
+
+static void quantize_unit(const qgmm_cast_problem *p, const cast_groups *gr, const cast_unit *c)
+{
+    const qgmm_dtype xt = p->x.at.dtype;
+    const int fmt = (int)p->q.at.dtype, mx = p->kind == QGMM_QUANT_MXFP8;
+    if (xt == QGMM_BF16 && fmt == QGMM_FMT_E4M3FN) QUANTIZE_AS(QGMM_BF16, QGMM_FMT_E4M3FN);
+    else if (xt == QGMM_F32 && fmt == QGMM_FMT_E4M3FN) QUANTIZE_AS(QGMM_F32, QGMM_FMT_E4M3FN);
+    else if (xt == QGMM_BF16 && fmt == QGMM_FMT_E5M2) QUANTIZE_AS(QGMM_BF16, QGMM_FMT_E5M2);
+    else if (xt == QGMM_F32 && fmt == QGMM_FMT_E5M2) QUANTIZE_AS(QGMM_F32, QGMM_FMT_E5M2);
+    else QUANTIZE_AS(xt, fmt);
+}
+#undef QUANTIZE_AS
 
 static void dequantize_unit(const qgmm_cast_problem *p, const cast_groups *gr, const cast_unit *c)
 {
