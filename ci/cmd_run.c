@@ -814,16 +814,19 @@ static void env_append(run_record *r, const char *key, const char *value)
 
 static void write_cases_json(FILE *f, const suite *s, const char *filter);
 
-/* The reference cache of this binary: keyed by the hashes of the cpu backend (the reference)
- * and of this binary (the case library that makes the inputs). dir: --ref-cache (NULL: the
- * default place; "none": this run only). */
+/* The sha256 of the case library linked in (generated at build time, ci/CMakeLists.txt). */
+extern const char qgmm_cases_lib_hash[];
+
+/* The reference cache, keyed by the reference code version: the hashes of libqgmm (its cpu
+ * backend computes the references) and of the case library (the inputs and the check).
+ * dir: --ref-cache (NULL: the default place; "none": this run only). */
 static void refs_open(const char *ref_cache)
 {
-    char lib[1024] = "", h1[40], h2[40], dir[1024] = "";
+    char lib[1024] = "", h1[40], dir[1024] = "";
     sysinfo_library_of((const void *)qgmm_context_create, lib, sizeof lib);
     sysinfo_file_hash(lib, h1);
-    sysinfo_file_hash("/proc/self/exe", h2);
-    uint64_t v = store_fnv1a64(store_fnv1a64(STORE_FNV_INIT, h1, strlen(h1)), h2, strlen(h2));
+    uint64_t v = store_fnv1a64(store_fnv1a64(STORE_FNV_INIT, h1, strlen(h1)), qgmm_cases_lib_hash,
+                               strlen(qgmm_cases_lib_hash));
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (ref_cache && strcmp(ref_cache, "none") != 0) snprintf(dir, sizeof dir, "%s", ref_cache);
     else if (!ref_cache && xdg && xdg[0]) snprintf(dir, sizeof dir, "%s/qgmm/reference", xdg);
@@ -1394,8 +1397,8 @@ static const char *const REFERENCES_HELP =
     "\n"
     "Fills the CPU reference cache of `run` (see its --ref-cache) with the reference of every\n"
     "exact case of the suite: what a run on a cold cache computes, without a device, so that a\n"
-    "GPU machine's nightly starts warm. Entries are keyed by this binary and the cpu backend's\n"
-    "library: copy the cache together with the build that made it. Cases already cached are\n"
+    "GPU machine's nightly starts warm. Entries are keyed by the case library linked into this\n"
+    "binary and by libqgmm (the cpu backend): copy the cache with the build that made it. Cases already cached are\n"
     "skipped; --max-mib N skips cases moving more than N MiB (a reference holds several times\n"
     "its case's bytes in host memory). Prints one line per case; exit 0, 1 when a reference's\n"
     "own check failed, 2 on usage errors.\n";
