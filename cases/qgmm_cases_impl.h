@@ -13,11 +13,31 @@
  * and hence the runner's output hashes — are the same bytes everywhere. */
 typedef struct qc_rng { uint64_t s; } qc_rng;
 #define QC_RNG_STEP 0x9E3779B97F4A7C15ull   /* what each qc_next adds to the state */
-uint64_t qc_next(qc_rng *r);
 double qc_uniform(qc_rng *r);                 /* [0, 1) */
 int64_t qc_range(qc_rng *r, int64_t lo, int64_t hi);  /* [lo, hi] */
-float qc_normalish(qc_rng *r);                /* Irwin-Hall(4), mean 0, var ~1 */
 uint64_t qc_mix_seed(uint64_t seed, uint64_t salt);
+
+/* Inline (the library is built position-independent, where a global function is never
+ * inlined into its callers): the input fills draw one value per element. */
+static inline uint64_t qc_next(qc_rng *r)
+{
+    uint64_t z = (r->s += QC_RNG_STEP);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Irwin-Hall(4), mean 0, var ~1: four 16-bit uniforms (k + 1/2) / 2^16 from one draw; their
+ * sum minus 2 has variance 1/3, scaled by sqrt(3). The integer sum is exact in a float, one
+ * rounded multiply: the same bits everywhere (no libm). One draw per value, not four: the
+ * nightly suite draws about 10^11 values per backend. */
+static inline float qc_normalish(qc_rng *r)
+{
+    const uint64_t z = qc_next(r);
+    const int32_t s = (int32_t)(z & 0xffff) + (int32_t)(z >> 16 & 0xffff) + (int32_t)(z >> 32 & 0xffff) +
+                      (int32_t)(z >> 48) - 131070;
+    return (float)s * (1.7320508075688772f / 65536.0f);
+}
 
 /* ------------------------------------------------------------------ host data */
 /* Fills `n` logical (rows x cols) values, row-major, per the input pattern of c, in f32;

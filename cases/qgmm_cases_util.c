@@ -10,32 +10,12 @@
 #include "qgmm_fp8_codec.h"
 
 /* ------------------------------------------------------------------ rng */
-uint64_t qc_next(qc_rng *r)
-{
-    uint64_t z = (r->s += QC_RNG_STEP);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 double qc_uniform(qc_rng *r) { return (double)(qc_next(r) >> 11) * (1.0 / 9007199254740992.0); }
 
 int64_t qc_range(qc_rng *r, int64_t lo, int64_t hi)
 {
     if (hi <= lo) return lo;
     return lo + (int64_t)(qc_next(r) % (uint64_t)(hi - lo + 1));
-}
-
-float qc_normalish(qc_rng *r)
-{
-    /* four 16-bit uniforms (k + 1/2) / 2^16 from one draw; their sum minus 2 has variance
-     * 1/3: scaled by sqrt(3). The integer sum is exact in a float, one rounded multiply:
-     * the same bits everywhere (no libm). One draw per value, not four: the nightly
-     * suite draws about 10^11 values per backend. */
-    const uint64_t z = qc_next(r);
-    const int32_t s = (int32_t)(z & 0xffff) + (int32_t)(z >> 16 & 0xffff) + (int32_t)(z >> 32 & 0xffff) +
-                      (int32_t)(z >> 48) - 131070;
-    return (float)s * (1.7320508075688772f / 65536.0f);
 }
 
 uint64_t qc_mix_seed(uint64_t seed, uint64_t salt)
