@@ -15,7 +15,8 @@
  *                       block per row, the whole row in registers, one barrier per row.
  *   qgmm_kq_rowseg      rowwise scale per (row, group) segment along a contiguous last
  *                       dim (jagged per-group rowwise, short or long rows): a warp per
- *                       segment, 16-byte body and scalar head/tail.
+ *                       segment, 16-byte body (bf16 up to 24 units per lane held in
+ *                       registers, else read twice) and scalar head/tail.
  *   qgmm_kq_colstrip    (sm_90) rowwise scale along R with x read once: a cluster per
  *                       (expert or group, 128-byte column strip), the strip in shared
  *                       memory, the column amax exchanged through distributed shared
@@ -33,6 +34,8 @@
  *                       as bits in registers, one barrier per tile.
  *   qgmm_kq_tile128t    blockwise 128x128 written R-contiguous (the transposed weights of
  *                       dgrad): as tile128, the tile's fp8 bytes through shared memory.
+ * bf16 x in rowblock, rowreg, rowseg, tile128 and tile128t: the packed amax and the one
+ * fast-path test per lane of "bf16 units" below.
  */
 #ifndef QGMM_KERNELS_QUANT_CUH
 #define QGMM_KERNELS_QUANT_CUH
@@ -316,10 +319,110 @@ QGMM_DEV float qgmm_kq_unit_amax(const qgmm_kq_unit<XF32> &u, float amax)
     return amax;
 }
 
+/* Packed magnitude max of the bf16 pairs: for |x| (sign cleared) the bit order is the
+ * value order and every NaN sorts above inf, so the 16-bit unsigned max of each half is
+ * qgmm_amax_combine's value (which NaN payload survives aside, as for every parallel
+ * amax). */
+QGMM_DEV uint32_t qgmm_kq_max_u16x2(uint32_t a, uint32_t b)
+{
+#if defined(__CUDA_ARCH__)
+    return __vmaxu2(a, b);
+#else
+    const uint32_t lo = (a & 0xFFFFu) > (b & 0xFFFFu) ? (a & 0xFFFFu) : (b & 0xFFFFu);
+    const uint32_t hi = (a >> 16) > (b >> 16) ? (a >> 16) : (b >> 16);
+    return lo | (hi << 16);
+#endif
+}
+
+QGMM_DEV uint32_t qgmm_kq_min_u16x2(uint32_t a, uint32_t b)
+{
+#if defined(__CUDA_ARCH__)
+    return __vminu2(a, b);
+#else
+    const uint32_t lo = (a & 0xFFFFu) < (b & 0xFFFFu) ? (a & 0xFFFFu) : (b & 0xFFFFu);
+    const uint32_t hi = (a >> 16) < (b >> 16) ? (a >> 16) : (b >> 16);
+    return lo | (hi << 16);
+#endif
+}
+
+/* ------------------------------------------------------------------ bf16 units
+ * bf16 x without widening every value for the amax: a lane folds the magnitude bits of its
+ * pairs (w & 0x7FFF7FFF) into a packed 16-bit max (the amax, qgmm_kq_max_u16x2) and a
+ * packed 16-bit min of (magnitude - 1), in which zero wraps to 0xFFFF (so it is the
+ * smallest non-zero magnitude, minus one). qgmm_kq_bf16_fast decides from the two, once
+ * for all the lane's values, whether every product x * mu is zero or a finite f32 normal
+ * (x finite and rounded multiplication monotonic in |x|: the largest and the smallest
+ * non-zero product bound all the others); then qgmm_mul_f32 is the plain product and the
+ * hardware conversion equals qgmm_f32_to_fp8 (qgmm_k_to_fp8x8), so qgmm_kq_bf16_cast casts
+ * a unit with one multiply per value and one conversion per pair. Otherwise (NaN, inf,
+ * products that overflow or fall below 2^-126, e4m3fnuz, non-NVIDIA targets) every value
+ * takes qgmm_quantize_value through qgmm_k_quantize8. */
+QGMM_DEV void qgmm_kq_bf16_stat(const uint4 &u, uint32_t &mx, uint32_t &mn)
+{
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const uint32_t m = w[k] & 0x7FFF7FFFu;
+        mx = qgmm_kq_max_u16x2(mx, m);
+        /* each half minus one, 0 -> 0xFFFF (halves <= 0x7FFF: no borrow between them) */
+        mn = qgmm_kq_min_u16x2(mn, ((m | 0x80008000u) - 0x00010001u) ^ 0x80008000u);
+    }
+}
+
+/* The packed statistics folded to one 16-bit max (hx) and min (hn). */
+QGMM_DEV uint32_t qgmm_kq_u16_hi(uint32_t m) { return (m >> 16) > (m & 0xFFFFu) ? (m >> 16) : (m & 0xFFFFu); }
+QGMM_DEV uint32_t qgmm_kq_u16_lo(uint32_t m) { return (m >> 16) < (m & 0xFFFFu) ? (m >> 16) : (m & 0xFFFFu); }
+
+template <int FMT>
+QGMM_DEV int qgmm_kq_bf16_fast(uint32_t hx, uint32_t hn, float mu)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if (FMT == QGMM_FMT_E4M3FN || FMT == QGMM_FMT_E5M2) {
+        const float pmax = qgmm_bits_f32(hx << 16) * mu;
+        const float pmin = qgmm_bits_f32((hn + 1u) << 16) * mu; /* unused when hn is 0xFFFF (all zero) */
+        return hx < 0x7F80u && pmax <= 3.40282347e38f && (hn == 0xFFFFu || pmin >= 1.17549435e-38f);
+    }
+#endif
+    (void)hx;
+    (void)hn;
+    (void)mu;
+    return 0;
+}
+
+/* A bf16 unit scaled by mu to 8 fp8 bytes (little-endian words): the fast form where
+ * qgmm_kq_bf16_fast said so, else the header rule per value. */
+template <int FMT>
+QGMM_DEV uint2 qgmm_kq_bf16_cast(const uint4 &u, float mu, int fast)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if ((FMT == QGMM_FMT_E4M3FN || FMT == QGMM_FMT_E5M2) && fast) {
+        const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+        uint32_t h[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const float p0 = qgmm_bits_f32(w[k] << 16) * mu, p1 = qgmm_bits_f32(w[k] & 0xFFFF0000u) * mu;
+            unsigned short b;
+            if (FMT == QGMM_FMT_E4M3FN) asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p1), "f"(p0));
+            else asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p1), "f"(p0));
+            h[k] = b;
+        }
+        return make_uint2(h[0] | (h[1] << 16), h[2] | (h[3] << 16));
+    }
+#endif
+    (void)fast;
+    qgmm_kq_unit<0> x;
+    x.w[0] = u;
+    float v[8];
+    uint8_t o[8];
+    qgmm_kq_unit_f32<0>(x, v);
+    qgmm_k_quantize8<FMT>(v, mu, o);
+    return qgmm_kpack8(o);
+}
+
 /* ------------------------------------------------------------------ rowblock
  * Scale blocks along a contiguous last dim (MX dim0: 32 elements, blockwise 1x128): a
  * lane owns V consecutive units (8V elements, its V loads issued together) and LPB
- * consecutive lanes form one scale block (LPB * 8V elements: MX 2 x 2 units, 1x128 4 x 4),
+ * consecutive lanes form one scale block (LPB * 8V elements: MX 2 x 2 units, 1x128 8 x 2),
  * so the block amax takes log2(LPB) xor-shuffles and each lane computes the block's scale
  * once per V units. 2D launch: x = TX lanes along the row (TX a multiple of 32, so a
  * warp never leaves a row), y = rows, rows += gridDim.y * TY. Requires: x.s2 == q.s2 ==
@@ -335,47 +438,70 @@ QGMM_KERNEL void qgmm_kq_rowblock(qgmm_kquant a)
     const int64_t lc = QGMM_BID_X * QGMM_NTHREADS_X + tx;
     const int valid = lc < lanes;
     const uint32_t rows = (uint32_t)(a.E * a.R), R = (uint32_t)a.R;
+    const uint32_t step = (uint32_t)QGMM_NBLOCKS_Y * ty_n;
     uint8_t *qb = (uint8_t *)a.q.ptr;
     const int64_t c = lc * 8 * V;
     qgmm_kq_mg_cache mgc = {0, 0, 0, 0}; /* empty: the first row looks its group up */
-    for (uint32_t row = (uint32_t)QGMM_BID_Y * ty_n + ty; row < rows; row += (uint32_t)QGMM_NBLOCKS_Y * ty_n) {
-        const uint32_t e = row / R, r = row - e * R;
+    uint32_t row = (uint32_t)QGMM_BID_Y * ty_n + ty;
+    uint32_t e = row / R, r = row - e * R; /* then stepped by (de, dr) without a division */
+    const uint32_t de = step / R, dr = step - de * R;
+    for (; row < rows; row += step) {
         qgmm_kq_unit<XF32> u[V] = {}; /* zero only for the host emulation's compiler */
         float amax = 0.0f;
+        uint32_t hx = 0, hn = 0xFFFFFFFFu; /* bf16: the lane's packed max / min (qgmm_kq_bf16_stat) */
         if (valid) {
             const int64_t xi = qgmm_kidx(a.x, e, r, c);
 #pragma unroll
             for (int k = 0; k < V; ++k) qgmm_kq_unit_load<XF32>(u[k], a.x.ptr, xi + 8 * k);
             /* the row's group while the loads are in flight */
             if (a.glayout == QGMM_KQ_MG && (lc % LPB) == 0) qgmm_kq_mg_lookup(a, r, mgc);
+            if (XF32) {
 #pragma unroll
-            for (int k = 0; k < V; ++k) amax = qgmm_kq_unit_amax<XF32>(u[k], amax);
+                for (int k = 0; k < V; ++k) amax = qgmm_kq_unit_amax<XF32>(u[k], amax);
+            } else {
+#pragma unroll
+                for (int k = 0; k < V; ++k) qgmm_kq_bf16_stat(u[k].w[0], hx, hn);
+                hx = qgmm_kq_u16_hi(hx);
+                hn = qgmm_kq_u16_lo(hn);
+                amax = qgmm_bf16_to_f32((uint16_t)hx);
+            }
         }
 #pragma unroll
         for (int m = 1; m < LPB; m <<= 1) amax = qgmm_amax_combine(amax, QGMM_SHFL_XOR_F32(amax, m));
-        if (!valid) continue;
-        float mult;
-        if (a.kind == QGMM_KQ_MX) {
-            const uint8_t code = qgmm_mx_scale(amax, FMT, a.rceil);
-            mult = qgmm_e8m0_reciprocal(code);
-            if ((lc % LPB) == 0) {
-                if (a.glayout == QGMM_KQ_MG) qgmm_kq_store_mx_scale_mg(a, r, c / (8 * V * LPB), code, mgc);
-                else qgmm_kq_store_mx_scale(a, e, r, c / (8 * V * LPB), code);
+        if (valid) {
+            float mult;
+            if (a.kind == QGMM_KQ_MX) {
+                const uint8_t code = qgmm_mx_scale(amax, FMT, a.rceil);
+                mult = qgmm_e8m0_reciprocal(code);
+                if ((lc % LPB) == 0) {
+                    if (a.glayout == QGMM_KQ_MG) qgmm_kq_store_mx_scale_mg(a, r, c / (8 * V * LPB), code, mgc);
+                    else qgmm_kq_store_mx_scale(a, e, r, c / (8 * V * LPB), code);
+                }
+            } else {
+                mult = qgmm_blockwise_scale(amax, FMT);
+                if ((lc % LPB) == 0)
+                    qgmm_kq_store_scale_f32(a, e * a.s.s0 + r * a.s.s1 + (c / 128) * a.s.s2,
+                                            qgmm_scale_reciprocal(mult));
             }
-        } else {
-            mult = qgmm_blockwise_scale(amax, FMT);
-            if ((lc % LPB) == 0)
-                qgmm_kq_store_scale_f32(a, e * a.s.s0 + r * a.s.s1 + (c / 128) * a.s.s2, qgmm_scale_reciprocal(mult));
-        }
-        const int64_t qi = qgmm_kidx(a.q, e, r, c);
+            const int64_t qi = qgmm_kidx(a.q, e, r, c);
+            if (XF32) {
 #pragma unroll
-        for (int k = 0; k < V; ++k) {
-            float v[8];
-            uint8_t out[8];
-            qgmm_kq_unit_f32<XF32>(u[k], v);
-            qgmm_k_quantize8<FMT>(v, mult, out);
-            *(uint2 *)(qb + qi + 8 * k) = qgmm_kpack8(out);
+                for (int k = 0; k < V; ++k) {
+                    float v[8];
+                    uint8_t out[8];
+                    qgmm_kq_unit_f32<XF32>(u[k], v);
+                    qgmm_k_quantize8<FMT>(v, mult, out);
+                    *(uint2 *)(qb + qi + 8 * k) = qgmm_kpack8(out);
+                }
+            } else {
+                const int fast = qgmm_kq_bf16_fast<FMT>(hx, hn, mult);
+#pragma unroll
+                for (int k = 0; k < V; ++k) *(uint2 *)(qb + qi + 8 * k) = qgmm_kq_bf16_cast<FMT>(u[k].w[0], mult, fast);
+            }
         }
+        r += dr;
+        e += de;
+        if (r >= R) { r -= R; ++e; }
     }
 }
 
@@ -396,8 +522,10 @@ QGMM_KERNEL void qgmm_kq_rowreg(qgmm_kquant a)
     const int64_t units = a.C / 8, rows = a.E * a.R;
     uint8_t *qb = (uint8_t *)a.q.ptr;
     int buf = 0;
-    for (int64_t row = QGMM_BID_X; row < rows; row += QGMM_NBLOCKS_X) {
-        const int64_t e = row / a.R, r = row - e * a.R;
+    const int64_t de = QGMM_NBLOCKS_X / a.R, dr = QGMM_NBLOCKS_X - de * a.R;
+    int64_t e = QGMM_BID_X / a.R, r = QGMM_BID_X - e * a.R; /* (e, r) of row, stepped by (de, dr) */
+    for (int64_t row = QGMM_BID_X; row < rows; row += QGMM_NBLOCKS_X, e += de, r += dr) {
+        if (r >= a.R) { r -= a.R; ++e; }
         const int64_t xrow = e * a.x.s0 + r * a.x.s1, qrow = e * a.q.s0 + r * a.q.s1;
         qgmm_kq_unit<XF32> u[U] = {}; /* zero only for the host emulation's compiler: every use is loaded */
 #pragma unroll
@@ -406,9 +534,19 @@ QGMM_KERNEL void qgmm_kq_rowreg(qgmm_kquant a)
             if (j < units) qgmm_kq_unit_load<XF32>(u[k], a.x.ptr, xrow + 8 * j);
         }
         float amax = 0.0f;
+        uint32_t hx = 0, hn = 0xFFFFFFFFu; /* bf16: the thread's packed max / min (qgmm_kq_bf16_stat) */
+        if (XF32) {
 #pragma unroll
-        for (int k = 0; k < U; ++k)
-            if (tid + (int64_t)k * nt < units) amax = qgmm_kq_unit_amax<XF32>(u[k], amax);
+            for (int k = 0; k < U; ++k)
+                if (tid + (int64_t)k * nt < units) amax = qgmm_kq_unit_amax<XF32>(u[k], amax);
+        } else {
+#pragma unroll
+            for (int k = 0; k < U; ++k)
+                if (tid + (int64_t)k * nt < units) qgmm_kq_bf16_stat(u[k].w[0], hx, hn);
+            hx = qgmm_kq_u16_hi(hx);
+            hn = qgmm_kq_u16_lo(hn);
+            amax = qgmm_bf16_to_f32((uint16_t)hx);
+        }
         amax = qgmm_warp_amax(amax);
         if (lane == 0) part[buf][warp] = amax;
         QGMM_SYNC();
@@ -416,15 +554,20 @@ QGMM_KERNEL void qgmm_kq_rowreg(qgmm_kquant a)
         for (int w = 1; w < nw; ++w) amax = qgmm_amax_combine(amax, part[buf][w]);
         buf ^= 1;
         const float mult = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
+        const int fast = XF32 ? 0 : qgmm_kq_bf16_fast<FMT>(hx, hn, mult);
 #pragma unroll
         for (int k = 0; k < U; ++k) {
             const int64_t j = tid + (int64_t)k * nt;
             if (j < units) {
-                float v[8];
-                uint8_t o[8];
-                qgmm_kq_unit_f32<XF32>(u[k], v);
-                qgmm_k_quantize8<FMT>(v, mult, o);
-                *(uint2 *)(qb + qrow + 8 * j) = qgmm_kpack8(o);
+                if (XF32) {
+                    float v[8];
+                    uint8_t o[8];
+                    qgmm_kq_unit_f32<XF32>(u[k], v);
+                    qgmm_k_quantize8<FMT>(v, mult, o);
+                    *(uint2 *)(qb + qrow + 8 * j) = qgmm_kpack8(o);
+                } else {
+                    *(uint2 *)(qb + qrow + 8 * j) = qgmm_kq_bf16_cast<FMT>(u[k].w[0], mult, fast);
+                }
             }
         }
         if (tid == 0)
@@ -433,9 +576,12 @@ QGMM_KERNEL void qgmm_kq_rowreg(qgmm_kquant a)
 }
 
 /* ------------------------------------------------------------------ rowseg
- * Rowwise along contiguous C: one warp per (e, g, r) segment [j0, j1). Requires x.s2 ==
- * q.s2 == 1, 16-byte aligned x rows and 8-byte aligned q rows (C % 8 == 0). */
-template <int FMT>
+ * Rowwise along contiguous C: one warp per (e, g, r) segment [j0, j1): scalar head and
+ * tail, a 16-byte body; a bf16 body of at most HOLD units per lane is loaded once into
+ * registers (all loads issued first), a longer one (and any body when HOLD is 0: f32 / f16
+ * x) is read for the amax and again for the cast. Requires x.s2 == q.s2 == 1, 16-byte aligned x rows and
+ * 8-byte aligned q rows (C % 8 == 0). */
+template <int FMT, int HOLD>
 QGMM_KERNEL void qgmm_kq_rowseg(qgmm_kquant a)
 {
     if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.C, 1, a.status, QGMM_BID_X == 0))
@@ -443,8 +589,19 @@ QGMM_KERNEL void qgmm_kq_rowseg(qgmm_kquant a)
     const int lane = QGMM_TID % QGMM_WARP;
     const int64_t wpb = QGMM_NTHREADS / QGMM_WARP;
     const int64_t n = a.E * a.G * a.R;
+    const int narrow = n <= 0x7FFFFFFF; /* segment ids in 32 bits: cheaper divisions */
     for (int64_t gid = QGMM_BID_X * wpb + QGMM_TID / QGMM_WARP; gid < n; gid += QGMM_NBLOCKS_X * wpb) {
-        const int64_t r = gid % a.R, g = (gid / a.R) % a.G, e = gid / (a.R * a.G);
+        int64_t r, g, e;
+        if (narrow) {
+            const uint32_t id = (uint32_t)gid, R = (uint32_t)a.R, G = (uint32_t)a.G, eg = id / R;
+            r = id - eg * R;
+            e = eg / G;
+            g = eg - (uint32_t)e * G;
+        } else {
+            r = gid % a.R;
+            g = (gid / a.R) % a.G;
+            e = gid / (a.R * a.G);
+        }
         int64_t j0 = 0, j1 = a.C;
         if (a.offs) {
             j0 = g == 0 ? 0 : a.offs[(g - 1) * a.offs_stride];
@@ -454,16 +611,48 @@ QGMM_KERNEL void qgmm_kq_rowseg(qgmm_kquant a)
         if (ja > j1) ja = j1;
         if (jb < ja) jb = ja;
         const int64_t xrow = e * a.x.s0 + r * a.x.s1, qrow = e * a.q.s0 + r * a.q.s1;
+        const uint4 *xb = (const uint4 *)((const uint16_t *)a.x.ptr + xrow + ja); /* bf16 body */
+        const int bf16 = a.x_dtype == QGMM_K_BF16;
+        const int nb = (int)((jb - ja) / 8); /* body units */
+        const int held = HOLD > 0 && bf16 && nb <= QGMM_WARP * HOLD;
+        /* bf16 body of at most HOLD units per lane: held in registers (unit lane + W k), its
+         * loads issued before the edges are read */
+        uint4 ur[HOLD > 0 ? HOLD : 1] = {}; /* zero only for the host emulation's compiler */
+        if (held) {
+#pragma unroll
+            for (int k = 0; k < HOLD; ++k)
+                if (lane + QGMM_WARP * k < nb) ur[k] = QGMM_LDG(xb + lane + QGMM_WARP * k);
+        }
         float amax = 0.0f;
         for (int64_t j = j0 + lane; j < ja; j += QGMM_WARP)
             amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j)));
         for (int64_t j = jb + lane; j < j1; j += QGMM_WARP)
             amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j)));
-        for (int64_t j = ja + 8 * lane; j < jb; j += 8 * QGMM_WARP) {
-            float v[8];
-            qgmm_kload8(a.x.ptr, a.x_dtype, xrow + j, v);
+        uint32_t hx = 0, hn = 0xFFFFFFFFu; /* bf16 body: the lane's packed max / min (qgmm_kq_bf16_stat) */
+        if (held) {
 #pragma unroll
-            for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[k]));
+            for (int k = 0; k < HOLD; ++k)
+                if (lane + QGMM_WARP * k < nb) qgmm_kq_bf16_stat(ur[k], hx, hn);
+        } else if (bf16) {
+            int k = lane;
+            for (; k + QGMM_WARP < nb; k += 2 * QGMM_WARP) { /* two loads in flight */
+                const uint4 u0 = QGMM_LDG(xb + k), u1 = QGMM_LDG(xb + k + QGMM_WARP);
+                qgmm_kq_bf16_stat(u0, hx, hn);
+                qgmm_kq_bf16_stat(u1, hx, hn);
+            }
+            if (k < nb) qgmm_kq_bf16_stat(QGMM_LDG(xb + k), hx, hn);
+        } else {
+            for (int64_t j = ja + 8 * lane; j < jb; j += 8 * QGMM_WARP) {
+                float v[8];
+                qgmm_kload8(a.x.ptr, a.x_dtype, xrow + j, v);
+#pragma unroll
+                for (int k = 0; k < 8; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(v[k]));
+            }
+        }
+        if (bf16) {
+            hx = qgmm_kq_u16_hi(hx);
+            hn = qgmm_kq_u16_lo(hn);
+            amax = qgmm_amax_combine(amax, qgmm_bf16_to_f32((uint16_t)hx));
         }
         amax = qgmm_warp_amax(amax);
         const float mult = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
@@ -472,12 +661,28 @@ QGMM_KERNEL void qgmm_kq_rowseg(qgmm_kquant a)
             q[qrow + j] = qgmm_quantize_value(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j), mult, FMT);
         for (int64_t j = jb + lane; j < j1; j += QGMM_WARP)
             q[qrow + j] = qgmm_quantize_value(qgmm_kload(a.x.ptr, a.x_dtype, xrow + j), mult, FMT);
-        for (int64_t j = ja + 8 * lane; j < jb; j += 8 * QGMM_WARP) {
-            float v[8];
-            uint8_t o[8];
-            qgmm_kload8(a.x.ptr, a.x_dtype, xrow + j, v);
-            qgmm_k_quantize8<FMT>(v, mult, o);
-            *(uint2 *)(q + qrow + j) = qgmm_kpack8(o);
+        uint2 *qo = (uint2 *)(q + qrow + ja);
+        const int fast = bf16 ? qgmm_kq_bf16_fast<FMT>(hx, hn, mult) : 0;
+        if (held) {
+#pragma unroll
+            for (int k = 0; k < HOLD; ++k)
+                if (lane + QGMM_WARP * k < nb) qo[lane + QGMM_WARP * k] = qgmm_kq_bf16_cast<FMT>(ur[k], mult, fast);
+        } else if (bf16) {
+            int k = lane;
+            for (; k + QGMM_WARP < nb; k += 2 * QGMM_WARP) {
+                const uint4 u0 = QGMM_LDG(xb + k), u1 = QGMM_LDG(xb + k + QGMM_WARP);
+                qo[k] = qgmm_kq_bf16_cast<FMT>(u0, mult, fast);
+                qo[k + QGMM_WARP] = qgmm_kq_bf16_cast<FMT>(u1, mult, fast);
+            }
+            if (k < nb) qo[k] = qgmm_kq_bf16_cast<FMT>(QGMM_LDG(xb + k), mult, fast);
+        } else {
+            for (int64_t j = ja + 8 * lane; j < jb; j += 8 * QGMM_WARP) {
+                float v[8];
+                uint8_t o[8];
+                qgmm_kload8(a.x.ptr, a.x_dtype, xrow + j, v);
+                qgmm_k_quantize8<FMT>(v, mult, o);
+                *(uint2 *)(q + qrow + j) = qgmm_kpack8(o);
+            }
         }
         if (lane == 0)
             qgmm_kq_store_scale_f32(a, (a.offs ? g : e) * a.s.s0 + r * a.s.s1,
@@ -904,21 +1109,6 @@ QGMM_DEV void qgmm_kq_round_copy(const qgmm_kquant &a, const qgmm_kq_seg &g, uin
         qgmm_kq_unit_copy(a, g, sm + (size_t)(k - k0) * QGMM_KQ_UNIT_BYTES, k, rank, cs);
 }
 
-/* Packed magnitude max of the bf16 pairs: for |x| (sign cleared) the bit order is the
- * value order and every NaN sorts above inf, so the 16-bit unsigned max of each half is
- * qgmm_amax_combine's value (which NaN payload survives aside, as for every parallel
- * amax). */
-QGMM_DEV uint32_t qgmm_kq_max_u16x2(uint32_t a, uint32_t b)
-{
-#if defined(__CUDA_ARCH__)
-    return __vmaxu2(a, b);
-#else
-    const uint32_t lo = (a & 0xFFFFu) > (b & 0xFFFFu) ? (a & 0xFFFFu) : (b & 0xFFFFu);
-    const uint32_t hi = (a >> 16) > (b >> 16) ? (a >> 16) : (b >> 16);
-    return lo | (hi << 16);
-#endif
-}
-
 QGMM_DEV void qgmm_kq_unit_amax(const qgmm_kq_seg &g, const uint8_t *slot, int64_t rs, uint32_t &m)
 {
     const int lane = QGMM_TID % 32;
@@ -1343,19 +1533,36 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, XF32 ? 2 : 4) qgmm_kq_tile128(qgmm_kqua
         for (int p = 0; p < 8; ++p)
             if (r0 + 16 * p < a.R) qgmm_kq_unit_load<XF32>(u[p], a.x.ptr, qgmm_kidx(a.x, e, r0 + 16 * p, c));
         float amax = 0.0f;
+        uint32_t hx = 0, hn = 0xFFFFFFFFu; /* bf16: the thread's packed max / min (qgmm_kq_bf16_stat) */
+        if (XF32) {
 #pragma unroll
-        for (int p = 0; p < 8; ++p)
-            if (r0 + 16 * p < a.R) amax = qgmm_kq_unit_amax<XF32>(u[p], amax);
+            for (int p = 0; p < 8; ++p)
+                if (r0 + 16 * p < a.R) amax = qgmm_kq_unit_amax<XF32>(u[p], amax);
+        } else {
+#pragma unroll
+            for (int p = 0; p < 8; ++p)
+                if (r0 + 16 * p < a.R) qgmm_kq_bf16_stat(u[p].w[0], hx, hn);
+            hx = qgmm_kq_u16_hi(hx);
+            hn = qgmm_kq_u16_lo(hn);
+            amax = qgmm_bf16_to_f32((uint16_t)hx);
+        }
         amax = qgmm_kq_tile_amax(amax, part, buf);
         const float mult = qgmm_blockwise_scale(amax, FMT);
+        const int fast = XF32 ? 0 : qgmm_kq_bf16_fast<FMT>(hx, hn, mult);
 #pragma unroll
         for (int p = 0; p < 8; ++p) {
             if (r0 + 16 * p < a.R) {
-                float v[8];
-                uint8_t o[8];
-                qgmm_kq_unit_f32<XF32>(u[p], v);
-                qgmm_k_quantize8<FMT>(v, mult, o);
-                *(uint2 *)(qb + qgmm_kidx(a.q, e, r0 + 16 * p, c)) = qgmm_kpack8(o);
+                uint2 o8;
+                if (XF32) {
+                    float v[8];
+                    uint8_t o[8];
+                    qgmm_kq_unit_f32<XF32>(u[p], v);
+                    qgmm_k_quantize8<FMT>(v, mult, o);
+                    o8 = qgmm_kpack8(o);
+                } else {
+                    o8 = qgmm_kq_bf16_cast<FMT>(u[p].w[0], mult, fast);
+                }
+                *(uint2 *)(qb + qgmm_kidx(a.q, e, r0 + 16 * p, c)) = o8;
             }
         }
         if (tid == 0) qgmm_kq_store_scale_f32(a, e * a.s.s0 + rt * a.s.s1 + ct * a.s.s2, qgmm_scale_reciprocal(mult));
@@ -1390,23 +1597,39 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, XF32 ? 2 : 4) qgmm_kq_tile128t(qgmm_kqu
         for (int p = 0; p < 8; ++p)
             if (r0 + p < a.R) qgmm_kq_unit_load<XF32>(u[p], a.x.ptr, qgmm_kidx(a.x, e, r0 + p, ct * 128 + cc));
         float amax = 0.0f;
+        uint32_t hx = 0, hn = 0xFFFFFFFFu; /* bf16: the thread's packed max / min (qgmm_kq_bf16_stat) */
+        if (XF32) {
 #pragma unroll
-        for (int p = 0; p < 8; ++p)
-            if (r0 + p < a.R) amax = qgmm_kq_unit_amax<XF32>(u[p], amax);
+            for (int p = 0; p < 8; ++p)
+                if (r0 + p < a.R) amax = qgmm_kq_unit_amax<XF32>(u[p], amax);
+        } else {
+#pragma unroll
+            for (int p = 0; p < 8; ++p) qgmm_kq_bf16_stat(u[p].w[0], hx, hn); /* rows past R are zero */
+            hx = qgmm_kq_u16_hi(hx);
+            hn = qgmm_kq_u16_lo(hn);
+            amax = qgmm_bf16_to_f32((uint16_t)hx);
+        }
         amax = qgmm_kq_tile_amax(amax, part, buf);
         const float mult = qgmm_blockwise_scale(amax, FMT);
-        uint8_t o[8][8];
+        const int fast = XF32 ? 0 : qgmm_kq_bf16_fast<FMT>(hx, hn, mult);
+        uint2 o[8]; /* row p's 8 bytes */
 #pragma unroll
         for (int p = 0; p < 8; ++p) {
-            float v[8];
-            qgmm_kq_unit_f32<XF32>(u[p], v);
-            qgmm_k_quantize8<FMT>(v, mult, o[p]);
+            if (XF32) {
+                float v[8];
+                uint8_t ob[8];
+                qgmm_kq_unit_f32<XF32>(u[p], v);
+                qgmm_k_quantize8<FMT>(v, mult, ob);
+                o[p] = qgmm_kpack8(ob);
+            } else {
+                o[p] = qgmm_kq_bf16_cast<FMT>(u[p].w[0], mult, fast);
+            }
         }
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
             uint8_t col[8];
 #pragma unroll
-            for (int p = 0; p < 8; ++p) col[p] = o[p][k];
+            for (int p = 0; p < 8; ++p) col[p] = (uint8_t)((k < 4 ? o[p].x : o[p].y) >> (8 * (k % 4)));
             tq[cc + k][rc ^ cs] = qgmm_kpack8(col);
         }
         QGMM_SYNC();

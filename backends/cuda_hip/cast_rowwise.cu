@@ -34,6 +34,22 @@ static int rowreg_plan(int64_t units, int xf32, int *nt, int *u)
     return 0;
 }
 
+/* Units per lane qgmm_kq_rowseg holds in registers: 0 for f32 / f16 x (the body read twice);
+ * bf16: 24 (168 registers, one 256-thread block per SM; measured with 16 groups over 65536
+ * tokens: 8 / 16 / 24 units 67 / 71 / 77 % of copy, read twice 61 %), or 8 where the
+ * segments (rows, or 1.5x the mean group) fit in 8 units per lane, so short segments keep
+ * more warps resident. */
+static int rowseg_hold(const qgmm_kquant &a)
+{
+    if (a.x_dtype != QGMM_K_BF16) return 0;
+#if defined(QGMM_K_NVIDIA)
+    const int64_t seg = a.offs ? (a.C * 3 / 2 + a.G - 1) / a.G : a.C;
+    return seg <= 8 * 8 * 32 ? 8 : 24;
+#else
+    return 8; /* HIP: clang (gfx942) puts the 24-unit array in scratch memory */
+#endif
+}
+
 template <int FMT, int XF, int U>
 static void rowreg_run(qgmm_context *ctx, const qgmm_kquant &a, int nt)
 {
@@ -265,7 +281,12 @@ qgmm_status qgmm_cuda_cast_rowwise(qgmm_context *ctx, qgmm_kquant a)
             return rowreg_launch(ctx, a, nt, u);
         if (fast) {
             const unsigned grid = qgmm_cuda_grid(ctx, (warps + 7) / 8, 256, 16);
-            QGMM_FMT_DISPATCH(a.fmt, qgmm_kq_rowseg<FMT><<<grid, 256, 0, c->stream>>>(a));
+            const int hold = rowseg_hold(a);
+            if (hold == 0) QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_rowseg<FMT, 0><<<grid, 256, 0, c->stream>>>(a)));
+            else if (hold == 8) QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_rowseg<FMT, 8><<<grid, 256, 0, c->stream>>>(a)));
+#if defined(QGMM_K_NVIDIA)
+            else QGMM_FMT_DISPATCH(a.fmt, (qgmm_kq_rowseg<FMT, 24><<<grid, 256, 0, c->stream>>>(a)));
+#endif
             return qgmm_cuda_launch_check(ctx, "qgmm_kq_rowseg");
         }
         const unsigned grid = qgmm_cuda_grid(ctx, (warps + 7) / 8, 256, 16);
