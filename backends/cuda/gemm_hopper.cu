@@ -18,10 +18,14 @@
  * the tile through a 128B-swizzled shared-memory staging area that a TMA bulk store copies
  * out while the warpgroup already runs its next tile's main loop, or (outputs TMA cannot
  * store, half tiles that cross a group's end) stores straight from the accumulators.
+ * The fast kernel's ping-pong form gives each consumer warpgroup its own 128x128 tile, the
+ * two taking turns on the tensor cores (one's epilogue under the other's main loop).
  * The kernels: gemm_hopper_common.cuh (shared pieces), gemm_hopper_fast.cuh,
- * gemm_hopper_promo.cuh; this file holds the tensor maps, configurations and launch.
+ * gemm_hopper_pingpong.cuh, gemm_hopper_promo.cuh; this file holds the tensor maps,
+ * configurations and launch.
  */
 #include "gemm_hopper_fast.cuh"
+#include "gemm_hopper_pingpong.cuh"
 #include "gemm_hopper_promo.cuh"
 #include "cuda_smem_optin.h"
 
@@ -198,13 +202,14 @@ int qg_launch_tma_kernel(K kern, const qg_problem *p, cudaStream_t stream, int b
 }
 
 /* One Hopper kernel configuration: which kernel, ring depth, staging bytes per consumer,
- * CTAs per cluster, promoted tile width. */
+ * CTAs per cluster, promoted tile width, ping-pong. */
 struct qg_hconf {
     bool promo;  /* the 128 x bn promoted kernel (FP8 blockwise, MXFP8), else the 128x256 fast one */
     int stages;
     int sb;      /* 0: epilogue from registers */
     int cl;      /* 2: B tiles multicast to a pair of CTAs */
     int bn;      /* promoted kernel: 128, or 192 (FP8 blockwise only) */
+    bool pp;     /* fast kernel: ping-pong consumers, a 128x128 tile each (one CTA) */
 };
 
 /* The configurations each kernel is built in; the benchmark names one through
@@ -213,36 +218,55 @@ enum { QG_CONF_STAGED = 0, /* TMA-store epilogue, one CTA */
        QG_CONF_REGS = 1,   /* register epilogue, deepest ring, one CTA: where a staged one does
                             * not fit beside the schedule of many groups */
        QG_CONF_CLUSTER = 2, /* TMA-store epilogue, B tiles multicast to a pair of CTAs */
+       QG_CONF_PINGPONG = 3, /* fast kernel: ping-pong consumers, 4 stages x 32 KiB + 2 x 32 KiB
+                              * staging */
        QG_CONF_WIDE = 3,    /* promoted kernel, FP8 blockwise: 128x192 tiles, TMA-store epilogue */
        QG_CONF_WIDE_CLUSTER = 4 /* the same on a pair of CTAs */ };
-constexpr qg_hconf QG_FAST_CONFS[] = {{false, 3, 32768, 1}, {false, 4, 0, 1}, {false, 3, 32768, 2}};
+constexpr qg_hconf QG_FAST_CONFS[] = {{false, 3, 32768, 1}, {false, 4, 0, 1}, {false, 3, 32768, 2},
+                                      {false, 4, 32768, 1, 0, true}};
 constexpr qg_hconf QG_PROMO_CONFS[] = {{true, 5, 16384, 1, 128}, {true, 6, 0, 1, 128}, {true, 5, 16384, 2, 128},
                                        {true, 4, 24576, 1, 192}, {true, 4, 24576, 2, 192}};
-constexpr int QG_NFAST = 3, QG_NPROMO = 5;
+constexpr int QG_NFAST = 4, QG_NPROMO = 5;
 
 size_t qg_conf_smem(const qg_hconf &c, int sc, int groups)
 {
     const size_t fixed = c.promo ? qg_smem_fixed(c.stages, PA_BYTES, c.bn * HBKB, c.sb, qg_promo_sf(sc, c.stages, c.bn))
+                         : c.pp  ? qg_smem_fixed(c.stages, PP_A_BYTES, PP_B_BYTES, c.sb, 2 * PP_SCALE_FLOATS)
                                  : qg_smem_fixed(c.stages, HA_BYTES, HB_BYTES, c.sb, 2 * QG_SCALE_FLOATS);
     return fixed + (size_t)qg_sched_smem_ints(groups) * 4;
 }
 
-/* The default configuration of a problem. K-grouped FP8 rowwise (wgrad) takes the 2-CTA
- * cluster: its tiles are short (a group's tokens deep) and both CTAs of a pair share every
- * B slice, so the multicast halves that operand's L2 reads. Everything else stays on one
- * CTA: M-grouped pairs of 128-row tiles waste more rows at group ends and leave half as
- * many scheduling units, and on the H100 the cluster was slower there and no faster for
- * K-grouped BF16 or FP8 blockwise. The promoted kernel keeps 128x128 tiles: its 128x192
- * ones measured slower (figures: docs/backends-cuda-gemm.md). */
+/* The default configuration of a problem. M-grouped FP8 rowwise takes the ping-pong kernel:
+ * on the H100 it was faster on every issue-20 shape (1.02-1.25x torch against 0.88-1.14x
+ * for the cooperative kernel). K-grouped FP8 rowwise (wgrad) takes the 2-CTA cluster: its
+ * tiles are short (a group's tokens deep) and both CTAs of a pair share every B slice, so
+ * the multicast halves that operand's L2 reads. Everything else stays on the cooperative
+ * kernel on one CTA: M-grouped pairs of 128-row tiles waste more rows at group ends and
+ * leave half as many scheduling units, and on the H100 the cluster was slower there and no
+ * faster for K-grouped BF16 or FP8 blockwise; the ping-pong kernel was slower K-grouped
+ * (both recipes, every shape) and within noise or slower for BF16 M-grouped. The promoted
+ * kernel keeps 128x128 tiles: its 128x192 ones measured slower (figures:
+ * docs/backends-cuda-gemm.md). */
 int qg_default_conf(const qg_problem *p, bool promo)
 {
-    return !promo && p->kind == QG_K_GROUPED && p->scale_mode == QG_SC_ROW ? QG_CONF_CLUSTER : QG_CONF_STAGED;
+    if (promo) return QG_CONF_STAGED;
+    if (p->scale_mode == QG_SC_ROW) return p->kind == QG_K_GROUPED ? QG_CONF_CLUSTER : QG_CONF_PINGPONG;
+    return QG_CONF_STAGED;
 }
 
 template <int E, int SC, int MN = 0>
 int qg_launch_conf(const qg_hconf &c, const qg_problem *p, cudaStream_t stream, size_t smem, int sms,
                    const char **why)
 {
+    if (c.pp) {
+        if constexpr (SC == QG_SC_NONE || SC == QG_SC_ROW) {
+            if (c.stages == 4 && c.sb == 32768)
+                return qg_launch_tma_kernel(qg_hopper_pp_kernel<E, SC, 4, 32768, MN>, p, stream, PPM, PPN, 1, smem,
+                                            sms, why);
+        }
+        *why = "Hopper grouped GEMM: configuration not built";
+        return 1;
+    }
 #define QG_LC(PROMO, ST, SB, CL, BN)                                                                  \
     if (c.promo == PROMO && c.stages == ST && c.sb == SB && c.cl == CL && (!PROMO || c.bn == BN)) {  \
         if constexpr (PROMO) {                                                                       \

@@ -130,12 +130,14 @@ __device__ __forceinline__ uint64_t wg_desc_mn(uint32_t addr, uint32_t mn_block)
  * the 128-byte swizzle), two epilogue staging areas of SB bytes (one per consumer
  * warpgroup), SF scale floats, the full/empty barriers, then the tile schedule. Builds the
  * schedule and initialises the barriers (full_arrivals arrive on each full barrier: the
- * TMA thread's, plus the scale loaders' of the promoted kernel); false when offs is bad
- * (nothing may be written then). */
+ * TMA thread's, plus the scale loaders' of the promoted kernel; empty_arrivals on each
+ * empty one, 0: every consumer thread of both warpgroups, or with clusters one per consumer
+ * warp of every CTA); false when offs is bad (nothing may be written then). */
 template <int STAGES, int A_BYTES, int B_BYTES, int SB, int BM, int BN, int CL = 1, int SF = 2 * QG_SCALE_FLOATS>
 __device__ __forceinline__ bool qg_pipe_init(uint8_t *smem_raw, const qg_problem &p, uint8_t *&sA, uint8_t *&sB,
                                              uint8_t *&sO, float *&sS, uint64_t *&full, uint64_t *&empty,
-                                             qg_sched &s, int full_arrivals = 1)
+                                             qg_sched &s, int full_arrivals = 1,
+                                             int empty_arrivals = 0)
 {
     uint8_t *smem = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     sA = smem;
@@ -151,7 +153,7 @@ __device__ __forceinline__ bool qg_pipe_init(uint8_t *smem_raw, const qg_problem
             mbar_init(&full[i], full_arrivals);
             /* CL == 1: every consumer thread arrives; clusters: one arrival per consumer
              * warp of every CTA of the cluster (its multicast loads fill all of them) */
-            mbar_init(&empty[i], CL == 1 ? 256 : CL * 8);
+            mbar_init(&empty[i], empty_arrivals > 0 ? empty_arrivals : CL == 1 ? 256 : CL * 8);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -208,15 +210,16 @@ struct qg_epi {
     bool zero;      /* an empty K-grouped group: the output is exact zeros */
 };
 
-/* FP8 rowwise: the scales of a tile half (ss[0..63] its rows, ss[64..319] its columns,
+/* FP8 rowwise: the scales of a tile half (ss[0..63] its rows, ss[64..64+COLS) its columns,
  * zero past the extents) are copied into shared memory by cp.async when the tile starts,
  * so the epilogue does not wait on global loads. The barrier first keeps the previous
  * tile's epilogue readers from seeing them change. */
+template <int COLS = 256>
 __device__ __forceinline__ void qg_stage_row_scales(const qg_problem &p, const qg_epi &e, float *ss, int lt,
                                                     int bar_id)
 {
     qg_wg_bar(bar_id);
-    for (int i = lt; i < QG_SCALE_FLOATS; i += 128) {
+    for (int i = lt; i < 64 + COLS; i += 128) {
         const float *src;
         bool ok;
         if (i < 64) {
@@ -285,8 +288,10 @@ __device__ __forceinline__ void qg_epi_regs(const qg_problem &p, const qg_epi &e
  * thread's TMA bulk store that runs on while the warpgroup goes on. The store clips at
  * the output's extents; the caller takes this path only when no row of the half lies
  * between r_end and the output's last row. Thread lt == 0 of the warpgroup owns the bulk
- * group: it waits for the previous pass's reads before the staging area is rewritten. */
-template <int SC, int NJ, int SB>
+ * group: it waits for the previous pass's reads before the staging area is rewritten, or
+ * with PEND (a caller alternating between two staging areas, one pass each) for all but
+ * the latest group's, the one that read the other area. */
+template <int SC, int NJ, int SB, bool PEND = false>
 __device__ __forceinline__ void qg_epi_tma(const qg_problem &p, const qg_epi &e, float (&acc)[NJ * 4],
                                            const float *ss, const CUtensorMap *tmO, uint8_t *stage, int bar_id,
                                            int lt, int warp, int lane)
@@ -315,7 +320,10 @@ __device__ __forceinline__ void qg_epi_tma(const qg_problem &p, const qg_epi &e,
     }
     for (int ps = 0; ps < npass; ++ps) {
         const int pc0 = ps * cpp;
-        if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+        if (lt == 0) {
+            if (PEND && npass == 1) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+            else asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+        }
         qg_wg_bar(bar_id);
 #pragma unroll
         for (int j = 0; j < NJ; ++j) {
