@@ -18,7 +18,6 @@
 #include "bench_exec.h"
 #include "cmd.h"
 #include "json.h"
-#include "prefetch.h"
 #include "qgmm.h"
 #include "qgmm_cases.h"
 #include "refcache.h"
@@ -923,30 +922,6 @@ static void torch_peers(const run_opts *o, const suite *s, run_record *r, size_t
     rr_free(&pr);
 }
 
-/* One backend of a run: its context, stored context id, suite settings, flush buffer. */
-struct be_state {
-    const char *name;
-    qgmm_context *ctx;
-    int ci;
-    int64_t ctx_id, dev_id;
-    bench_cfg cfg;
-    qgmm_buffer *flush;
-    size_t skipped;
-};
-
-/* Whether case cs is measured on some backend of this run: selected by --filter, not over a
- * backend's limits, not stored already (a resumed run). */
-static int case_runs(const qgmm_case *cs, const run_opts *o, const run_record *r, const struct be_state *be,
-                     int nbe)
-{
-    if (o->filter && !strstr(cs->id, o->filter)) return 0;
-    char params[400], shape[96];
-    case_params(cs, params, sizeof params, shape, sizeof shape);
-    for (int b = 0; b < nbe; ++b)
-        if (runs_here(cs, NULL, &be[b].cfg) && !measured_already(r, be[b].ci, cs->name, params)) return 1;
-    return 0;
-}
-
 static int do_run(const run_opts *given)
 {
     g_tty = isatty(2);
@@ -1113,7 +1088,15 @@ static int do_run(const run_opts *given)
     /* Each backend: its context, stored, then its ceilings and canary. Then the cases, each on
      * every backend in turn (case-major): a case's inputs are drawn once and moved from one
      * backend's instance to the next (qgmm_case_prepare_from). */
-    struct be_state be[16];
+    struct be_state {
+        const char *name;
+        qgmm_context *ctx;
+        int ci;
+        int64_t ctx_id, dev_id;
+        bench_cfg cfg;
+        qgmm_buffer *flush;
+        size_t skipped;
+    } be[16];
     int nbe = 0;
     for (int b = 0; b < nsel && !g_stop && !g_store_failed && !setup_error; ++b) {
         qgmm_context *ctx = NULL;
@@ -1205,16 +1188,10 @@ static int do_run(const run_opts *given)
                 !measured_already(&r, be[b].ci, cs->name, params))
                 jobs[k] = (long)refworker_add(&g_rw, cs, ref_key(cs, params), be[b].cfg.exact_check_max_bytes);
     }
-    /* the next case's host side is prepared while this one is checked and timed */
-    prefetcher pf;
-    const int pf_on = !setup_error && prefetch_start(&pf) == 0;
     for (size_t k = 0; k < s.n && !g_stop && !g_store_failed && !setup_error; ++k) {
         const qgmm_case *cs = &s.cases[k].c;
         if (o->filter && !strstr(cs->id, o->filter)) continue;
-        qgmm_case_instance *held = pf_on ? prefetch_take(&pf, cs) : NULL;
-        size_t next = k + 1;
-        while (pf_on && next < s.n && !case_runs(&s.cases[next].c, o, &r, be, nbe)) ++next;
-        if (pf_on && next < s.n) prefetch_request(&pf, &s.cases[next].c);
+        qgmm_case_instance *held = NULL;
         for (int b = 0; b < nbe && !g_stop && !g_store_failed; ++b) {
             ++g_prog.done;
             if (!runs_here(cs, NULL, &be[b].cfg)) {
@@ -1244,18 +1221,6 @@ static int do_run(const run_opts *given)
                      strcmp(x->status, "ok") ? x->status : x->verdict, med, x->n_samples);
         }
         qgmm_case_release(held);
-    }
-    if (pf_on) {
-        prefetch_stop(&pf);
-        if (pf.prepared) {
-            char prefetch_line[400];
-            qgmm_case_clocks z;
-            memset(&z, 0, sizeof z);
-            host_phases(prefetch_line, sizeof prefetch_line, &z, &pf.clocks, -1, -1, pf.busy_s);
-            fprintf(stderr, "qgmm-bench run: the prefetch thread prepared %zu cases beside the device, seconds: %s\n",
-                    pf.prepared, prefetch_line);
-            env_append(&r, "prefetch_seconds", prefetch_line);
-        }
     }
     for (int b = 0; b < nbe; ++b) {
         if (be[b].skipped) {

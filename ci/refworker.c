@@ -90,12 +90,6 @@ long refworker_find(refworker *w, uint64_t key)
     return r;
 }
 
-int refworker_case_fits(const qgmm_case *c)
-{
-    const double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    return !(mem > 0 && c->bytes * MEM_SHARE_DIVISOR > mem);
-}
-
 size_t refworker_add(refworker *w, const qgmm_case *c, uint64_t key, long long max_bytes)
 {
     long have = refworker_find(w, key);
@@ -113,7 +107,8 @@ size_t refworker_add(refworker *w, const qgmm_case *c, uint64_t key, long long m
     j->c = c;
     j->key = key;
     j->max_bytes = max_bytes;
-    if (!refworker_case_fits(c)) j->state = 2; /* left to the main thread */
+    const double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (mem > 0 && c->bytes * MEM_SHARE_DIVISOR > mem) j->state = 2; /* left to the main thread */
     size_t i = w->n++;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);

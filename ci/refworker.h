@@ -57,10 +57,6 @@ typedef struct refworker {
  * 0 when not. What the worker and the main thread (in line) both compute (cmd_run.c). */
 int refcheck_compute(qgmm_context *cpu, const qgmm_check_options *opts, const qgmm_case *c, uint64_t *hash);
 
-/* 0 when case c moves more than 1/48 of the host's memory: such a case is held only by the
- * main thread (its reference computed in line, nothing prepared ahead for it). */
-int refworker_case_fits(const qgmm_case *c);
-
 /* Starts the thread (its CPU context is created there). Returns 0, or -1 when no thread
  * could be started (the caller then computes references in line). */
 int refworker_start(refworker *w, refcache *cache, const qgmm_check_options *opts);
