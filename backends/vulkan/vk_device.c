@@ -306,7 +306,8 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
             g_vk.vkCreateFence(c->dev, &fci, NULL, &c->cmds[i].fence) != VK_SUCCESS)
             st = qgmm_set_error(api, QGMM_ERR_DEVICE, "command buffer / fence creation failed");
     }
-    VkPushConstantRange pcr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = 8};
+    /* the parameter block's address, the grid's row width and first linear id (common.glsl) */
+    VkPushConstantRange pcr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = 16};
     VkPipelineLayoutCreateInfo lci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
                                       .pushConstantRangeCount = 1,
                                       .pPushConstantRanges = &pcr};

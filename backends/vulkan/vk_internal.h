@@ -16,6 +16,7 @@
 #include <vulkan/vulkan.h>
 
 #include "qgmm_backend.h"
+#include "vk_grid.h"
 
 /* ---------------------------------------------------------------- loader functions */
 #define VK_FUNCS(X)                                                                       \
@@ -159,6 +160,7 @@ typedef struct vk_tuning {
     int jrows_kps;  /* QGMM_VULKAN_CAST_JROWS_KPS: units per lane in registers, 1-8 */
     int jrows_wgs;  /* QGMM_VULKAN_CAST_JROWS_WGS: persistent workgroups, at most */
     int longrows;   /* QGMM_VULKAN_CAST_LONGROWS: 0 keeps bf16 rows of 32769-65536 on cast.comp */
+    int dispatch_x; /* QGMM_VULKAN_DISPATCH_X: workgroups per row of a dispatch grid, 1-65535 */
     int pipestats;  /* QGMM_VK_PIPELINE_STATS: print each pipeline's driver statistics */
     int dump_table; /* QGMM_VK_DUMP_TABLE: print the last group table at synchronize */
 } vk_tuning;

@@ -359,9 +359,11 @@ static int64_t jrows_plan(const vk_ctx *c, qg_cast_params *p, int32_t *jc)
     /* later units are re-read: fewer registers, more workgroups resident */
     jc[JC_KPS] = t->jrows_kps;
     jc[JC_ENC] = (int32_t)p->enc;
-    /* persistent workgroups (the shader strides by the dispatch's x size, so at most 65535) */
+    /* persistent workgroups, at most one row of the dispatch grid (QGMM_VULKAN_DISPATCH_X):
+     * the shader takes its id and stride from the x dimension alone */
     const int64_t per = 256 / ls, need = (p->o * p->nseg + per - 1) / per;
-    return need < t->jrows_wgs ? need : t->jrows_wgs;
+    const int64_t most = t->jrows_wgs < t->dispatch_x ? t->jrows_wgs : t->dispatch_x;
+    return need < most ? need : most;
 }
 
 /* Plain rowwise bf16 rows of 32769-65536 elements (longer than cast.comp's register path

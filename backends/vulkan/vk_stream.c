@@ -146,10 +146,31 @@ qgmm_status vk_dispatch_spec(vk_ctx *c, int pipe, const int32_t *spec, int nspec
     return vk_dispatch_spec_ex(c, pipe, spec, nspec, p, n, groups, 1);
 }
 
+/* Records the dispatches of `groups` workgroups (vk_grid_next with the context's row width,
+ * QGMM_VULKAN_DISPATCH_X), each with its push constants: the parameter block's address, the
+ * row width and the dispatch's first linear id (common.glsl wg_linear). */
+static void vk_grid_dispatch(vk_ctx *c, VkCommandBuffer cb, uint64_t addr, int64_t groups)
+{
+    const uint32_t row = (uint32_t)c->tune.dispatch_x;
+    for (int64_t base = 0; base < groups;) {
+        vk_grid g;
+        base = vk_grid_next(groups, row, base, &g);
+        const struct {
+            uint64_t params;
+            uint32_t row, base;
+        } pc = {addr, row, g.base};
+        g_vk.vkCmdPushConstants(cb, c->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)sizeof pc, &pc);
+        g_vk.vkCmdDispatch(cb, g.gx, g.gy, 1);
+    }
+}
+
 qgmm_status vk_dispatch_spec_ex(vk_ctx *c, int pipe, const int32_t *spec, int nspec, const int64_t *p, int n,
                                 int64_t groups, int barrier_after)
 {
     if (groups <= 0) return QGMM_OK;
+    if (groups > VK_GROUPS_MAX)
+        return qgmm_set_error(c->api, QGMM_ERR_UNSUPPORTED, "vulkan: %lld workgroups in one dispatch (at most %lld)",
+                              (long long)groups, (long long)VK_GROUPS_MAX);
     VkPipeline pl;
     qgmm_status st = vk_pipeline_spec(c, pipe, spec, nspec, &pl);
     if (st != QGMM_OK) return st;
@@ -161,13 +182,9 @@ qgmm_status vk_dispatch_spec_ex(vk_ctx *c, int pipe, const int32_t *spec, int ns
     c->param_cursor += VK_PARAM_SLOT;
     memset((char *)c->params.map + off, 0, VK_PARAM_SLOT);
     memcpy((char *)c->params.map + off, p, (size_t)n * sizeof(int64_t));
-    const uint64_t addr = c->params.addr + off;
     VkCommandBuffer cb = vk_begin(c);
     g_vk.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl);
-    g_vk.vkCmdPushConstants(cb, c->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, &addr);
-    const uint32_t gx = groups > 65535 ? 65535u : (uint32_t)groups;
-    const uint32_t gy = (uint32_t)((groups + 65534) / 65535);
-    g_vk.vkCmdDispatch(cb, gx, gy, 1);
+    vk_grid_dispatch(c, cb, c->params.addr + off, groups);
     if (barrier_after) vk_barrier(c, cb);
     return QGMM_OK;
 }

@@ -43,6 +43,7 @@ static const knob g_knobs[] = {
     {"QGMM_VULKAN_CAST_JROWS_KPS", F(jrows_kps), 4, 1, 8, 0, NULL},
     {"QGMM_VULKAN_CAST_JROWS_WGS", F(jrows_wgs), 1056, 1, 65535, 0, NULL},
     {"QGMM_VULKAN_CAST_LONGROWS", F(longrows), 1, 0, 1, 0, NULL},
+    {"QGMM_VULKAN_DISPATCH_X", F(dispatch_x), 65535, 1, 65535, 0, NULL},
     {"QGMM_VK_PIPELINE_STATS", F(pipestats), 0, 0, 1, 0, NULL},
     {"QGMM_VK_DUMP_TABLE", F(dump_table), 0, 0, 1, 0, NULL},
 };

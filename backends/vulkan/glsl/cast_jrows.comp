@@ -130,7 +130,7 @@ void main()
     const uint64_t X = uint64_t(CPR.x), Q = uint64_t(CPR.q);
     const uint64_t xo = uint64_t(CPR.xo * XES), qo = uint64_t(CPR.qo);
     // Persistent lane groups: segment s = (g, row) in group-major order, then s + stride,
-    // ... (the host dispatches at most 65535 workgroups, all in x). Group-major, the lane
+    // ... (the host dispatches at most one grid row, all in x). Group-major, the lane
     // groups of a warp take segments of one group in neighbouring rows: the same width, so
     // no lane waits for a wider segment of its warp (row-major, a warp's segments were of
     // random widths). The next segment's bounds are loaded while this one is cast.

@@ -6,7 +6,8 @@
 // and may exceed maxStorageBufferRange; 64-bit addresses avoid descriptor sets, alignment
 // rules and range limits in one go. Every op reads its parameters (addresses, shapes,
 // strides in elements) from a small host-written block of int64 members, a struct that C
-// and GLSL both compile (backends/vulkan/glsl/*_params.h), whose address is the only push constant.
+// and GLSL both compile (backends/vulkan/glsl/*_params.h), whose address is pushed with the
+// dispatch grid's row width and first workgroup id (wg_linear below).
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference2 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
@@ -25,7 +26,9 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer QI32 { int v
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer QV16 { uvec4 v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer QV8 { uvec2 v; };
 
-layout(push_constant) uniform QPush { uint64_t params; } qpush;
+// The push constants (vk_stream.c vk_dispatch_spec_ex): the parameter block's address, and
+// the row width and first linear id of this dispatch's workgroup grid (wg_linear).
+layout(push_constant) uniform QPush { uint64_t params; uint row; uint base; } qpush;
 
 // dtype ids of api/qgmm.h
 #define DT_F32 1
@@ -61,6 +64,9 @@ void st_raw(uint64_t base, int64_t i, int esize, uint v)
     else st_u8(base, i, v);
 }
 
-// Workgroups are dispatched as (min(n, 65535), ceil(n / 65535), 1) so that any count fits
-// the 65535 per-dimension minimum limit; this undoes the fold.
-int64_t wg_linear() { return int64_t(gl_WorkGroupID.x) + int64_t(gl_WorkGroupID.y) * 65535l; }
+// A count of n workgroups is dispatched (vk_grid.h) as grids of whole rows of `row`
+// workgroups (row <= 65535, the per-dimension minimum limit; at most 65535 rows a dispatch)
+// and, where row does not divide n, one last dispatch of the n % row remaining ones, each
+// with its first linear id in `base`: the ids are exactly 0 .. n-1, no workgroup lies past
+// the end, so a shader may decode its id into (expert, tile, ...) without a bound check.
+int64_t wg_linear() { return int64_t(qpush.base) + int64_t(gl_WorkGroupID.x) + int64_t(gl_WorkGroupID.y) * int64_t(qpush.row); }
