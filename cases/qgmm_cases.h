@@ -170,6 +170,14 @@ int qgmm_case_count(const char *suite);
 const qgmm_case *qgmm_case_get(const char *suite, int index);
 /* The suite names, NULL-terminated. */
 const char *const *qgmm_case_suites(void);
+/* The names case ids, the runner's series parameters and suite files use for a recipe
+ * ("bf16", "fp8_rowwise", "fp8_blockwise", "mxfp8"), a group pattern ("none", "even",
+ * "ragged", "empty", "single", "short", "badoffs") and an input pattern ("normal", "edge",
+ * "wide"); "?" for a value out of range. */
+const char *qgmm_case_recipe_name(qgmm_recipe r);
+const char *qgmm_case_groups_name(qgmm_group_pattern g);
+const char *qgmm_case_input_name(qgmm_input_pattern p);
+
 /* A case by its id (or, failing that, the first case whose name matches) in `suite`. */
 const qgmm_case *qgmm_case_find(const char *suite, const char *id_or_name);
 

@@ -28,7 +28,7 @@ static const char *dt_short(qgmm_dtype t)
     }
 }
 
-static const char *recipe_short(qgmm_recipe r)
+const char *qgmm_case_recipe_name(qgmm_recipe r)
 {
     switch (r) {
     case QGMM_RECIPE_BF16: return "bf16";
@@ -66,10 +66,10 @@ static const char *mx_layout_short(qgmm_scale_layout l)
     return "?";
 }
 
-static const char *groups_short(qgmm_group_pattern g)
+const char *qgmm_case_groups_name(qgmm_group_pattern g)
 {
     switch (g) {
-    case QGMM_GROUPS_NONE: return "";
+    case QGMM_GROUPS_NONE: return "none";
     case QGMM_GROUPS_EVEN: return "even";
     case QGMM_GROUPS_RAGGED: return "ragged";
     case QGMM_GROUPS_EMPTY: return "empty";
@@ -80,7 +80,7 @@ static const char *groups_short(qgmm_group_pattern g)
     return "?";
 }
 
-static const char *input_short(qgmm_input_pattern p)
+const char *qgmm_case_input_name(qgmm_input_pattern p)
 {
     return p == QGMM_INPUT_EDGE ? "edge" : p == QGMM_INPUT_WIDE ? "wide" : "normal";
 }
@@ -162,19 +162,19 @@ static void make_name(qgmm_case *c)
         break;
     case QGMM_CASE_GROUPED_GEMM:
         snprintf(n, cap, "gemm.%s.%s.%s.out_%s", c->gemm.kind == QGMM_GEMM_M_GROUPED ? "m" : "k",
-                 recipe_short(c->gemm.recipe),
+                 qgmm_case_recipe_name(c->gemm.recipe),
                  c->gemm.recipe == QGMM_RECIPE_BF16 ? "bf16" : dt_short(c->q_dtype),
                  dt_short(c->out_dtype));
         break;
     case QGMM_CASE_RECIPE:
-        snprintf(n, cap, "recipe.%s%s.%s.%s.out_%s", recipe_short(c->gemm.recipe),
+        snprintf(n, cap, "recipe.%s%s.%s.%s.out_%s", qgmm_case_recipe_name(c->gemm.recipe),
                  c->gemm.recipe == QGMM_RECIPE_MXFP8 ? (c->mx.mode == QGMM_MX_RCEIL ? ".rceil" : ".floor") : "",
                  pass_short(c->pass), dt_short(c->q_dtype), dt_short(c->out_dtype));
         break;
     case QGMM_CASE_MOE_FORWARD:
     case QGMM_CASE_MOE_BACKWARD:
         snprintf(n, cap, "moe_experts.%s.%s%s.%s.out_%s", c->op == QGMM_CASE_MOE_FORWARD ? "forward" : "backward",
-                 recipe_short(c->gemm.recipe),
+                 qgmm_case_recipe_name(c->gemm.recipe),
                  c->gemm.recipe == QGMM_RECIPE_MXFP8 ? (c->mx.mode == QGMM_MX_RCEIL ? ".rceil" : ".floor") : "",
                  c->gemm.recipe == QGMM_RECIPE_BF16 ? "bf16" : dt_short(c->q_dtype), dt_short(c->out_dtype));
         break;
@@ -196,14 +196,14 @@ static void make_id(qgmm_case *c)
     if (s->K > 0) ADD(".K%lld", s->K);
     if (c->groups != QGMM_GROUPS_NONE) {
         ADD(".G%lld", c->groups == QGMM_GROUPS_SINGLE ? 1 : s->G);
-        k += snprintf(shape + k, sizeof shape - (size_t)k, ".%s", groups_short(c->groups));
+        k += snprintf(shape + k, sizeof shape - (size_t)k, ".%s", qgmm_case_groups_name(c->groups));
         if (c->groups == QGMM_GROUPS_BAD)
             k += snprintf(shape + k, sizeof shape - (size_t)k, "_%s",
                           (c->seed & 1) && s->G >= 2 ? "decreasing" : "past_end");
         if (c->group_multiple > 1) ADD("%lld", c->group_multiple);
     }
 #undef ADD
-    snprintf(shape + k, sizeof shape - (size_t)k, ".%s", input_short(c->input));
+    snprintf(shape + k, sizeof shape - (size_t)k, ".%s", qgmm_case_input_name(c->input));
     snprintf(c->id, sizeof c->id, "%s/%s", c->name, shape);
 }
 
@@ -1022,6 +1022,6 @@ void qgmm_case_describe(const qgmm_case *c, char *out, size_t cap)
              c->id, fam[c->family], c->check == QGMM_CHECK_EXACT ? "exact" : "numeric",
              dt_short(c->in_dtype), dt_short(c->q_dtype), dt_short(c->out_dtype),
              (long long)c->shape.E, (long long)c->shape.M, (long long)c->shape.N,
-             (long long)c->shape.K, (long long)c->shape.G, groups_short(c->groups),
-             input_short(c->input), (unsigned long long)c->seed, c->bytes, c->flops);
+             (long long)c->shape.K, (long long)c->shape.G, qgmm_case_groups_name(c->groups),
+             qgmm_case_input_name(c->input), (unsigned long long)c->seed, c->bytes, c->flops);
 }

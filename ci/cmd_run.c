@@ -198,35 +198,13 @@ static int measured_already(const run_record *r, int ci, const char *benchmark, 
     return 0;
 }
 
-static const char *recipe_name(qgmm_recipe r)
-{
-    switch (r) {
-    case QGMM_RECIPE_BF16: return "bf16";
-    case QGMM_RECIPE_FP8_ROWWISE: return "fp8_rowwise";
-    case QGMM_RECIPE_FP8_BLOCKWISE: return "fp8_blockwise";
-    case QGMM_RECIPE_MXFP8: return "mxfp8";
-    }
-    return "?";
-}
-
-static const char *groups_name(qgmm_group_pattern g)
-{
-    static const char *n[] = {"none", "even", "ragged", "empty", "single", "short"};
-    return (int)g >= 0 && (int)g < 6 ? n[g] : "?";
-}
-
-static const char *input_name(qgmm_input_pattern p)
-{
-    return p == QGMM_INPUT_EDGE ? "edge" : p == QGMM_INPUT_WIDE ? "wide" : "normal";
-}
-
 /* The series identity of a case: benchmark = the variant name, params = the shape class. */
 static void case_params(const qgmm_case *c, char *params, size_t pcap, char *shape, size_t scap)
 {
     const qgmm_case_shape *s = &c->shape;
     snprintf(params, pcap,
              "{\"e\":%lld,\"g\":%lld,\"groups\":\"%s\",\"input\":\"%s\",\"k\":%lld,\"m\":%lld,\"mult\":%d,\"n\":%lld}",
-             (long long)s->E, (long long)s->G, groups_name(c->groups), input_name(c->input), (long long)s->K,
+             (long long)s->E, (long long)s->G, qgmm_case_groups_name(c->groups), qgmm_case_input_name(c->input), (long long)s->K,
              (long long)s->M, c->group_multiple, (long long)s->N);
     int k = 0;
     shape[0] = 0;
@@ -611,7 +589,7 @@ static void run_case(qgmm_context *ctx, qgmm_context *ref, const qgmm_case *c, c
     if (c->flops > 0) x->flops = (int64_t)c->flops;
     if (c->family == QGMM_FAMILY_GEMM || c->family == QGMM_FAMILY_RECIPE) {
         char ce[64];
-        snprintf(ce, sizeof ce, "ceiling.gemm.%s", recipe_name(c->gemm.recipe));
+        snprintf(ce, sizeof ce, "ceiling.gemm.%s", qgmm_case_recipe_name(c->gemm.recipe));
         rr_set(&x->ceiling, ce);
     } else {
         rr_set(&x->ceiling, "ceiling.copy");
@@ -1379,7 +1357,7 @@ static void write_cases_json(FILE *f, const suite *s, const char *filter)
         jb_printf(&b, ", \"op\": %d, \"family\": %d, \"recipe\": \"%s\", \"gemm_kind\": \"%s\", \"pass\": %d, "
                       "\"in_dtype\": \"%s\", \"q_dtype\": \"%s\", \"out_dtype\": \"%s\", \"M\": %lld, \"N\": %lld, "
                       "\"K\": %lld, \"E\": %lld, \"G\": %lld, \"bytes\": %.0f, \"flops\": %.0f, \"ceiling\": \"%s\", \"offs\": [",
-                  (int)c->op, (int)c->family, recipe_name(c->gemm.recipe),
+                  (int)c->op, (int)c->family, qgmm_case_recipe_name(c->gemm.recipe),
                   c->gemm.kind == QGMM_GEMM_K_GROUPED ? "k" : "m", (int)c->pass, qgmm_dtype_name(c->in_dtype),
                   qgmm_dtype_name(c->q_dtype), qgmm_dtype_name(c->out_dtype), (long long)c->shape.M,
                   (long long)c->shape.N, (long long)c->shape.K, (long long)c->shape.E, (long long)c->shape.G, c->bytes,

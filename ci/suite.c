@@ -37,8 +37,8 @@ static const qgmm_case *find_any(const char *id_or_name, int by_id_only)
 
 static int parse_groups(const char *v, qgmm_group_pattern *g)
 {
-    static const char *names[] = {"none", "even", "ragged", "empty", "single", "short"};
-    for (int i = 0; i < 6; ++i) if (strcmp(v, names[i]) == 0) { *g = (qgmm_group_pattern)i; return 0; }
+    for (int i = QGMM_GROUPS_NONE; i < QGMM_GROUPS_BAD; ++i)
+        if (strcmp(v, qgmm_case_groups_name((qgmm_group_pattern)i)) == 0) { *g = (qgmm_group_pattern)i; return 0; }
     return -1;
 }
 
