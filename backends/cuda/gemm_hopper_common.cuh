@@ -192,6 +192,46 @@ __device__ __forceinline__ void qg_wg_bar(int id)
     asm volatile("barrier.sync %0, 128;\n" ::"r"(id) : "memory");
 }
 
+/* K-grouped: in one ring slot, zero what belongs to the neighbouring groups, so that only the
+ * group's tokens [lo, hi) of the slice (bytes [lo_b, hi_b) of a K-major row) feed the wgmma.
+ * AR rows of A at a_st and BR rows of B at b_st, one warpgroup (lt: its thread). MN-major: a
+ * row is one token (64 per box) and is cleared whole. K-major: each 128-byte row is
+ * 128B-swizzled (16-byte chunk c of row r sits at chunk c ^ (r % 8)); chunks wholly inside
+ * the group stay, chunks wholly outside are zeroed, the one or two straddling chunks per row
+ * are masked per byte. The caller fences the async proxy and meets the other warps after. */
+template <bool A_MN, bool B_MN, int AR, int BR>
+__device__ __forceinline__ void qg_zero_outside_group(uint8_t *a_st, uint8_t *b_st, int lo, int hi, int lo_b, int hi_b,
+                                                      int lt)
+{
+    for (int i = lt; i < (AR + BR) * 8; i += 128) {
+        const int row = i >> 3, ch = i & 7, c_lo = ch * 16;
+        const bool is_a = row < AR;
+        const int rr = is_a ? row : row - AR;
+        uint4 *chunk = (uint4 *)((is_a ? a_st : b_st) + rr * 128 + ((ch ^ (rr & 7)) << 4));
+        if (is_a ? A_MN : B_MN) {
+            const int tok = rr & 63;
+            if (tok < lo || tok >= hi) *chunk = make_uint4(0u, 0u, 0u, 0u);
+            continue;
+        }
+        if (c_lo >= lo_b && c_lo + 16 <= hi_b) continue;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (c_lo + 16 > lo_b && c_lo < hi_b) {
+            v = *chunk;
+            uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int q = 0; q < 4; ++q) { /* keep bytes [kl, kh) of word q */
+                const int kl = min(max(lo_b - c_lo - 4 * q, 0), 4);
+                const int kh = min(max(hi_b - c_lo - 4 * q, 0), 4);
+                const uint32_t mh = kh >= 4 ? 0xFFFFFFFFu : (1u << (8 * kh)) - 1u;
+                const uint32_t ml = kl >= 4 ? 0xFFFFFFFFu : (1u << (8 * kl)) - 1u;
+                w[q] &= mh & ~ml;
+            }
+            v = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+        *chunk = v;
+    }
+}
+
 /* TMA store of one 128-byte-wide box of the output (3D map: column, row, group). */
 __device__ __forceinline__ void tma_store_3d(const CUtensorMap *map, uint32_t src, int c0, int c1, int c2)
 {

@@ -145,41 +145,12 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
                      * group's first token in the first slice, after its last in the last);
                      * zero them in both tiles. This warpgroup clears its 64 A rows and half of
                      * the 256 B rows (K-major) or its A box and two B boxes (MN-major, the same
-                     * 192 rows of 128 bytes), then both consumers meet before any wgmma.
-                     * MN-major: a row is one token, zeroed whole outside [lo, hi). K-major: a
-                     * row holds bytes [lo_b, hi_b) of the group, 128B-swizzled (16-byte chunk
-                     * c of row r sits at chunk c ^ (r % 8)); chunks wholly inside stay as they
-                     * are, chunks wholly outside are zeroed, the one or two straddling chunks
-                     * per row are masked per byte. The warps reconverge before the barrier and
-                     * wgmma that follow. */
-                    uint8_t *a_st = sA + st * HA_BYTES + cw * 64 * 128;
-                    uint8_t *b_st = sB + st * HB_BYTES + cw * 128 * 128;
-                    for (int i = lt; i < (64 + 128) * 8; i += 128) {
-                        const int row = i >> 3, ch = i & 7, c_lo = ch * 16;
-                        const int rr = row < 64 ? row : row - 64;
-                        uint4 *chunk = (uint4 *)((row < 64 ? a_st : b_st) + rr * 128 + ((ch ^ (rr & 7)) << 4));
-                        if (row < 64 ? A_MN : B_MN) {
-                            const int tok = rr & 63;
-                            if (tok < lo || tok >= hi) *chunk = make_uint4(0u, 0u, 0u, 0u);
-                            continue;
-                        }
-                        if (c_lo >= lo_b && c_lo + 16 <= hi_b) continue;
-                        uint4 v = make_uint4(0u, 0u, 0u, 0u);
-                        if (c_lo + 16 > lo_b && c_lo < hi_b) {
-                            v = *chunk;
-                            uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-                            for (int q = 0; q < 4; ++q) { /* keep bytes [kl, kh) of word q */
-                                const int kl = min(max(lo_b - c_lo - 4 * q, 0), 4);
-                                const int kh = min(max(hi_b - c_lo - 4 * q, 0), 4);
-                                const uint32_t mh = kh >= 4 ? 0xFFFFFFFFu : (1u << (8 * kh)) - 1u;
-                                const uint32_t ml = kl >= 4 ? 0xFFFFFFFFu : (1u << (8 * kl)) - 1u;
-                                w[q] &= mh & ~ml;
-                            }
-                            v = make_uint4(w[0], w[1], w[2], w[3]);
-                        }
-                        *chunk = v;
-                    }
+                     * 192 rows of 128 bytes; qg_zero_outside_group), then both consumers meet
+                     * before any wgmma. The warps reconverge before the barrier and wgmma that
+                     * follow. */
+                    qg_zero_outside_group<A_MN, B_MN, 64, 128>(sA + st * HA_BYTES + cw * 64 * 128,
+                                                               sB + st * HB_BYTES + cw * 128 * 128, lo, hi, lo_b,
+                                                               hi_b, lt);
                     __syncwarp();
                     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                     asm volatile("barrier.sync 1, 256;\n" ::: "memory");

@@ -142,34 +142,8 @@ qg_hopper_pp_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_consta
                      * qg_hopper_kernel; here the warpgroup alone clears all 128 A rows and
                      * 128 B rows (K-major: 128-byte swizzled rows; MN-major: two 64-token
                      * boxes per operand, a row is one token) */
-                    uint8_t *a_st = sA + st * PP_A_BYTES, *b_st = sB + st * PP_B_BYTES;
-                    for (int q = lt; q < (PPM + PPN) * 8; q += 128) {
-                        const int row = q >> 3, ch = q & 7, c_lo = ch * 16;
-                        const bool is_a = row < PPM;
-                        const int rr = is_a ? row : row - PPM;
-                        uint4 *chunk = (uint4 *)((is_a ? a_st : b_st) + rr * 128 + ((ch ^ (rr & 7)) << 4));
-                        if (is_a ? A_MN : B_MN) {
-                            const int tok = rr & 63;
-                            if (tok < lo || tok >= hi) *chunk = make_uint4(0u, 0u, 0u, 0u);
-                            continue;
-                        }
-                        if (c_lo >= lo_b && c_lo + 16 <= hi_b) continue;
-                        uint4 v = make_uint4(0u, 0u, 0u, 0u);
-                        if (c_lo + 16 > lo_b && c_lo < hi_b) {
-                            v = *chunk;
-                            uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-                            for (int b = 0; b < 4; ++b) {
-                                const int kl = min(max(lo_b - c_lo - 4 * b, 0), 4);
-                                const int kh = min(max(hi_b - c_lo - 4 * b, 0), 4);
-                                const uint32_t mh = kh >= 4 ? 0xFFFFFFFFu : (1u << (8 * kh)) - 1u;
-                                const uint32_t ml = kl >= 4 ? 0xFFFFFFFFu : (1u << (8 * kl)) - 1u;
-                                w[b] &= mh & ~ml;
-                            }
-                            v = make_uint4(w[0], w[1], w[2], w[3]);
-                        }
-                        *chunk = v;
-                    }
+                    qg_zero_outside_group<A_MN, B_MN, PPM, PPN>(sA + st * PP_A_BYTES, sB + st * PP_B_BYTES, lo, hi,
+                                                                lo_b, hi_b, lt);
                     __syncwarp();
                     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                     qg_wg_bar(own_bar);
