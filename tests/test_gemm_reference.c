@@ -55,10 +55,17 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* G end offsets over `extent`, sizes multiples of `mult`. pattern: 0 ragged, 1 with empty
  * groups (first, a middle one, last), 2 single group (G forced 1 by caller), 3 tail left
- * uncovered. */
+ * uncovered, 4 (G == 3, mult 1) one long group between 7 and 3 tokens (starting and ending
+ * off a 16-token boundary). */
 static void make_offs(int32_t *offs, int G, int64_t extent, int64_t mult, int pattern)
 {
     const int64_t units = extent / mult;
+    if (pattern == 4 && G == 3 && mult == 1) {
+        offs[0] = 7;
+        offs[1] = (int32_t)(extent - 3);
+        offs[2] = (int32_t)extent;
+        return;
+    }
     int64_t end_units = units;
     if (pattern == 3) end_units = units > 1 ? units - 1 - rnd_below(units / 2) : 0;
     int64_t *cut = malloc(sizeof(int64_t) * (size_t)G);
@@ -588,6 +595,12 @@ static void recipe_suite(qgmm_gemm_kind kind, qgmm_recipe r)
                   * anywhere, last slices running into the next group */
         for (int o = 0; o < 2; ++o) {
             gcase c = {kind, r, 1024, 150, 90, 5, 1, adt, bdt, odts[o], 1, 1, 0, 0};
+            run_case(&c);
+        }
+        if (r == QGMM_RECIPE_FP8_ROWWISE) { /* a contraction of 131065 tokens in one group (bf16
+                                             * out): past the CUDA Hopper fast kernel's bound,
+                                             * the promoted one (docs/numerics.md) */
+            gcase c = {kind, r, 131072, 72, 40, 3, 4, adt, bdt, QGMM_BF16, 1, 1, 0, 0};
             run_case(&c);
         }
     }

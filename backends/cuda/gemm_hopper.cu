@@ -204,7 +204,8 @@ int qg_launch_tma_kernel(K kern, const qg_problem *p, cudaStream_t stream, int b
 /* One Hopper kernel configuration: which kernel, ring depth, staging bytes per consumer,
  * CTAs per cluster, promoted tile width, ping-pong. */
 struct qg_hconf {
-    bool promo;  /* the 128 x bn promoted kernel (FP8 blockwise, MXFP8), else the 128x256 fast one */
+    bool promo;  /* the 128 x bn promoted kernel (FP8 blockwise, MXFP8, long FP8 rowwise), else the
+                  * 128x256 fast one */
     int stages;
     int sb;      /* 0: epilogue from registers */
     int cl;      /* 2: B tiles multicast to a pair of CTAs */
@@ -227,6 +228,16 @@ constexpr qg_hconf QG_FAST_CONFS[] = {{false, 3, 32768, 1}, {false, 4, 0, 1}, {f
 constexpr qg_hconf QG_PROMO_CONFS[] = {{true, 5, 16384, 1, 128}, {true, 6, 0, 1, 128}, {true, 5, 16384, 2, 128},
                                        {true, 4, 24576, 1, 192}, {true, 4, 24576, 2, 192}};
 constexpr int QG_NFAST = 4, QG_NPROMO = 5;
+/* FP8 rowwise on the promoted kernel: its 128-wide configurations (the first three),
+ * benchmark variants QG_NFAST + 1 .. QG_NFAST + 3. */
+constexpr int QG_NROWPROMO = 3;
+/* K-grouped FP8 rowwise whose contraction (the problem's M tokens, of which any one group
+ * may hold all: the group sizes are on the device) is longer than this takes the promoted
+ * kernel: the fast kernel's tensor-core accumulation over a whole group loses precision
+ * with the group's length. At this bound its worst case (one group) measured 5.0e-3, half
+ * the bf16-output bound (H100, rel. error vs float64 of the dequantized operands;
+ * docs/numerics.md, "FP8 accumulation on Hopper"). */
+constexpr int64_t QG_ROW_PROMO_TOKENS = 32768;
 
 size_t qg_conf_smem(const qg_hconf &c, int sc, int groups)
 {
@@ -238,9 +249,11 @@ size_t qg_conf_smem(const qg_hconf &c, int sc, int groups)
 
 /* The default configuration of a problem. M-grouped FP8 rowwise takes the ping-pong kernel:
  * on the H100 it was faster on every issue-20 shape (1.02-1.25x torch against 0.88-1.14x
- * for the cooperative kernel). K-grouped FP8 rowwise (wgrad) takes the 2-CTA cluster: its
- * tiles are short (a group's tokens deep) and both CTAs of a pair share every B slice, so
- * the multicast halves that operand's L2 reads. Everything else stays on the cooperative
+ * for the cooperative kernel). K-grouped FP8 rowwise (wgrad) takes the 2-CTA cluster, on
+ * the fast kernel and on the promoted one (long contractions): its tiles are short (a
+ * group's tokens deep) and both CTAs of a pair share every B slice, so the multicast halves
+ * that operand's L2 reads (promoted kernel on the H100: 1.14-1.32x faster than one CTA on
+ * the issue-20 shapes, 1.02x with 64 groups). Everything else stays on the cooperative
  * kernel on one CTA: M-grouped pairs of 128-row tiles waste more rows at group ends and
  * leave half as many scheduling units, and on the H100 the cluster was slower there and no
  * faster for K-grouped BF16 or FP8 blockwise; the ping-pong kernel was slower K-grouped
@@ -249,8 +262,9 @@ size_t qg_conf_smem(const qg_hconf &c, int sc, int groups)
  * docs/backends-cuda-gemm.md). */
 int qg_default_conf(const qg_problem *p, bool promo)
 {
+    if (p->scale_mode == QG_SC_ROW && p->kind == QG_K_GROUPED) return QG_CONF_CLUSTER;
     if (promo) return QG_CONF_STAGED;
-    if (p->scale_mode == QG_SC_ROW) return p->kind == QG_K_GROUPED ? QG_CONF_CLUSTER : QG_CONF_PINGPONG;
+    if (p->scale_mode == QG_SC_ROW) return QG_CONF_PINGPONG;
     return QG_CONF_STAGED;
 }
 
@@ -270,7 +284,7 @@ int qg_launch_conf(const qg_hconf &c, const qg_problem *p, cudaStream_t stream, 
 #define QG_LC(PROMO, ST, SB, CL, BN)                                                                  \
     if (c.promo == PROMO && c.stages == ST && c.sb == SB && c.cl == CL && (!PROMO || c.bn == BN)) {  \
         if constexpr (PROMO) {                                                                       \
-            if constexpr (SC == QG_SC_BLOCK128 || (SC == QG_SC_MX32 && BN == 128))                   \
+            if constexpr (SC == QG_SC_BLOCK128 || ((SC == QG_SC_MX32 || SC == QG_SC_ROW) && BN == 128)) \
                 return qg_launch_tma_kernel(qg_hopper_promo_kernel<E, SC, ST, SB, CL, BN>, p, stream, PBM, BN, CL, \
                                             smem, sms, why);                                         \
         } else if constexpr (SC == QG_SC_NONE || SC == QG_SC_ROW) {                                  \
@@ -334,10 +348,21 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
      * f32 every 128-deep slice. Both pass the bf16-output bound (1e-2), neither the f32 one
      * (1e-5): FP8 with f32 output runs on the portable kernel (exact products, f32 sums).
      * BF16 and FP8 rowwise -> the fast 128x256 kernel; FP8 blockwise and MXFP8 -> the
-     * promoted 128x128 kernel (per-block scales need the promotion anyway). */
-    const bool fast = p->scale_mode == QG_SC_NONE || (p->scale_mode == QG_SC_ROW && !p->out_f32);
-    const bool promo = p->elem != QG_ELEM_BF16 && !p->out_f32 &&
-                       (p->scale_mode == QG_SC_BLOCK128 || p->scale_mode == QG_SC_MX32);
+     * promoted 128x128 kernel (per-block scales need the promotion anyway). The fast
+     * kernel's error grows with the contraction (H100, one group of recipe-quantized
+     * normal data: 3.5e-3 at 16384 tokens, 5.0e-3 at 32768, 7.2e-3 at 65536, 1.04e-2 at
+     * 128000; promoted: 1.66e-3 at every length, the portable kernel's), so K-grouped FP8
+     * rowwise with more than QG_ROW_PROMO_TOKENS tokens takes the promoted kernel
+     * (promotion by 1 every 128-deep slice, the rowwise scales in the epilogue).
+     * M-grouped contractions are K (a few thousand): the fast kernel.
+     * Benchmark variants of FP8 rowwise: 1..QG_NFAST the fast kernel's configurations, then
+     * QG_NROWPROMO promoted ones. */
+    const bool row = p->scale_mode == QG_SC_ROW && !p->out_f32;
+    const bool fast = p->scale_mode == QG_SC_NONE || row;
+    const bool row_promo = row && (p->variant == 0 ? p->kind == QG_K_GROUPED && p->kdim > QG_ROW_PROMO_TOKENS
+                                                   : p->variant > QG_NFAST);
+    const bool promo = row_promo || (p->elem != QG_ELEM_BF16 && !p->out_f32 &&
+                                     (p->scale_mode == QG_SC_BLOCK128 || p->scale_mode == QG_SC_MX32));
     if (!fast && !promo) {
         *why = "Hopper grouped GEMM: FP8 with f32 output is not implemented (the portable kernel's exact sums)";
         return 1;
@@ -361,17 +386,18 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
                "or strides not 16-byte aligned";
         return 1;
     }
-    if (p->variant < 0 || p->variant > (promo ? QG_NPROMO : QG_NFAST)) {
+    if (p->variant < 0 || p->variant > (row ? QG_NFAST + QG_NROWPROMO : promo ? QG_NPROMO : QG_NFAST)) {
         *why = "Hopper grouped GEMM: no such variant";
         return 1;
     }
+    const int variant = row_promo && p->variant > 0 ? p->variant - QG_NFAST : p->variant; /* in its table */
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     /* the default configuration, or the register-epilogue one where its staging does not
      * fit beside the schedule of many groups, or one CTA where no cluster can be placed */
     const qg_hconf *confs = promo ? QG_PROMO_CONFS : QG_FAST_CONFS;
-    qg_hconf c = confs[p->variant > 0 ? p->variant - 1 : qg_default_conf(p, promo)];
-    if (p->variant == 0 && qg_conf_smem(c, p->scale_mode, p->groups) > (size_t)maxsm) c = confs[QG_CONF_REGS];
+    qg_hconf c = confs[variant > 0 ? variant - 1 : qg_default_conf(p, promo)];
+    if (variant == 0 && qg_conf_smem(c, p->scale_mode, p->groups) > (size_t)maxsm) c = confs[QG_CONF_REGS];
     const size_t smem = qg_conf_smem(c, p->scale_mode, p->groups);
     if (smem > (size_t)maxsm) { *why = "Hopper grouped GEMM: too many groups for shared memory"; return 1; }
     const int rc = qg_launch_recipe(c, p, stream, smem, sms, why);
