@@ -37,8 +37,8 @@ namespace {
  * (staged by cp.async at the tile's start). Its K-grouped groups start at any token: slices
  * start at the group's first token rounded down to 16 (TMA), and the tokens of the
  * neighbouring groups in a group's first and last slice are zeroed in both tiles, as in the
- * fast kernel. Measured at 1.3e-4 rel. error on short contractions, short of the f32-output
- * bound, so this kernel serves bf16 output only. */
+ * fast kernel (qg_zero_outside_group). Measured at 1.3e-4 rel. error on short
+ * contractions, short of the f32-output bound, so this kernel serves bf16 output only. */
 constexpr int PBM = 128;
 constexpr int PA_BYTES = PBM * HBKB;
 constexpr int QG_SCALE_LOADERS = 96; /* threads 32..127 */
@@ -231,39 +231,6 @@ __device__ __forceinline__ void qg_mx_zero_tail(uint8_t *a, uint8_t *b, int nv, 
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-/* K-grouped FP8 rowwise, a slice holding tokens of a neighbouring group (before the group's
- * first token in its first slice, after its last in its last): keeps bytes (tokens) [lo, hi)
- * of every row of both tiles and zeroes the rest. The 256 consumer threads take one 128-byte
- * row each (A rows, then B rows); logical 16-byte chunk c of row r sits at c ^ (r & 7)
- * (128B swizzle); chunks wholly inside stay, chunks wholly outside are zeroed, the one or
- * two straddling ones are masked per byte (the fast kernel's rule). */
-__device__ __forceinline__ void qg_row_mask_tokens(uint8_t *a, uint8_t *b, int lo, int hi, int t)
-{
-    const int r = t % PBM;
-    uint8_t *row = (t < PBM ? a : b) + r * 128;
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-        const int c_lo = c * 16;
-        if (c_lo >= lo && c_lo + 16 <= hi) continue;
-        uint4 *chunk = (uint4 *)(row + ((c ^ (r & 7)) << 4));
-        uint4 v = make_uint4(0u, 0u, 0u, 0u);
-        if (c_lo + 16 > lo && c_lo < hi) {
-            v = *chunk;
-            uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-            for (int q = 0; q < 4; ++q) { /* keep bytes [kl, kh) of word q */
-                const int kl = min(max(lo - c_lo - 4 * q, 0), 4);
-                const int kh = min(max(hi - c_lo - 4 * q, 0), 4);
-                const uint32_t mh = kh >= 4 ? 0xFFFFFFFFu : (1u << (8 * kh)) - 1u;
-                const uint32_t ml = kl >= 4 ? 0xFFFFFFFFu : (1u << (8 * kl)) - 1u;
-                w[q] &= mh & ~ml;
-            }
-            v = make_uint4(w[0], w[1], w[2], w[3]);
-        }
-        *chunk = v;
-    }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
 #endif
 
 template <int E, int SC, int STAGES, int SB, int CL, int BN>
@@ -420,9 +387,16 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                 float part[NJ * 4], lo[32], hi[32]; /* part: blockwise, rowwise; lo, hi: the MX halves */
                 if constexpr (SC == QG_SC_ROW) {
                     const int tlo = kt == 0 ? head : 0, thi = min(HBKB, klen + head - kt * HBKB);
-                    if (kgrp && (tlo > 0 || thi < HBKB)) { /* tokens of the neighbouring groups */
-                        qg_row_mask_tokens(sA + st * PA_BYTES, sB + st * PB_BYTES, tlo, thi, (int)threadIdx.x - 128);
+                    if (kgrp && (tlo > 0 || thi < HBKB)) {
+                        /* tokens of the neighbouring groups: this warpgroup zeroes its 64 A
+                         * rows and half of the 128 B rows (fp8: a token is a byte) */
+                        qg_zero_outside_group<false, false, 64, 64>(sA + st * PA_BYTES + cw * 64 * 128,
+                                                                    sB + st * PB_BYTES + cw * 64 * 128, tlo, thi,
+                                                                    tlo, thi, lt);
+                        __syncwarp();
+                        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                         asm volatile("barrier.sync 1, 256;\n" ::: "memory");
+                        __syncwarp();
                     }
                     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
