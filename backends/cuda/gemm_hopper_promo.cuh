@@ -177,6 +177,19 @@ __device__ __forceinline__ void qg_wgmma_promo(float *part, uint64_t da, uint64_
     else qg_wgmma128_e5m2(part, da, db, scale_d);
 }
 
+/* part = A . B of one 128-deep slice (four k32 steps, the first starting a new sum), waited
+ * for and pinned: what one promotion step adds into the f32 accumulator. */
+template <int E, int BN, int N>
+__device__ __forceinline__ void qg_slice_partial(float (&part)[N], uint64_t da, uint64_t db)
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) qg_wgmma_promo<E, BN>(part, da + 2 * ks, db + 2 * ks, ks > 0);
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    qg_fence_acc(part);
+}
+
 template <int E>
 __device__ __forceinline__ void qg_wgmma64(float (&part)[32], uint64_t da, uint64_t db, int scale_d)
 {
@@ -398,21 +411,11 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                         asm volatile("barrier.sync 1, 256;\n" ::: "memory");
                         __syncwarp();
                     }
-                    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-                    for (int ks = 0; ks < 4; ++ks) qg_wgmma_promo<E, BN>(part, da + 2 * ks, db + 2 * ks, ks > 0);
-                    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-                    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-                    qg_fence_acc(part);
+                    qg_slice_partial<E, BN>(part, da, db);
 #pragma unroll
                     for (int i = 0; i < NJ * 4; ++i) acc[i] += part[i]; /* promotion by 1 */
                 } else if constexpr (SC == QG_SC_BLOCK128) {
-                    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-                    for (int ks = 0; ks < 4; ++ks) qg_wgmma_promo<E, BN>(part, da + 2 * ks, db + 2 * ks, ks > 0);
-                    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-                    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-                    qg_fence_acc(part);
+                    qg_slice_partial<E, BN>(part, da, db);
                     if (!mblk) qg_promote<NJ, 0>(acc, part, ss, row0, lane);
                     else if (split >= BN) qg_promote_rows<NJ, NJ>(acc, part, m0a, m1a, m0b, m1b);
                     else if (split == 128) qg_promote_rows<NJ, 16>(acc, part, m0a, m1a, m0b, m1b);
