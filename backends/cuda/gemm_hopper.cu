@@ -234,9 +234,8 @@ constexpr int QG_NROWPROMO = 3;
 /* K-grouped FP8 rowwise whose contraction (the problem's M tokens, of which any one group
  * may hold all: the group sizes are on the device) is longer than this takes the promoted
  * kernel: the fast kernel's tensor-core accumulation over a whole group loses precision
- * with the group's length. At this bound its worst case (one group) measured 5.0e-3, half
- * the bf16-output bound (H100, rel. error vs float64 of the dequantized operands;
- * docs/numerics.md, "FP8 accumulation on Hopper"). */
+ * with the group's length. At this bound its worst case (one group) stays within half the
+ * bf16-output bound (docs/numerics.md, "FP8 accumulation on Hopper"). */
 constexpr int64_t QG_ROW_PROMO_TOKENS = 32768;
 
 size_t qg_conf_smem(const qg_hconf &c, int sc, int groups)
@@ -247,16 +246,14 @@ size_t qg_conf_smem(const qg_hconf &c, int sc, int groups)
     return fixed + (size_t)qg_sched_smem_ints(groups) * 4;
 }
 
-/* The default configuration of a problem. M-grouped FP8 rowwise takes the ping-pong kernel:
- * on the H100 it was faster on every issue-20 shape (1.02-1.25x torch against 0.88-1.14x
- * for the cooperative kernel). K-grouped FP8 rowwise (wgrad) takes the 2-CTA cluster, on
+/* The default configuration of a problem. M-grouped FP8 rowwise takes the ping-pong kernel,
+ * which measured faster than the cooperative kernel on every issue-20 shape. K-grouped FP8 rowwise (wgrad) takes the 2-CTA cluster, on
  * the fast kernel and on the promoted one (long contractions): its tiles are short (a
  * group's tokens deep) and both CTAs of a pair share every B slice, so the multicast halves
- * that operand's L2 reads (promoted kernel on the H100: 1.14-1.32x faster than one CTA on
- * the issue-20 shapes, 1.02x with 64 groups). Everything else stays on the cooperative
+ * that operand's L2 reads (for the promoted kernel too). Everything else stays on the cooperative
  * kernel on one CTA: M-grouped pairs of 128-row tiles waste more rows at group ends and
- * leave half as many scheduling units, and on the H100 the cluster was slower there and no
- * faster for K-grouped BF16 or FP8 blockwise; the ping-pong kernel was slower K-grouped
+ * leave half as many scheduling units, and the cluster measured slower there and no faster
+ * for K-grouped BF16 or FP8 blockwise; the ping-pong kernel was slower K-grouped
  * (both recipes, every shape) and within noise or slower for BF16 M-grouped. The promoted
  * kernel keeps 128x128 tiles: its 128x192 ones measured slower (figures:
  * docs/backends-cuda-gemm.md). */
@@ -349,9 +346,8 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
      * (1e-5): FP8 with f32 output runs on the portable kernel (exact products, f32 sums).
      * BF16 and FP8 rowwise -> the fast 128x256 kernel; FP8 blockwise and MXFP8 -> the
      * promoted 128x128 kernel (per-block scales need the promotion anyway). The fast
-     * kernel's error grows with the contraction (H100, one group of recipe-quantized
-     * normal data: 3.5e-3 at 16384 tokens, 5.0e-3 at 32768, 7.2e-3 at 65536, 1.04e-2 at
-     * 128000; promoted: 1.66e-3 at every length, the portable kernel's), so K-grouped FP8
+     * kernel's error grows with the contraction (the promoted kernel's does not: it is the
+     * portable kernel's; docs/numerics.md), so K-grouped FP8
      * rowwise with more than QG_ROW_PROMO_TOKENS tokens takes the promoted kernel
      * (promotion by 1 every 128-deep slice, the rowwise scales in the epilogue).
      * M-grouped contractions are K (a few thousand): the fast kernel.

@@ -98,8 +98,7 @@ static void rowblock_run(qgmm_context *ctx, const qgmm_kquant &a)
 }
 
 /* MX: 2 lanes x 2 units per 32-element block; 1x128: 8 lanes x 2 units per block (4 x 4,
- * 64 bytes of bf16 per lane, measured 64 % of copy against 90 % on the H100, latency bound:
- * docs/backends-cuda.md). */
+ * 64 bytes of bf16 per lane, is latency bound: docs/backends-cuda.md). */
 qgmm_status qgmm_cuda_launch_kq_rowblock(qgmm_context *ctx, const qgmm_kquant &a)
 {
     const int xf = a.x_dtype == QGMM_K_F32, mx = a.kind == QGMM_KQ_MX;

@@ -35,8 +35,8 @@ static int rowreg_plan(int64_t units, int xf32, int *nt, int *u)
 }
 
 /* Units per lane qgmm_kq_rowseg holds in registers: 0 for f32 / f16 x (the body read twice);
- * bf16: 24 (168 registers, one 256-thread block per SM; measured with 16 groups over 65536
- * tokens: 8 / 16 / 24 units 67 / 71 / 77 % of copy, read twice 61 %), or 8 where the
+ * bf16: 24 (168 registers, one 256-thread block per SM; the most that fits, and the fastest
+ * of 8 / 16 / 24 and of reading twice: docs/backends-cuda.md), or 8 where the
  * segments (rows, or 1.5x the mean group) fit in 8 units per lane, so short segments keep
  * more warps resident. */
 static int rowseg_hold(const qgmm_kquant &a)
