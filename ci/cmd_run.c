@@ -1372,25 +1372,130 @@ static void write_cases_json(FILE *f, const suite *s, const char *filter)
 
 static const char *const REFERENCES_HELP =
     "usage: qgmm-bench references [--suite NAME|FILE] [--ref-cache DIR] [--filter TEXT] [--max-mib N]\n"
+    "                             [--jobs N]\n"
     "\n"
     "Fills the CPU reference cache of `run` (see its --ref-cache) with the reference of every\n"
-    "exact case of the suite: what a run on a cold cache computes, without a device, so that a\n"
-    "GPU machine's nightly starts warm. Entries are keyed by the case library linked into this\n"
-    "binary and by libqgmm (the cpu backend): copy the cache with the build that made it. Cases already cached are\n"
-    "skipped; --max-mib N skips cases moving more than N MiB (a reference holds several times\n"
-    "its case's bytes in host memory). Prints one line per case; exit 0, 1 when a reference's\n"
-    "own check failed, 2 on usage errors.\n";
+    "exact case of the suite: what a run on a cold cache computes, without a device and without\n"
+    "timing anything, so that a GPU machine's nightly starts warm (fill it on a CPU box, copy the\n"
+    "directory). Entries are keyed by the case library linked into this binary and by libqgmm\n"
+    "(the cpu backend): copy the cache with the build that made it. Cases already cached are\n"
+    "skipped. Each case runs on every core (OpenMP); --jobs N (default 2) computes N cases at\n"
+    "once, so that one's serial parts (allocation, poison, page faults) overlap another's\n"
+    "parallel ones, as long as their host memory (about 3 times a case's bytes each) fits in\n"
+    "three quarters of the memory available; a case that does not fit beside the others waits\n"
+    "for them. --max-mib N skips cases moving more than N MiB. Prints one line per case as it\n"
+    "is done; exit 0, 1 when a reference's own check failed, 2 on usage errors.\n";
+
+/* `references`: the cases are taken in suite order by --jobs threads, each with its own CPU
+ * context (the case library and the cpu backend keep no shared state per case; the run's
+ * reference worker relies on the same). A case is admitted when its estimated host memory
+ * fits beside those being computed, or when none is: one that waits holds the others back
+ * from taking new cases, so a big case is not starved by small ones. */
+#define REFS_MEM_FACTOR 3.0  /* host memory of a reference / its case's bytes (2.3-2.8 measured) */
+typedef struct refs_pool {
+    const suite *s;
+    const char *filter;
+    long long max_mib;
+    size_t next, done, computed, skipped, cached;
+    double mem_budget, mem_used;
+    int bad, waiting, no_context;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} refs_pool;
+
+static double mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    long long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+    if (f) fclose(f);
+    if (kb > 0) return (double)kb * 1024.0;
+    return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+}
+
+static void *refs_thread(void *u)
+{
+    refs_pool *p = u;
+    qgmm_context *cpu = NULL;
+    if (qgmm_context_create("cpu", 0, &cpu) != QGMM_OK) {
+        pthread_mutex_lock(&p->mu);
+        p->no_context = 1;
+        pthread_mutex_unlock(&p->mu);
+        return NULL;
+    }
+    const qgmm_check_options opts = {.hash_only = 1};
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (p->waiting) pthread_cond_wait(&p->cv, &p->mu);
+        const qgmm_case *c = NULL;
+        uint64_t key = 0, h;
+        while (!c && p->next < p->s->n) {
+            const qgmm_case *x = &p->s->cases[p->next++].c;
+            if (x->check != QGMM_CHECK_EXACT || (p->filter && !strstr(x->id, p->filter))) continue;
+            ++p->done;
+            char params[400], shape[96];
+            case_params(x, params, sizeof params, shape, sizeof shape);
+            key = ref_key(x, params);
+            if (refcache_get(&g_refs, key, x->id, &h)) { ++p->cached; continue; }
+            if (p->max_mib > 0 && x->bytes > (double)(p->max_mib << 20)) {
+                ++p->skipped;
+                printf("skipped   %s (%.0f MiB, over --max-mib)\n", x->id, x->bytes / 1048576.0);
+                fflush(stdout);
+                continue;
+            }
+            c = x;
+        }
+        if (!c) break;
+        const double need = REFS_MEM_FACTOR * c->bytes;
+        ++p->waiting;
+        while (p->mem_used > 0 && p->mem_used + need > p->mem_budget) pthread_cond_wait(&p->cv, &p->mu);
+        --p->waiting;
+        p->mem_used += need;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        const double a = now_s();
+        const int ok = refcheck_compute(cpu, &opts, c, &h);
+        if (ok) refcache_put(&g_refs, key, c->id, h);
+        const double took = now_s() - a;
+        pthread_mutex_lock(&p->mu);
+        p->mem_used -= need;
+        pthread_cond_broadcast(&p->cv);
+        if (ok) {
+            ++p->computed;
+            printf("computed  %s  fnv1a64c:%016llx  %.1f s\n", c->id, (unsigned long long)h, took);
+        } else {
+            p->bad = 1;
+            printf("FAILED    %s: the reference's own check did not pass (run it with `qgmm-bench run --backend cpu "
+                   "--filter`)\n", c->id);
+        }
+        fflush(stdout);
+    }
+    pthread_mutex_unlock(&p->mu);
+    qgmm_context_destroy(cpu);
+    return NULL;
+}
 
 int cmd_references(int argc, char **argv)
 {
     if (wants_help(argc, argv)) { fputs(REFERENCES_HELP, stdout); return 0; }
     const char *spec = "nightly", *filter = NULL, *cache = NULL, *v;
     long long max_mib = 0;
+    int jobs = 2;
     for (int i = 1; i < argc; ++i) {
         if (opt_value(argc, argv, &i, "--suite", &spec)) continue;
         if (opt_value(argc, argv, &i, "--ref-cache", &cache)) continue;
         if (opt_value(argc, argv, &i, "--filter", &filter)) continue;
         if (opt_value(argc, argv, &i, "--max-mib", &v)) { max_mib = atoll(v); continue; }
+        if (opt_value(argc, argv, &i, "--jobs", &v)) {
+            jobs = atoi(v);
+            if (jobs < 1 || jobs > 64) {
+                fprintf(stderr, "qgmm-bench references: --jobs %s: expected 1 to 64\n", v);
+                return 2;
+            }
+            continue;
+        }
         fprintf(stderr, "qgmm-bench references: unknown argument %s (see --help)\n", argv[i]);
         return 2;
     }
@@ -1403,48 +1508,41 @@ int cmd_references(int argc, char **argv)
     suite s;
     char err[1200];
     if (suite_load(spec, &s, err, sizeof err)) { fprintf(stderr, "qgmm-bench references: %s\n", err); return 2; }
-    qgmm_context *cpu = NULL;
+    qgmm_context *cpu = NULL; /* loads the backends once, before the threads, and says why it cannot */
     if (qgmm_context_create("cpu", 0, &cpu) != QGMM_OK) {
         fprintf(stderr, "qgmm-bench references: no CPU context: %s\n", qgmm_last_error(NULL));
         suite_free(&s);
         return 2;
     }
     refs_open(cache);
-    int bad = 0;
-    size_t done = 0, computed = 0, skipped = 0;
+    refs_pool p;
+    memset(&p, 0, sizeof p);
+    p.s = &s;
+    p.filter = filter;
+    p.max_mib = max_mib;
+    p.mem_budget = 0.75 * mem_available();
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv, NULL);
     const double t0 = now_s();
-    qgmm_check_options opts = {.hash_only = 1};
-    for (size_t k = 0; k < s.n; ++k) {
-        const qgmm_case *c = &s.cases[k].c;
-        if (c->check != QGMM_CHECK_EXACT || (filter && !strstr(c->id, filter))) continue;
-        ++done;
-        char params[400], shape[96];
-        case_params(c, params, sizeof params, shape, sizeof shape);
-        uint64_t key = ref_key(c, params), h;
-        if (refcache_get(&g_refs, key, c->id, &h)) continue;
-        if (max_mib > 0 && c->bytes > (double)(max_mib << 20)) {
-            ++skipped;
-            printf("skipped   %s (%.0f MiB, over --max-mib)\n", c->id, c->bytes / 1048576.0);
-            continue;
-        }
-        const double a = now_s();
-        if (refcheck_compute(cpu, &opts, c, &h)) {
-            refcache_put(&g_refs, key, c->id, h);
-            ++computed;
-            printf("computed  %s  fnv1a64c:%016llx  %.1f s\n", c->id, (unsigned long long)h, now_s() - a);
-        } else {
-            bad = 1;
-            printf("FAILED    %s: the reference's own check did not pass (run it with `qgmm-bench run --backend cpu "
-                   "--filter`)\n", c->id);
-        }
-        fflush(stdout);
+    pthread_t th[64];
+    int started = 0;
+    for (int j = 0; j < jobs; ++j)
+        if (pthread_create(&th[started], NULL, refs_thread, &p) == 0) ++started;
+    if (!started) refs_thread(&p); /* no thread: this one computes them */
+    for (int j = 0; j < started; ++j) pthread_join(th[j], NULL);
+    int rc = p.bad;
+    if (p.no_context && p.next < s.n) { /* a thread without a context left cases behind */
+        fprintf(stderr, "qgmm-bench references: a thread could not create its CPU context: %s\n", qgmm_last_error(NULL));
+        rc = 2;
     }
-    printf("%zu exact cases: %zu already cached, %zu computed, %zu skipped, in %.0f s (%s)\n", done,
-           done - computed - skipped - (size_t)bad, computed, skipped, now_s() - t0, g_refs.dir);
+    printf("%zu exact cases: %zu already cached, %zu computed, %zu skipped, in %.0f s with %d jobs (%s)\n", p.done,
+           p.cached, p.computed, p.skipped, now_s() - t0, started ? started : 1, g_refs.dir);
+    pthread_cond_destroy(&p.cv);
+    pthread_mutex_destroy(&p.mu);
     qgmm_context_destroy(cpu);
     refcache_free(&g_refs);
     suite_free(&s);
-    return bad;
+    return rc;
 }
 
 int cmd_cases(int argc, char **argv)

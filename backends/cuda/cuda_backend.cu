@@ -10,6 +10,7 @@
 #include "cuda_internal.h"
 #include "cuda_ep.h"
 #include "gemm_problem.cuh"
+#include "qgmm_host_copy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,8 @@ extern "C" void qgmm_cuda_row_grid(const qgmm_context *ctx, int64_t chunks, int6
 
 /* ------------------------------------------------------------------ devices, contexts */
 
+static void stage_free(qgmm_cuda_ctx *c); /* buffers, below */
+
 static int cu_device_count(void)
 {
     int n = 0;
@@ -168,6 +171,7 @@ static void cu_context_destroy(qgmm_backend_ctx *bctx)
     cudaStreamSynchronize(c->stream);
     if (c->status_dev) cudaFree(c->status_dev);
     if (c->status_host) cudaFreeHost(c->status_host);
+    stage_free(c);
     if (c->owns_stream) cudaStreamDestroy(c->stream);
     free(c);
 }
@@ -263,6 +267,42 @@ static void cu_buffer_free(qgmm_context *ctx, qgmm_backend_buf *bb, int owned)
     free(b);
 }
 
+/* Large uploads and downloads go through two pinned staging chunks: the DMA engine moves
+ * one chunk while the host copies the other between it and the caller's pageable memory on
+ * several threads (qgmm_host_copy). cudaMemcpy from pageable memory stages through the
+ * driver's own buffers with one thread's memcpy, and was most of the host time of
+ * `qgmm-bench run` on the H100 (each exact case's outputs are downloaded twice). Small
+ * copies, and a context that cannot have pinned memory, copy directly. Same bytes either way. */
+#define QG_STAGE_BYTES ((size_t)32 << 20)
+#define QG_STAGE_MIN ((size_t)4 << 20)
+
+static void stage_free(qgmm_cuda_ctx *c)
+{
+    for (int i = 0; i < 2; ++i) {
+        if (c->stage[i]) cudaFreeHost(c->stage[i]);
+        if (c->stage_done[i]) cudaEventDestroy(c->stage_done[i]);
+        c->stage[i] = NULL;
+        c->stage_done[i] = NULL;
+    }
+}
+
+/* 1 when the staging chunks exist (allocated here on first use), 0 to copy directly. */
+static int stage_ready(qgmm_cuda_ctx *c, size_t bytes)
+{
+    if (bytes < QG_STAGE_MIN || c->stage_failed) return 0;
+    if (c->stage[0]) return 1;
+    int ok = 1;
+    for (int i = 0; i < 2 && ok; ++i)
+        ok = cudaMallocHost(&c->stage[i], QG_STAGE_BYTES) == cudaSuccess &&
+             cudaEventCreateWithFlags(&c->stage_done[i], cudaEventDisableTiming) == cudaSuccess;
+    if (!ok) {
+        cudaGetLastError();
+        stage_free(c);
+        c->stage_failed = 1;
+    }
+    return ok;
+}
+
 static qgmm_status cu_buffer_upload(qgmm_context *ctx, qgmm_backend_buf *bb, size_t off,
                                     const void *src, size_t bytes)
 {
@@ -270,10 +310,27 @@ static qgmm_status cu_buffer_upload(qgmm_context *ctx, qgmm_backend_buf *bb, siz
     qgmm_cuda_buf *b = (qgmm_cuda_buf *)bb;
     qgmm_status st = qgmm_cuda_enter(ctx);
     if (st != QGMM_OK || bytes == 0) return st;
-    st = qgmm_cuda_check(ctx, cudaMemcpyAsync((char *)b->ptr + off, src, bytes,
-                                              cudaMemcpyHostToDevice, c->stream), "upload");
-    /* returns once src may be reused */
-    if (st == QGMM_OK) st = qgmm_cuda_check(ctx, cudaStreamSynchronize(c->stream), "upload sync");
+    if (!stage_ready(c, bytes)) {
+        st = qgmm_cuda_check(ctx, cudaMemcpyAsync((char *)b->ptr + off, src, bytes,
+                                                  cudaMemcpyHostToDevice, c->stream), "upload");
+    } else {
+        /* chunk i: wait for the DMA that last read its staging chunk (chunk i-2), fill it, send it */
+        for (size_t done = 0, i = 0; st == QGMM_OK && done < bytes; ++i) {
+            const size_t n = bytes - done < QG_STAGE_BYTES ? bytes - done : QG_STAGE_BYTES;
+            const int s = (int)(i & 1);
+            if (i >= 2) st = qgmm_cuda_check(ctx, cudaEventSynchronize(c->stage_done[s]), "upload staging wait");
+            if (st != QGMM_OK) break;
+            qgmm_host_copy(c->stage[s], (const char *)src + done, n);
+            st = qgmm_cuda_check(ctx, cudaMemcpyAsync((char *)b->ptr + off + done, c->stage[s], n,
+                                                      cudaMemcpyHostToDevice, c->stream), "upload");
+            if (st == QGMM_OK)
+                st = qgmm_cuda_check(ctx, cudaEventRecord(c->stage_done[s], c->stream), "upload staging event");
+            done += n;
+        }
+    }
+    /* returns once src may be reused (and the staging chunks are free) */
+    const cudaError_t e = cudaStreamSynchronize(c->stream);
+    if (st == QGMM_OK) st = qgmm_cuda_check(ctx, e, "upload sync");
     return st;
 }
 
@@ -284,10 +341,32 @@ static qgmm_status cu_buffer_download(qgmm_context *ctx, qgmm_backend_buf *bb, s
     qgmm_cuda_buf *b = (qgmm_cuda_buf *)bb;
     qgmm_status st = qgmm_cuda_enter(ctx);
     if (st != QGMM_OK) return st;
-    if (bytes > 0)
+    if (bytes > 0 && !stage_ready(c, bytes)) {
         st = qgmm_cuda_check(ctx, cudaMemcpyAsync(dst, (const char *)b->ptr + off, bytes,
                                                   cudaMemcpyDeviceToHost, c->stream), "download");
-    if (st == QGMM_OK) st = qgmm_cuda_check(ctx, cudaStreamSynchronize(c->stream), "download sync");
+    } else if (bytes > 0) {
+        /* chunk i+1 is on its way into one staging chunk while the host copies chunk i out of
+         * the other */
+        const size_t nch = (bytes + QG_STAGE_BYTES - 1) / QG_STAGE_BYTES;
+        for (size_t i = 0; st == QGMM_OK && i < nch; ++i) {
+            for (size_t j = i == 0 ? 0 : i + 1; st == QGMM_OK && j <= i + 1 && j < nch; ++j) {
+                const size_t at = j * QG_STAGE_BYTES, n = bytes - at < QG_STAGE_BYTES ? bytes - at : QG_STAGE_BYTES;
+                const int s = (int)(j & 1);
+                st = qgmm_cuda_check(ctx, cudaMemcpyAsync(c->stage[s], (const char *)b->ptr + off + at, n,
+                                                          cudaMemcpyDeviceToHost, c->stream), "download");
+                if (st == QGMM_OK)
+                    st = qgmm_cuda_check(ctx, cudaEventRecord(c->stage_done[s], c->stream), "download staging event");
+            }
+            const int s = (int)(i & 1);
+            if (st == QGMM_OK)
+                st = qgmm_cuda_check(ctx, cudaEventSynchronize(c->stage_done[s]), "download staging wait");
+            if (st != QGMM_OK) break;
+            const size_t at = i * QG_STAGE_BYTES, n = bytes - at < QG_STAGE_BYTES ? bytes - at : QG_STAGE_BYTES;
+            qgmm_host_copy((char *)dst + at, c->stage[s], n);
+        }
+    }
+    const cudaError_t e = cudaStreamSynchronize(c->stream);
+    if (st == QGMM_OK) st = qgmm_cuda_check(ctx, e, "download sync");
     return st;
 }
 

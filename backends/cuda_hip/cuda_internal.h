@@ -45,6 +45,13 @@ typedef struct qgmm_cuda_ctx {
     /* stream-ordered scratch (cudaMallocAsync), grown on demand, freed at destroy */
     void *scratch;
     size_t scratch_bytes;
+
+    /* CUDA plugin only: two pinned staging chunks for large uploads and downloads
+     * (cuda_backend.cu), allocated on first use; stage_failed: none could be had, copies go
+     * straight from pageable memory */
+    void *stage[2];
+    cudaEvent_t stage_done[2];
+    int stage_failed;
 } qgmm_cuda_ctx;
 
 /* The qgmm_backend_buf of a "cuda" buffer. */

@@ -319,7 +319,7 @@ qgmm_status vk_ctx_create(qgmm_context *api, int device, vk_ctx **out)
     if (st == QGMM_OK) st = vk_mem_create(c, VK_SCRATCH_BYTES, 0, &c->scratch);
     if (st == QGMM_OK) st = vk_mem_create(c, 256, 0, &c->status);
     if (st == QGMM_OK) st = vk_mem_create(c, 256, 1, &c->readback);
-    if (st == QGMM_OK) st = vk_mem_create(c, VK_STAGING_BYTES, 1, &c->staging);
+    for (int i = 0; i < 2 && st == QGMM_OK; ++i) st = vk_mem_create(c, VK_STAGING_BYTES, 1, &c->staging[i]);
     if (st == QGMM_OK) st = vk_fill(c, c->status.addr, 4, 0);
     if (st != QGMM_OK) {
         vk_ctx_destroy(c);
@@ -380,7 +380,8 @@ void vk_ctx_destroy(vk_ctx *c)
         vk_mem_destroy(c, &c->scratch);
         vk_mem_destroy(c, &c->status);
         vk_mem_destroy(c, &c->readback);
-        vk_mem_destroy(c, &c->staging);
+        vk_mem_destroy(c, &c->staging[0]);
+        vk_mem_destroy(c, &c->staging[1]);
         for (int i = 0; i < VK_NCMD; ++i)
             if (c->cmds[i].fence) g_vk.vkDestroyFence(c->dev, c->cmds[i].fence, NULL);
         if (c->pool) g_vk.vkDestroyCommandPool(c->dev, c->pool, NULL);

@@ -214,7 +214,7 @@ typedef struct vk_ctx {
     vk_mem scratch;    /* device group tables */
     vk_mem status;     /* device status word (device-local) */
     vk_mem readback;   /* host-visible: status word copy */
-    vk_mem staging;    /* host-visible transfers */
+    vk_mem staging[2]; /* host-visible transfers: one chunk in flight while the host copies the other */
     char describe[2048];
 } vk_ctx;
 
@@ -274,6 +274,9 @@ VkCommandBuffer vk_begin(vk_ctx *c);           /* the recording command buffer *
 void vk_barrier(vk_ctx *c, VkCommandBuffer cb);
 qgmm_status vk_flush(vk_ctx *c);                /* submit without waiting */
 qgmm_status vk_wait_all(vk_ctx *c);             /* submit and wait for everything */
+/* Waits for the submission of ring slot i (c->cur right after vk_begin, then submitted) and
+ * all work before it; nothing when it has already been waited for. */
+qgmm_status vk_wait_slot(vk_ctx *c, int i);
 qgmm_status vk_pipeline(vk_ctx *c, int pipe, VkPipeline *out);
 /* Enqueues pipe over `groups` workgroups (folded into x/y) with parameter block p[n]. */
 qgmm_status vk_dispatch(vk_ctx *c, int pipe, const int64_t *p, int n, int64_t groups);

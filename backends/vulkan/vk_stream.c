@@ -57,6 +57,18 @@ qgmm_status vk_flush(vk_ctx *c)
     return QGMM_OK;
 }
 
+qgmm_status vk_wait_slot(vk_ctx *c, int i)
+{
+    if (i < 0) return QGMM_OK;
+    vk_cmd *k = &c->cmds[i];
+    if (k->state != 2) return QGMM_OK;
+    VkResult r = g_vk.vkWaitForFences(c->dev, 1, &k->fence, VK_TRUE, UINT64_MAX);
+    g_vk.vkResetFences(c->dev, 1, &k->fence);
+    k->state = 0;
+    if (r != VK_SUCCESS) return qgmm_set_error(c->api, QGMM_ERR_DEVICE, "vkWaitForFences failed (VkResult %d)", (int)r);
+    return QGMM_OK;
+}
+
 qgmm_status vk_wait_all(vk_ctx *c)
 {
     qgmm_status st = vk_flush(c);

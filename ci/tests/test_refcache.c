@@ -137,9 +137,41 @@ int main(void)
     snprintf(cmd, sizeof cmd, "cat %s/*.ref | grep -c 'output_hash fnv1a64c:%s'", dir, stale);
     t_sh(cmd, out, sizeof out);
     CHECK(stale[0] && atoi(out) == 0, "and corrected by the full comparison (%d entries still hold %s)", atoi(out), stale);
+    /* `references` fills a cache without a device: the same entries with one job or two, a
+     * second call finds them all, and a run on that cache computes nothing and stores the
+     * same output hashes (checked with the runs above, below) */
+    char dir2[1100], dir3[1100];
+    snprintf(dir2, sizeof dir2, "%s.refs2", base);
+    snprintf(dir3, sizeof dir3, "%s.refs3", base);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir2, dir3);
+    system(cmd);
+    snprintf(cmd, sizeof cmd, "%s references --suite smoke --filter e4m3fn.bf16/ --ref-cache %s --jobs 2; echo rc=$?",
+             QGMM_BENCH_EXE, dir2);
+    t_sh(cmd, out, sizeof out);
+    CHECK(strstr(out, "9 exact cases: 0 already cached, 9 computed, 0 skipped") && strstr(out, "rc=0"),
+          "references computes the 9: %s", out);
+    snprintf(cmd, sizeof cmd, "%s references --suite smoke --filter e4m3fn.bf16/ --ref-cache %s --jobs 1 | tail -1",
+             QGMM_BENCH_EXE, dir3);
+    t_sh(cmd, out, sizeof out);
+    snprintf(cmd, sizeof cmd, "diff -r '%s' '%s' && echo same", dir2, dir3);
+    t_sh(cmd, out, sizeof out);
+    CHECK(strstr(out, "same"), "one job and two write the same entries: %s", out);
+    snprintf(cmd, sizeof cmd, "%s references --suite smoke --filter e4m3fn.bf16/ --ref-cache %s | tail -1", QGMM_BENCH_EXE,
+             dir2);
+    t_sh(cmd, out, sizeof out);
+    CHECK(strstr(out, "9 exact cases: 9 already cached, 0 computed"), "a second call finds them: %s", out);
+    snprintf(cmd, sizeof cmd, "%s references --jobs 0 2>&1; echo rc=$?", QGMM_BENCH_EXE);
+    t_sh(cmd, out, sizeof out);
+    CHECK(strstr(out, "rc=2"), "--jobs 0 is a usage error: %s", out);
+    snprintf(cmd, sizeof cmd, run, QGMM_BENCH_EXE, "e4m3fn.bf16/", dir2, db);
+    t_sh(cmd, out, sizeof out);
+    CHECK(strstr(out, " 9 found, 0 computed"), "a run on the filled cache computes nothing: %s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir2, dir3);
+    system(cmd);
+
     sqlite3 *hd;
     sqlite3_open(db, &hd);
-    CHECK(t_count(hd, "SELECT count(*) FROM run WHERE state = 'complete'") == 4, "four runs");
+    CHECK(t_count(hd, "SELECT count(*) FROM run WHERE state = 'complete'") == 5, "five runs");
     CHECK(t_count(hd, "SELECT count(*) FROM result WHERE verdict <> 'pass'") == 0, "every exact case passes every time");
     CHECK(t_count(hd, "SELECT count(*) FROM (SELECT series_id FROM result GROUP BY 1 HAVING count(DISTINCT output_hash) > 1)") == 0,
           "the same output bytes every run");
