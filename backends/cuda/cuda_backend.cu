@@ -12,6 +12,7 @@
 #include "gemm_problem.cuh"
 #include "qgmm_host_copy.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,35 +273,62 @@ static void cu_buffer_free(qgmm_context *ctx, qgmm_backend_buf *bb, int owned)
  * several threads (qgmm_host_copy). cudaMemcpy from pageable memory stages through the
  * driver's own buffers with one thread's memcpy, and was most of the host time of
  * `qgmm-bench run` on the H100 (each exact case's outputs are downloaded twice). Small
- * copies, and a context that cannot have pinned memory, copy directly. Same bytes either way. */
+ * copies, a context that cannot have pinned memory, and a transfer while another thread's
+ * holds the chunks (threads may share a context) copy directly. Same bytes either way. */
 #define QG_STAGE_BYTES ((size_t)32 << 20)
 #define QG_STAGE_MIN ((size_t)4 << 20)
 
-static void stage_free(qgmm_cuda_ctx *c)
+struct qgmm_cuda_staging {
+    void *chunk[2];
+    cudaEvent_t done[2];  /* the last copy into or out of each chunk */
+    pthread_mutex_t busy; /* held by the transfer using the chunks */
+};
+
+static void staging_free(qgmm_cuda_staging *g)
 {
+    if (!g) return;
     for (int i = 0; i < 2; ++i) {
-        if (c->stage[i]) cudaFreeHost(c->stage[i]);
-        if (c->stage_done[i]) cudaEventDestroy(c->stage_done[i]);
-        c->stage[i] = NULL;
-        c->stage_done[i] = NULL;
+        if (g->chunk[i]) cudaFreeHost(g->chunk[i]);
+        if (g->done[i]) cudaEventDestroy(g->done[i]);
     }
+    pthread_mutex_destroy(&g->busy);
+    free(g);
 }
 
-/* 1 when the staging chunks exist (allocated here on first use), 0 to copy directly. */
-static int stage_ready(qgmm_cuda_ctx *c, size_t bytes)
+static void stage_free(qgmm_cuda_ctx *c)
 {
-    if (bytes < QG_STAGE_MIN || c->stage_failed) return 0;
-    if (c->stage[0]) return 1;
-    int ok = 1;
-    for (int i = 0; i < 2 && ok; ++i)
-        ok = cudaMallocHost(&c->stage[i], QG_STAGE_BYTES) == cudaSuccess &&
-             cudaEventCreateWithFlags(&c->stage_done[i], cudaEventDisableTiming) == cudaSuccess;
-    if (!ok) {
-        cudaGetLastError();
-        stage_free(c);
-        c->stage_failed = 1;
+    staging_free(c->staging);
+    c->staging = NULL;
+}
+
+/* The staging chunks, locked for this transfer (allocated on the context's first large
+ * transfer), or NULL to copy directly. The caller unlocks g->busy when done. */
+static pthread_mutex_t g_staging_alloc = PTHREAD_MUTEX_INITIALIZER;
+static qgmm_cuda_staging *stage_take(qgmm_cuda_ctx *c, size_t bytes)
+{
+    if (bytes < QG_STAGE_MIN) return NULL;
+    pthread_mutex_lock(&g_staging_alloc);
+    if (!c->staging && !c->staging_failed) {
+        qgmm_cuda_staging *g = (qgmm_cuda_staging *)calloc(1, sizeof *g);
+        int ok = g && pthread_mutex_init(&g->busy, NULL) == 0;
+        if (!ok) {
+            free(g);
+            g = NULL;
+        }
+        for (int i = 0; i < 2 && ok; ++i)
+            ok = cudaMallocHost(&g->chunk[i], QG_STAGE_BYTES) == cudaSuccess &&
+                 cudaEventCreateWithFlags(&g->done[i], cudaEventDisableTiming) == cudaSuccess;
+        if (ok) {
+            c->staging = g;
+        } else {
+            cudaGetLastError();
+            if (g) staging_free(g);
+            c->staging_failed = 1;
+        }
     }
-    return ok;
+    qgmm_cuda_staging *g = c->staging;
+    pthread_mutex_unlock(&g_staging_alloc);
+    return g && pthread_mutex_trylock(&g->busy) == 0 ? g : NULL;
 }
 
 static qgmm_status cu_buffer_upload(qgmm_context *ctx, qgmm_backend_buf *bb, size_t off,
@@ -310,7 +338,8 @@ static qgmm_status cu_buffer_upload(qgmm_context *ctx, qgmm_backend_buf *bb, siz
     qgmm_cuda_buf *b = (qgmm_cuda_buf *)bb;
     qgmm_status st = qgmm_cuda_enter(ctx);
     if (st != QGMM_OK || bytes == 0) return st;
-    if (!stage_ready(c, bytes)) {
+    qgmm_cuda_staging *g = stage_take(c, bytes);
+    if (!g) {
         st = qgmm_cuda_check(ctx, cudaMemcpyAsync((char *)b->ptr + off, src, bytes,
                                                   cudaMemcpyHostToDevice, c->stream), "upload");
     } else {
@@ -318,18 +347,19 @@ static qgmm_status cu_buffer_upload(qgmm_context *ctx, qgmm_backend_buf *bb, siz
         for (size_t done = 0, i = 0; st == QGMM_OK && done < bytes; ++i) {
             const size_t n = bytes - done < QG_STAGE_BYTES ? bytes - done : QG_STAGE_BYTES;
             const int s = (int)(i & 1);
-            if (i >= 2) st = qgmm_cuda_check(ctx, cudaEventSynchronize(c->stage_done[s]), "upload staging wait");
+            if (i >= 2) st = qgmm_cuda_check(ctx, cudaEventSynchronize(g->done[s]), "upload staging wait");
             if (st != QGMM_OK) break;
-            qgmm_host_copy(c->stage[s], (const char *)src + done, n);
-            st = qgmm_cuda_check(ctx, cudaMemcpyAsync((char *)b->ptr + off + done, c->stage[s], n,
+            qgmm_host_copy(g->chunk[s], (const char *)src + done, n);
+            st = qgmm_cuda_check(ctx, cudaMemcpyAsync((char *)b->ptr + off + done, g->chunk[s], n,
                                                       cudaMemcpyHostToDevice, c->stream), "upload");
             if (st == QGMM_OK)
-                st = qgmm_cuda_check(ctx, cudaEventRecord(c->stage_done[s], c->stream), "upload staging event");
+                st = qgmm_cuda_check(ctx, cudaEventRecord(g->done[s], c->stream), "upload staging event");
             done += n;
         }
     }
     /* returns once src may be reused (and the staging chunks are free) */
     const cudaError_t e = cudaStreamSynchronize(c->stream);
+    if (g) pthread_mutex_unlock(&g->busy);
     if (st == QGMM_OK) st = qgmm_cuda_check(ctx, e, "upload sync");
     return st;
 }
@@ -341,10 +371,11 @@ static qgmm_status cu_buffer_download(qgmm_context *ctx, qgmm_backend_buf *bb, s
     qgmm_cuda_buf *b = (qgmm_cuda_buf *)bb;
     qgmm_status st = qgmm_cuda_enter(ctx);
     if (st != QGMM_OK) return st;
-    if (bytes > 0 && !stage_ready(c, bytes)) {
+    qgmm_cuda_staging *g = stage_take(c, bytes);
+    if (bytes > 0 && !g) {
         st = qgmm_cuda_check(ctx, cudaMemcpyAsync(dst, (const char *)b->ptr + off, bytes,
                                                   cudaMemcpyDeviceToHost, c->stream), "download");
-    } else if (bytes > 0) {
+    } else if (g) {
         /* chunk i+1 is on its way into one staging chunk while the host copies chunk i out of
          * the other */
         const size_t nch = (bytes + QG_STAGE_BYTES - 1) / QG_STAGE_BYTES;
@@ -352,20 +383,20 @@ static qgmm_status cu_buffer_download(qgmm_context *ctx, qgmm_backend_buf *bb, s
             for (size_t j = i == 0 ? 0 : i + 1; st == QGMM_OK && j <= i + 1 && j < nch; ++j) {
                 const size_t at = j * QG_STAGE_BYTES, n = bytes - at < QG_STAGE_BYTES ? bytes - at : QG_STAGE_BYTES;
                 const int s = (int)(j & 1);
-                st = qgmm_cuda_check(ctx, cudaMemcpyAsync(c->stage[s], (const char *)b->ptr + off + at, n,
+                st = qgmm_cuda_check(ctx, cudaMemcpyAsync(g->chunk[s], (const char *)b->ptr + off + at, n,
                                                           cudaMemcpyDeviceToHost, c->stream), "download");
                 if (st == QGMM_OK)
-                    st = qgmm_cuda_check(ctx, cudaEventRecord(c->stage_done[s], c->stream), "download staging event");
+                    st = qgmm_cuda_check(ctx, cudaEventRecord(g->done[s], c->stream), "download staging event");
             }
             const int s = (int)(i & 1);
-            if (st == QGMM_OK)
-                st = qgmm_cuda_check(ctx, cudaEventSynchronize(c->stage_done[s]), "download staging wait");
+            if (st == QGMM_OK) st = qgmm_cuda_check(ctx, cudaEventSynchronize(g->done[s]), "download staging wait");
             if (st != QGMM_OK) break;
             const size_t at = i * QG_STAGE_BYTES, n = bytes - at < QG_STAGE_BYTES ? bytes - at : QG_STAGE_BYTES;
-            qgmm_host_copy((char *)dst + at, c->stage[s], n);
+            qgmm_host_copy((char *)dst + at, g->chunk[s], n);
         }
     }
     const cudaError_t e = cudaStreamSynchronize(c->stream);
+    if (g) pthread_mutex_unlock(&g->busy);
     if (st == QGMM_OK) st = qgmm_cuda_check(ctx, e, "download sync");
     return st;
 }

@@ -46,12 +46,10 @@ typedef struct qgmm_cuda_ctx {
     void *scratch;
     size_t scratch_bytes;
 
-    /* CUDA plugin only: two pinned staging chunks for large uploads and downloads
-     * (cuda_backend.cu), allocated on first use; stage_failed: none could be had, copies go
-     * straight from pageable memory */
-    void *stage[2];
-    cudaEvent_t stage_done[2];
-    int stage_failed;
+    /* CUDA plugin only: the pinned staging of large uploads and downloads (cuda_backend.cu),
+     * allocated on first use */
+    struct qgmm_cuda_staging *staging;
+    int staging_failed;          /* none could be had: copies go straight from pageable memory */
 } qgmm_cuda_ctx;
 
 /* The qgmm_backend_buf of a "cuda" buffer. */
