@@ -1034,17 +1034,23 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 1) qgmm_kq_colstrip(qgmm_kq_pair pr, in
  * group edges or where q does not allow them). A block owning more than U units takes
  * rounds as colstrip does (the last round stays resident; the earlier ones are re-read).
  * The amax crosses the cluster through distributed shared memory with the partials in
- * two alternating sets, so one cluster barrier per segment suffices. One block per SM
- * (registers): the loads in flight come from the pipeline, not from resident blocks.
+ * two alternating sets, so one cluster barrier per segment suffices. One 8-warp block per
+ * SM (its slots fill the shared memory): the loads in flight come from the pipeline, not
+ * from resident blocks.
  * Requires bf16 x with x.s2 == 1, 16-byte aligned rows, C % 8 == 0, q.s1 == 1; U a
  * multiple of 8. */
 #define QGMM_KQ_UNIT 32
 #define QGMM_KQ_UNIT_BYTES (QGMM_KQ_UNIT * 128)
+/* Warps per block. 16 (a 512-thread block) and two 8-warp blocks per SM with half the
+ * slots each measured no faster on the H100 (docs/backends-cuda.md, colpipe). */
+#define QGMM_KQ_PIPE_WARPS 8
 
 #if defined(QGMM_K_NVIDIA)
+/* 32-bit fields (the launcher keeps R, C and the slots under 2^31 - 256): the state of
+ * two segments (current and next) is held by every thread, so its width is registers. */
 typedef struct qgmm_kq_seg {
     int t;                     /* tensor of the pair */
-    int64_t slot, e, c0, r0, r1, base, nl; /* nl: this block's units */
+    int slot, e, c0, r0, r1, base, nl; /* nl: this block's units */
 } qgmm_kq_seg;
 
 /* Segment s of the launch (tensors in order, then slots, then strips); 0 past the end.
@@ -1059,18 +1065,18 @@ QGMM_DEV int qgmm_kq_seg_of(const qgmm_kq_pair &pr, int n, int64_t s, unsigned r
             continue;
         }
         g.t = t;
-        g.slot = s / strips;
-        g.c0 = (s % strips) * 64;
+        g.slot = (int)(s / strips);
+        g.c0 = (int)(s % strips) * 64;
         g.e = a.offs ? 0 : g.slot;
         g.r0 = 0;
-        g.r1 = a.R;
+        g.r1 = (int)a.R;
         if (a.offs) {
-            g.r0 = g.slot == 0 ? 0 : a.offs[(g.slot - 1) * a.offs_stride];
-            g.r1 = a.offs[g.slot * a.offs_stride];
+            g.r0 = g.slot == 0 ? 0 : a.offs[(int64_t)(g.slot - 1) * a.offs_stride];
+            g.r1 = a.offs[(int64_t)g.slot * a.offs_stride];
         }
-        g.base = g.r0 & ~(int64_t)15;
-        const int64_t np = g.r1 > g.r0 ? (g.r1 - g.base + QGMM_KQ_PIECE - 1) / QGMM_KQ_PIECE : 0;
-        g.nl = np > rank ? (np - rank + cs - 1) / cs * 4 : 0;
+        g.base = g.r0 & ~15;
+        const int np = g.r1 > g.r0 ? (g.r1 - g.base + QGMM_KQ_PIECE - 1) / QGMM_KQ_PIECE : 0;
+        g.nl = np > (int)rank ? (np - (int)rank + (int)cs - 1) / (int)cs * 4 : 0;
         return 1;
     }
     return 0;
@@ -1078,38 +1084,41 @@ QGMM_DEV int qgmm_kq_seg_of(const qgmm_kq_pair &pr, int n, int64_t s, unsigned r
 
 /* First row of local unit k: the block's pieces of 128 rows are rank, rank + CS, ...,
  * four units each, so every 128-byte run of a column of q is written by one block. */
-QGMM_DEV int64_t qgmm_kq_unit_row(const qgmm_kq_seg &g, int64_t k, unsigned rank, unsigned cs)
+QGMM_DEV int qgmm_kq_unit_row(const qgmm_kq_seg &g, int k, unsigned rank, unsigned cs)
 {
-    return g.base + ((k >> 2) * cs + rank) * QGMM_KQ_PIECE + (k & 3) * QGMM_KQ_UNIT;
+    return g.base + ((k >> 2) * (int)cs + (int)rank) * QGMM_KQ_PIECE + (k & 3) * QGMM_KQ_UNIT;
 }
 
 /* This lane's share of the copy of local unit k into `slot` (rows outside [r0, r1) and
  * columns past C are not copied: never read below). */
-QGMM_DEV void qgmm_kq_unit_copy(const qgmm_kquant &a, const qgmm_kq_seg &g, uint8_t *slot, int64_t k,
+QGMM_DEV void qgmm_kq_unit_copy(const qgmm_kquant &a, const qgmm_kq_seg &g, uint8_t *slot, int k,
                                 unsigned rank, unsigned cs)
 {
     const int lane = QGMM_TID % 32;
-    const int64_t row0 = qgmm_kq_unit_row(g, k, rank, cs);
-    const uint16_t *xs = (const uint16_t *)a.x.ptr;
+    const int row0 = qgmm_kq_unit_row(g, k, rank, cs);
+    const int c = g.c0 + (lane % 8) * 8;
+    if (c >= a.C) return;
+    /* lane's column chunk is fixed: one 64-bit base, then a row stride per copy */
+    const uint16_t *xs = (const uint16_t *)a.x.ptr + qgmm_kidx(a.x, g.e, row0 + lane / 8, c);
+    const int64_t step = 4 * a.x.s1;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-        const int ch = lane + 32 * i, rr = ch / 8, k16 = ch % 8;
-        const int64_t r = row0 + rr, c = g.c0 + k16 * 8;
-        if (r >= g.r0 && r < g.r1 && c < a.C) qgmm_kq_cp16(slot + rr * 128 + k16 * 16, xs + qgmm_kidx(a.x, g.e, r, c));
+        const int rr = lane / 8 + 4 * i, r = row0 + rr;
+        if (r >= g.r0 && r < g.r1) qgmm_kq_cp16(slot + rr * 128 + (lane % 8) * 16, xs + i * step);
     }
 }
 
 /* This warp's slots of round ri of segment g: copies issued (no wait). */
-QGMM_DEV void qgmm_kq_round_copy(const qgmm_kquant &a, const qgmm_kq_seg &g, uint8_t *sm, int U, int64_t ri,
+QGMM_DEV void qgmm_kq_round_copy(const qgmm_kquant &a, const qgmm_kq_seg &g, uint8_t *sm, int U, int ri,
                                  unsigned rank, unsigned cs)
 {
     const int warp = QGMM_TID / 32;
-    const int64_t k0 = ri * U, k1 = k0 + U < g.nl ? k0 + U : g.nl;
-    for (int64_t k = k0 + warp; k < k1; k += 8)
+    const int k0 = ri * U, k1 = k0 + U < g.nl ? k0 + U : g.nl;
+    for (int k = k0 + warp; k < k1; k += QGMM_KQ_PIPE_WARPS)
         qgmm_kq_unit_copy(a, g, sm + (size_t)(k - k0) * QGMM_KQ_UNIT_BYTES, k, rank, cs);
 }
 
-QGMM_DEV void qgmm_kq_unit_amax(const qgmm_kq_seg &g, const uint8_t *slot, int64_t rs, uint32_t &m)
+QGMM_DEV void qgmm_kq_unit_amax(const qgmm_kq_seg &g, const uint8_t *slot, int rs, uint32_t &m)
 {
     const int lane = QGMM_TID % 32;
     if (rs >= g.r0 && rs + QGMM_KQ_UNIT <= g.r1) {
@@ -1170,7 +1179,7 @@ QGMM_DEV void qgmm_kq_cast8_bf16(const uint32_t w[8], int h, float mu, uint32_t 
 
 /* Casts a unit in two halves of 16 rows (16 words per lane in flight, no spills). */
 template <int FMT>
-QGMM_DEV void qgmm_kq_unit_cast(const qgmm_kquant &a, const qgmm_kq_seg &g, const uint8_t *slot, int64_t rs,
+QGMM_DEV void qgmm_kq_unit_cast(const qgmm_kquant &a, const qgmm_kq_seg &g, const uint8_t *slot, int rs,
                                 const float *mult, int vec_out)
 {
     const int lane = QGMM_TID % 32;
@@ -1178,7 +1187,7 @@ QGMM_DEV void qgmm_kq_unit_cast(const qgmm_kquant &a, const qgmm_kq_seg &g, cons
     const float mu[2] = {mult[2 * lane], mult[2 * lane + 1]};
 #pragma unroll 1
     for (int half = 0; half < 2; ++half) {
-        const int64_t r = rs + 16 * half;
+        const int r = rs + 16 * half;
         uint32_t w[16], mx[2], mn[2];
 #pragma unroll
         for (int k = 0; k < 16; ++k) w[k] = *(const uint32_t *)(slot + (16 * half + k) * 128 + lane * 4);
@@ -1199,12 +1208,12 @@ QGMM_DEV void qgmm_kq_unit_cast(const qgmm_kquant &a, const qgmm_kq_seg &g, cons
         const int full = vec_out && r >= g.r0 && r + 16 <= g.r1;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int64_t c = g.c0 + 2 * lane + h;
+            const int c = g.c0 + 2 * lane + h;
             if (c >= a.C) continue;
             uint32_t o[4];
             qgmm_kq_cast8_bf16<FMT>(w, h, mu[h], mx[0], mn[0], o);
             qgmm_kq_cast8_bf16<FMT>(w + 8, h, mu[h], mx[1], mn[1], o + 2);
-            const int64_t qi = g.e * a.q.s0 + c * a.q.s2 + r;
+            const int64_t qi = (int64_t)g.e * a.q.s0 + (int64_t)c * a.q.s2 + r;
             if (full) {
                 *(uint4 *)(qb + qi) = make_uint4(o[0], o[1], o[2], o[3]);
             } else {
@@ -1217,10 +1226,11 @@ QGMM_DEV void qgmm_kq_unit_cast(const qgmm_kquant &a, const qgmm_kq_seg &g, cons
 }
 
 template <int FMT>
-QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 1) qgmm_kq_colpipe(qgmm_kq_pair pr, int n, int U, int vec_out0, int vec_out1)
+QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1) qgmm_kq_colpipe(qgmm_kq_pair pr, int n, int U, int vec_out0, int vec_out1)
 {
     extern __shared__ __align__(16) uint8_t qgmm_kq_pipe_sm[];
-    QGMM_SHARED float red[8][64];
+    enum { NW = QGMM_KQ_PIPE_WARPS };
+    QGMM_SHARED float red[NW][64];
     QGMM_SHARED float part[2][64];
     QGMM_SHARED float mult[64];
     const unsigned cs = qgmm_kq_cluster_size(), rank = qgmm_kq_cluster_rank();
@@ -1239,26 +1249,25 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 1) qgmm_kq_colpipe(qgmm_kq_pair pr, int
     while (have) {
         const qgmm_kquant &a = pr.t[g.t];
         const int vec_out = g.t ? vec_out1 : vec_out0;
-        const int64_t rounds = (g.nl + U - 1) / U;
+        const int rounds = (g.nl + U - 1) / U;
         uint32_t m = 0;
-        for (int64_t ri = 0; ri < rounds; ++ri) {
+        for (int ri = 0; ri < rounds; ++ri) {
             if (ri) {
                 __syncwarp();
                 qgmm_kq_round_copy(a, g, sm, U, ri, rank, cs);
             }
             qgmm_kq_cp_wait();
             __syncwarp();
-            const int64_t k0 = ri * U, k1 = k0 + U < g.nl ? k0 + U : g.nl;
-            for (int64_t k = k0 + warp; k < k1; k += 8)
-                qgmm_kq_unit_amax(g, sm + (size_t)(k - k0) * QGMM_KQ_UNIT_BYTES,
-                                  qgmm_kq_unit_row(g, k, rank, cs), m);
+            const int k0 = ri * U, k1 = k0 + U < g.nl ? k0 + U : g.nl;
+            for (int k = k0 + warp; k < k1; k += NW)
+                qgmm_kq_unit_amax(g, sm + (size_t)(k - k0) * QGMM_KQ_UNIT_BYTES, qgmm_kq_unit_row(g, k, rank, cs), m);
         }
         red[warp][2 * lane] = qgmm_bits_f32(m << 16);
         red[warp][2 * lane + 1] = qgmm_bits_f32(m & 0xFFFF0000u);
         QGMM_SYNC();
         if (QGMM_TID < 64) {
             float v = red[0][QGMM_TID];
-            for (int k = 1; k < 8; ++k) v = qgmm_amax_combine(v, red[k][QGMM_TID]);
+            for (int k = 1; k < NW; ++k) v = qgmm_amax_combine(v, red[k][QGMM_TID]);
             part[par][QGMM_TID] = v;
         }
         qgmm_kq_cluster_sync(); /* every block's partials of this segment visible cluster-wide */
@@ -1274,11 +1283,11 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 1) qgmm_kq_colpipe(qgmm_kq_pair pr, int
         QGMM_SYNC(); /* mult visible */
         s += ncl;
         const int hn = qgmm_kq_seg_of(pr, n, s, rank, cs, nx);
-        const int64_t nfirst = hn ? (nx.nl < U ? nx.nl : U) : 0; /* slots of the next segment's first round */
-        int64_t castn = 0; /* slots cast in the last cast round (refilled as they free up) */
-        for (int64_t kk = 0; kk < rounds; ++kk) {
-            const int64_t ri = kk == 0 ? rounds - 1 : kk - 1; /* the resident round first */
-            const int64_t k0 = ri * U, k1 = k0 + U < g.nl ? k0 + U : g.nl;
+        const int nfirst = hn ? (nx.nl < U ? nx.nl : U) : 0; /* slots of the next segment's first round */
+        int castn = 0; /* slots cast in the last cast round (refilled as they free up) */
+        for (int kk = 0; kk < rounds; ++kk) {
+            const int ri = kk == 0 ? rounds - 1 : kk - 1; /* the resident round first */
+            const int k0 = ri * U, k1 = k0 + U < g.nl ? k0 + U : g.nl;
             const int last = kk == rounds - 1;
             if (kk) {
                 __syncwarp();
@@ -1286,7 +1295,7 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 1) qgmm_kq_colpipe(qgmm_kq_pair pr, int
                 qgmm_kq_cp_wait();
                 __syncwarp();
             }
-            for (int64_t k = k0 + warp; k < k1; k += 8) {
+            for (int k = k0 + warp; k < k1; k += NW) {
                 uint8_t *slot = sm + (size_t)(k - k0) * QGMM_KQ_UNIT_BYTES;
                 qgmm_kq_unit_cast<FMT>(a, g, slot, qgmm_kq_unit_row(g, k, rank, cs), mult, vec_out);
                 if (last && k - k0 < nfirst) {
@@ -1296,7 +1305,7 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 1) qgmm_kq_colpipe(qgmm_kq_pair pr, int
             }
             if (last) castn = k1 - k0;
         }
-        for (int64_t k = warp; k < nfirst; k += 8)
+        for (int k = warp; k < nfirst; k += NW)
             if (k >= castn) qgmm_kq_unit_copy(pr.t[nx.t], nx, sm + (size_t)k * QGMM_KQ_UNIT_BYTES, k, rank, cs);
         g = nx;
         have = hn;

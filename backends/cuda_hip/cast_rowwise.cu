@@ -165,7 +165,9 @@ static qgmm_status colstrip_launch(qgmm_context *ctx, const qgmm_kquant *t, int 
     return qgmm_cuda_check(ctx, err, "qgmm_kq_colstrip");
 }
 
-/* colpipe plan (qgmm_kq_colpipe, one block of 174 registers per SM): the smallest cluster
+/* colpipe plan (qgmm_kq_colpipe, one 8-warp block of 99 registers per SM: the slots fill
+ * its shared memory; clusters of twice the blocks with half the slots, two per SM,
+ * measured no faster): the smallest cluster
  * whose blocks hold their pieces of a planned segment in at most QGMM_COLPIPE_U2 unit
  * slots, else clusters of QGMM_COLPIPE_CSMAX blocks of up to QGMM_COLPIPE_UMAX slots;
  * longer segments are not planned (their rounds would re-read x from HBM). */
@@ -195,7 +197,8 @@ static int colpipe_ok(const qgmm_cuda_ctx *c, const qgmm_kquant &a)
 {
     const int64_t np = colpipe_pieces(a);
     return c->cc_major >= 9 && a.x_dtype == QGMM_K_BF16 && qgmm_kquant_x_vec(&a) && a.q.s1 == 1 && a.C > 0 &&
-           a.R < ((int64_t)1 << 31) && (np + QGMM_COLPIPE_CSMAX - 1) / QGMM_COLPIPE_CSMAX * 4 <= QGMM_COLPIPE_UMAX;
+           a.R < ((int64_t)1 << 31) - 256 && a.C < ((int64_t)1 << 31) - 256 &&
+           (a.offs ? a.G : a.E) < ((int64_t)1 << 31) && (np + QGMM_COLPIPE_CSMAX - 1) / QGMM_COLPIPE_CSMAX * 4 <= QGMM_COLPIPE_UMAX;
 }
 
 /* The single-read kernel of a call (measured on the H100, docs/backends-cuda.md): fixed
@@ -232,7 +235,7 @@ static int colpipe_launch(qgmm_context *ctx, const qgmm_kquant *t, int n, qgmm_s
     const size_t smem = (size_t)U * QGMM_KQ_UNIT_BYTES;
     cudaLaunchConfig_t cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.blockDim = dim3(256, 1, 1);
+    cfg.blockDim = dim3(32 * QGMM_KQ_PIPE_WARPS, 1, 1);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = c->stream;
     cudaLaunchAttribute at[1];

@@ -24,6 +24,7 @@ static int g_reps = 50;
 static double g_copy_gbps;
 static const char *g_filter[16];
 static int g_nfilter;
+static int64_t g_groups; /* --shape2d's G: the jagged colwise and dual groups (0: 16 and 64) */
 
 #define OK(call)                                                                                  \
     do {                                                                                          \
@@ -266,11 +267,16 @@ static void cases_2d(int64_t M, int64_t K, int f32)
     bench("fp8_colwise_t", shape, in + qbytes + 4.0 * K, r_rw, &c, 1);
 
     /* jagged per-group colwise over token groups, 16 and 64 groups; the dual form (two
-     * tensors, one offs: here x twice into two q / scales) with 16 groups */
-    case_jagged_colwise(&c, shape, 16, in, qbytes);
-    case_jagged_colwise(&c, shape, 64, in, qbytes);
+     * tensors, one offs: here x twice into two q / scales) with 16 groups; --shape2d: both
+     * with its G groups */
+    if (g_groups) {
+        case_jagged_colwise(&c, shape, g_groups, in, qbytes);
+    } else {
+        case_jagged_colwise(&c, shape, 16, in, qbytes);
+        case_jagged_colwise(&c, shape, 64, in, qbytes);
+    }
     {
-        const int64_t G = 16;
+        const int64_t G = g_groups ? g_groups : 16;
         qgmm_buffer *ob = offs_buf(M, G, 16, 11);
         qgmm_buffer *q2 = out_buf((size_t)(M * K));
         qgmm_buffer *s2 = out_buf((size_t)(G * K * 4));
@@ -279,7 +285,9 @@ static void cases_2d(int64_t M, int64_t K, int f32)
         c.s = T(c.sbuf, QGMM_F32, 2, G, K, 0);
         c.q1 = qgmm_tensor_make_colmajor(q2, 0, QGMM_F8E4M3FN, M, K);
         c.s1 = T(s2, QGMM_F32, 2, G, K, 0);
-        bench("fp8_jagged_colwise_dual_g16", shape, 2.0 * (in + qbytes + 4.0 * G * K), r_dual, &c, 1);
+        char op[64];
+        snprintf(op, sizeof op, "fp8_jagged_colwise_dual_g%lld", (long long)G);
+        bench(op, shape, 2.0 * (in + qbytes + 4.0 * G * K), r_dual, &c, 1);
         memset(&c.offs, 0, sizeof c.offs);
         qgmm_buffer_free(ob);
         qgmm_buffer_free(q2);
@@ -481,10 +489,11 @@ static void cases_pad(int64_t T_, int64_t D, int64_t G)
 int main(int argc, char **argv)
 {
     int quick = 0, focus = 0;
-    int64_t shape3d[3] = {0, 0, 0};
+    int64_t shape3d[3] = {0, 0, 0}, shape2d[2] = {0, 0};
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: qgmm-cuda-casts-bench [--reps N] [--quick|--focus|--shape3d E,N,K] [--filter SUBSTR]...\n"
+            printf("usage: qgmm-cuda-casts-bench [--reps N] [--quick|--focus|--shape3d E,N,K|--shape2d M,K,G]\n"
+                   "       [--filter SUBSTR]...\n"
                    "Times every CUDA cast/layout/padding op at the ops-spec section 8 shapes with\n"
                    "device events (median of N runs after 5 warm-ups, default 50) and prints CSV:\n"
                    "op,shape,us,GB/s,%% of the measured device-to-device copy bandwidth,bytes,status.\n"
@@ -492,6 +501,8 @@ int main(int argc, char **argv)
                    "--quick: one shape per family (smoke). --focus: the casts only, at (65536, 5120) and\n"
                    "(16384, 7168) bf16, (32768, 5120) f32, 3D (16, 8192, 5120) / (16, 5120, 8192) bf16.\n"
                    "--shape3d E,N,K: only the 3D weight casts of (E, N, K) bf16 (e.g. 64,4096,7168).\n"
+                   "--shape2d M,K,G: only the 2D casts of (M, K) bf16, the jagged colwise and dual\n"
+                   "forms with G groups (e.g. 65536,2048,16: the wgrad casts of an MoE layer).\n"
                    "Exit 77 without a CUDA device.\n");
             return 0;
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
@@ -511,6 +522,16 @@ int main(int argc, char **argv)
             shape3d[0] = e_;
             shape3d[1] = n_;
             shape3d[2] = k_;
+        } else if (!strcmp(argv[i], "--shape2d") && i + 1 < argc) {
+            long long m_, k_, g_;
+            if (sscanf(argv[++i], "%lld,%lld,%lld", &m_, &k_, &g_) != 3 || m_ < 1 || k_ < 128 || k_ % 128 != 0 ||
+                g_ < 1 || g_ > m_) {
+                fprintf(stderr, "--shape2d wants M,K,G (K a multiple of 128, 1 <= G <= M), got %s\n", argv[i]);
+                return 2;
+            }
+            shape2d[0] = m_;
+            shape2d[1] = k_;
+            g_groups = g_;
         } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
             if (g_nfilter == 16) {
                 fprintf(stderr, "at most 16 --filter arguments\n");
@@ -558,6 +579,12 @@ int main(int argc, char **argv)
     }
     printf("op,shape,us,gbps,pct_copy,bytes,status\n");
     const int64_t toks[3] = {16384, 65536, 131072}, dims[3] = {2048, 5120, 7168};
+    if (shape2d[0]) {
+        cases_2d(shape2d[0], shape2d[1], 0);
+        qgmm_context_destroy(g_ctx);
+        free(g_tile);
+        return 0;
+    }
     if (shape3d[0]) {
         cases_3d(shape3d[0], shape3d[1], shape3d[2]);
         qgmm_context_destroy(g_ctx);
