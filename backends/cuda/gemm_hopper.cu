@@ -204,13 +204,13 @@ int qg_launch_tma_kernel(K kern, const qg_problem *p, cudaStream_t stream, int b
 /* One Hopper kernel configuration: which kernel, ring depth, staging bytes per consumer,
  * CTAs per cluster, promoted tile width, ping-pong. */
 struct qg_hconf {
-    bool promo;  /* the 128 x bn promoted kernel (FP8 blockwise, MXFP8, long FP8 rowwise), else the
-                  * 128x256 fast one */
+    bool promo;  /* the 128 x bn promoted kernel (FP8 blockwise, MXFP8), else the 128x256 fast one */
     int stages;
     int sb;      /* 0: epilogue from registers */
     int cl;      /* 2: B tiles multicast to a pair of CTAs */
     int bn;      /* promoted kernel: 128, or 192 (FP8 blockwise only) */
     bool pp;     /* fast kernel: ping-pong consumers, a 128x128 tile each (one CTA) */
+    int pk;      /* fast kernel, FP8 rowwise: promotion into f32 every pk slices (0: none) */
 };
 
 /* The configurations each kernel is built in; the benchmark names one through
@@ -222,18 +222,28 @@ enum { QG_CONF_STAGED = 0, /* TMA-store epilogue, one CTA */
        QG_CONF_PINGPONG = 3, /* fast kernel: ping-pong consumers, 4 stages x 32 KiB + 2 x 32 KiB
                               * staging */
        QG_CONF_WIDE = 3,    /* promoted kernel, FP8 blockwise: 128x192 tiles, TMA-store epilogue */
-       QG_CONF_WIDE_CLUSTER = 4 /* the same on a pair of CTAs */ };
+       QG_CONF_WIDE_CLUSTER = 4, /* the same on a pair of CTAs */
+       QG_CONF_PK_STAGED = 4, /* fast kernel, FP8 rowwise, coarse promotion (every QG_PK slices):
+                               * one CTA */
+       QG_CONF_PK_CLUSTER = 5, /* the same on a pair of CTAs */
+       QG_CONF_PK_SMALL = 6 /* the same, one CTA, 2 stages: where 3 do not fit beside the
+                             * schedule of many groups (the staging area holds the f32 sums, so
+                             * there is no register-epilogue form) */ };
+/* Slices (128 tokens each) the tensor cores sum between two promotions of the coarse-
+ * promotion configurations: 64 = 8192 tokens, whose error (measured 2.6e-3 at any length,
+ * the fast kernel's at 8192 tokens) is a quarter of the bf16-output bound, at the fast
+ * kernel's speed within the noise; every 16 cost 3-17 % of the time for 1.9e-3
+ * (docs/backends-cuda-gemm.md, "FP8 precision on Hopper"). */
+constexpr int QG_PK = 64;
 constexpr qg_hconf QG_FAST_CONFS[] = {{false, 3, 32768, 1}, {false, 4, 0, 1}, {false, 3, 32768, 2},
-                                      {false, 4, 32768, 1, 0, true}};
+                                      {false, 4, 32768, 1, 0, true}, {false, 3, 32768, 1, 0, false, QG_PK},
+                                      {false, 3, 32768, 2, 0, false, QG_PK}, {false, 2, 32768, 1, 0, false, QG_PK}};
 constexpr qg_hconf QG_PROMO_CONFS[] = {{true, 5, 16384, 1, 128}, {true, 6, 0, 1, 128}, {true, 5, 16384, 2, 128},
                                        {true, 4, 24576, 1, 192}, {true, 4, 24576, 2, 192}};
-constexpr int QG_NFAST = 4, QG_NPROMO = 5;
-/* FP8 rowwise on the promoted kernel: its 128-wide configurations (the first three),
- * benchmark variants QG_NFAST + 1 .. QG_NFAST + 3. */
-constexpr int QG_NROWPROMO = 3;
+constexpr int QG_NFAST = 7, QG_NPROMO = 5;
 /* K-grouped FP8 rowwise whose contraction (the problem's M tokens, of which any one group
- * may hold all: the group sizes are on the device) is longer than this takes the promoted
- * kernel: the fast kernel's tensor-core accumulation over a whole group loses precision
+ * may hold all: the group sizes are on the device) is longer than this takes the coarse
+ * promotion: the fast kernel's tensor-core accumulation over a whole group loses precision
  * with the group's length. At this bound its worst case (one group) stays within half the
  * bf16-output bound (docs/numerics.md, "FP8 accumulation on Hopper"). */
 constexpr int64_t QG_ROW_PROMO_TOKENS = 32768;
@@ -242,23 +252,25 @@ size_t qg_conf_smem(const qg_hconf &c, int sc, int groups)
 {
     const size_t fixed = c.promo ? qg_smem_fixed(c.stages, PA_BYTES, c.bn * HBKB, c.sb, qg_promo_sf(sc, c.stages, c.bn))
                          : c.pp  ? qg_smem_fixed(c.stages, PP_A_BYTES, PP_B_BYTES, c.sb, 2 * PP_SCALE_FLOATS)
-                                 : qg_smem_fixed(c.stages, HA_BYTES, HB_BYTES, c.sb, 2 * QG_SCALE_FLOATS);
+                                 : qg_smem_fixed(c.stages, HA_BYTES, HB_BYTES, c.sb,
+                                                 2 * QG_SCALE_FLOATS + (c.pk ? QG_PK_XFLOATS : 0));
     return fixed + (size_t)qg_sched_smem_ints(groups) * 4;
 }
 
 /* The default configuration of a problem. M-grouped FP8 rowwise takes the ping-pong kernel,
- * which measured faster than the cooperative kernel on every issue-20 shape. K-grouped FP8 rowwise (wgrad) takes the 2-CTA cluster, on
- * the fast kernel and on the promoted one (long contractions): its tiles are short (a
- * group's tokens deep) and both CTAs of a pair share every B slice, so the multicast halves
- * that operand's L2 reads (for the promoted kernel too). Everything else stays on the cooperative
+ * which measured faster than the cooperative kernel on every issue-20 shape. K-grouped FP8
+ * rowwise (wgrad) takes the 2-CTA cluster, with the coarse promotion past
+ * QG_ROW_PROMO_TOKENS: its tiles are short (a group's tokens deep) and both CTAs of a pair
+ * share every B slice, so the multicast halves that operand's L2 reads. Everything else stays on the cooperative
  * kernel on one CTA: M-grouped pairs of 128-row tiles waste more rows at group ends and
  * leave half as many scheduling units, and the cluster measured slower there and no faster
  * for K-grouped BF16 or FP8 blockwise; the ping-pong kernel was slower K-grouped
  * (both recipes, every shape) and within noise or slower for BF16 M-grouped. The promoted
  * kernel keeps 128x128 tiles: its 128x192 ones measured slower (figures:
  * docs/backends-cuda-gemm.md). */
-int qg_default_conf(const qg_problem *p, bool promo)
+int qg_default_conf(const qg_problem *p, bool promo, bool long_row)
 {
+    if (long_row) return QG_CONF_PK_CLUSTER;
     if (p->scale_mode == QG_SC_ROW && p->kind == QG_K_GROUPED) return QG_CONF_CLUSTER;
     if (promo) return QG_CONF_STAGED;
     if (p->scale_mode == QG_SC_ROW) return QG_CONF_PINGPONG;
@@ -278,25 +290,29 @@ int qg_launch_conf(const qg_hconf &c, const qg_problem *p, cudaStream_t stream, 
         *why = "Hopper grouped GEMM: configuration not built";
         return 1;
     }
-#define QG_LC(PROMO, ST, SB, CL, BN)                                                                  \
-    if (c.promo == PROMO && c.stages == ST && c.sb == SB && c.cl == CL && (!PROMO || c.bn == BN)) {  \
+#define QG_LC(PROMO, ST, SB, CL, BN, PK)                                                              \
+    if (c.promo == PROMO && c.stages == ST && c.sb == SB && c.cl == CL && (!PROMO || c.bn == BN) &&  \
+        c.pk == PK) {                                                                                \
         if constexpr (PROMO) {                                                                       \
-            if constexpr (SC == QG_SC_BLOCK128 || ((SC == QG_SC_MX32 || SC == QG_SC_ROW) && BN == 128)) \
+            if constexpr (SC == QG_SC_BLOCK128 || (SC == QG_SC_MX32 && BN == 128))                  \
                 return qg_launch_tma_kernel(qg_hopper_promo_kernel<E, SC, ST, SB, CL, BN>, p, stream, PBM, BN, CL, \
                                             smem, sms, why);                                         \
-        } else if constexpr (SC == QG_SC_NONE || SC == QG_SC_ROW) {                                  \
-            return qg_launch_tma_kernel(qg_hopper_kernel<E, SC, ST, SB, CL, MN>, p, stream, HBM, HBN, CL, smem, \
-                                        sms, why);                                                   \
+        } else if constexpr ((SC == QG_SC_NONE && PK == 0) || SC == QG_SC_ROW) {                     \
+            return qg_launch_tma_kernel(qg_hopper_kernel<E, SC, ST, SB, CL, MN, PK>, p, stream, HBM, HBN, CL,  \
+                                        smem, sms, why);                                             \
         }                                                                                            \
     }
-    QG_LC(false, 3, 32768, 1, 0)
-    QG_LC(false, 4, 0, 1, 0)
-    QG_LC(false, 3, 32768, 2, 0)
-    QG_LC(true, 5, 16384, 1, 128)
-    QG_LC(true, 6, 0, 1, 128)
-    QG_LC(true, 5, 16384, 2, 128)
-    QG_LC(true, 4, 24576, 1, 192)
-    QG_LC(true, 4, 24576, 2, 192)
+    QG_LC(false, 3, 32768, 1, 0, 0)
+    QG_LC(false, 4, 0, 1, 0, 0)
+    QG_LC(false, 3, 32768, 2, 0, 0)
+    QG_LC(false, 3, 32768, 1, 0, QG_PK)
+    QG_LC(false, 3, 32768, 2, 0, QG_PK)
+    QG_LC(false, 2, 32768, 1, 0, QG_PK)
+    QG_LC(true, 5, 16384, 1, 128, 0)
+    QG_LC(true, 6, 0, 1, 128, 0)
+    QG_LC(true, 5, 16384, 2, 128, 0)
+    QG_LC(true, 4, 24576, 1, 192, 0)
+    QG_LC(true, 4, 24576, 2, 192, 0)
 #undef QG_LC
     *why = "Hopper grouped GEMM: configuration not built";
     return 1;
@@ -346,19 +362,17 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
      * (1e-5): FP8 with f32 output runs on the portable kernel (exact products, f32 sums).
      * BF16 and FP8 rowwise -> the fast 128x256 kernel; FP8 blockwise and MXFP8 -> the
      * promoted 128x128 kernel (per-block scales need the promotion anyway). The fast
-     * kernel's error grows with the contraction (the promoted kernel's does not: it is the
-     * portable kernel's; docs/numerics.md), so K-grouped FP8
-     * rowwise with more than QG_ROW_PROMO_TOKENS tokens takes the promoted kernel
-     * (promotion by 1 every 128-deep slice, the rowwise scales in the epilogue).
-     * M-grouped contractions are K (a few thousand): the fast kernel.
-     * Benchmark variants of FP8 rowwise: 1..QG_NFAST the fast kernel's configurations, then
-     * QG_NROWPROMO promoted ones. */
+     * kernel's error grows with the contraction (docs/numerics.md), so K-grouped FP8
+     * rowwise with more than QG_ROW_PROMO_TOKENS tokens takes its coarse-promotion
+     * configuration (the tensor-core sums added into f32 every QG_PK slices).
+     * M-grouped contractions are K (a few thousand): the fast kernel as it is.
+     * Benchmark variants: FP8 rowwise 1..QG_NFAST (the fast kernel's configurations), BF16
+     * the first four. */
     const bool row = p->scale_mode == QG_SC_ROW && !p->out_f32;
     const bool fast = p->scale_mode == QG_SC_NONE || row;
-    const bool row_promo = row && (p->variant == 0 ? p->kind == QG_K_GROUPED && p->kdim > QG_ROW_PROMO_TOKENS
-                                                   : p->variant > QG_NFAST);
-    const bool promo = row_promo || (p->elem != QG_ELEM_BF16 && !p->out_f32 &&
-                                     (p->scale_mode == QG_SC_BLOCK128 || p->scale_mode == QG_SC_MX32));
+    const bool long_row = row && p->kind == QG_K_GROUPED && p->kdim > QG_ROW_PROMO_TOKENS;
+    const bool promo = p->elem != QG_ELEM_BF16 && !p->out_f32 &&
+                       (p->scale_mode == QG_SC_BLOCK128 || p->scale_mode == QG_SC_MX32);
     if (!fast && !promo) {
         *why = "Hopper grouped GEMM: FP8 with f32 output is not implemented (the portable kernel's exact sums)";
         return 1;
@@ -382,22 +396,23 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
                "or strides not 16-byte aligned";
         return 1;
     }
-    if (p->variant < 0 || p->variant > (row ? QG_NFAST + QG_NROWPROMO : promo ? QG_NPROMO : QG_NFAST)) {
+    if (p->variant < 0 || p->variant > (row ? QG_NFAST : promo ? QG_NPROMO : QG_CONF_PINGPONG + 1)) {
         *why = "Hopper grouped GEMM: no such variant";
         return 1;
     }
-    const int variant = row_promo && p->variant > 0 ? p->variant - QG_NFAST : p->variant; /* in its table */
+    const int variant = p->variant;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     cudaDeviceGetAttribute(&maxsm, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     /* the default configuration, or the register-epilogue one where its staging does not
      * fit beside the schedule of many groups, or one CTA where no cluster can be placed */
     const qg_hconf *confs = promo ? QG_PROMO_CONFS : QG_FAST_CONFS;
-    qg_hconf c = confs[variant > 0 ? variant - 1 : qg_default_conf(p, promo)];
-    if (variant == 0 && qg_conf_smem(c, p->scale_mode, p->groups) > (size_t)maxsm) c = confs[QG_CONF_REGS];
+    qg_hconf c = confs[variant > 0 ? variant - 1 : qg_default_conf(p, promo, long_row)];
+    if (variant == 0 && qg_conf_smem(c, p->scale_mode, p->groups) > (size_t)maxsm)
+        c = confs[c.pk ? QG_CONF_PK_SMALL : QG_CONF_REGS];
     const size_t smem = qg_conf_smem(c, p->scale_mode, p->groups);
     if (smem > (size_t)maxsm) { *why = "Hopper grouped GEMM: too many groups for shared memory"; return 1; }
     const int rc = qg_launch_recipe(c, p, stream, smem, sms, why);
     if (rc == 1 && p->variant == 0 && c.cl > 1) /* the cluster could not be placed */
-        return qg_launch_recipe(confs[QG_CONF_STAGED], p, stream, smem, sms, why);
+        return qg_launch_recipe(confs[c.pk ? QG_CONF_PK_STAGED : QG_CONF_STAGED], p, stream, smem, sms, why);
     return rc;
 }

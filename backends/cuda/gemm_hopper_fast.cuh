@@ -11,6 +11,11 @@
 
 namespace {
 
+/* Coarse promotion (PK > 0): how many of a thread's 128 f32 sums stay in registers (with
+ * 64, ptxas spilled 12-16 bytes), and the floats of those beyond the staging area's 64 per
+ * thread (after the rowwise scales, for both warpgroups' 256 threads). */
+constexpr int QG_PK_HREG = 56, QG_PK_XFLOATS = (128 - 64 - QG_PK_HREG) * 256;
+
 /* The fast kernel: STAGES ring slots, SB staging bytes per consumer warpgroup (0: every
  * tile stored from registers), CL CTAs per cluster. With CL == 2 the two CTAs of a
  * cluster take the two 128-row halves of a 256 x 256 tile pair of the same group: each
@@ -21,8 +26,19 @@ namespace {
  * TMA boxes of 64 elements along its rows / columns (128 bytes) by 64 contraction rows (A:
  * two boxes, one per consumer; B: four), so every contraction index is one 128-byte smem
  * row; wgmma reads it with the transpose flag and wg_desc_mn (boxes 8 KiB apart, +2 KiB
- * per k16 step). */
-template <int E, int SC, int STAGES, int SB, int CL, int MN = 0>
+ * per k16 step).
+ * PK (FP8 only, > 0): coarse promotion for long K-grouped contractions. QGMMA adds fp8
+ * products into its accumulator with reduced precision, so the error grows with the number
+ * of slices summed in the tensor cores; every PK slices the accumulator is added into an
+ * f32 sum on the CUDA cores and the next slice's first wgmma restarts it (scale-d 0), so
+ * the tensor cores never sum more than PK * 128 tokens. The f32 sum of a 64 x 256 half
+ * does not fit beside the accumulator in the registers (128 + 128 > 232): the sums of
+ * acc[0..QG_PK_HREG) stay in registers, the others live in shared memory, each thread's
+ * as float4 slots of its own (consecutive threads' slots adjacent: conflict-free): 16 in
+ * the warpgroup's 32 KiB epilogue staging area (128 threads apart), the rest in
+ * QG_PK_XFLOATS floats after the rowwise scales (256 threads apart); they are added into
+ * the accumulator before the epilogue. */
+template <int E, int SC, int STAGES, int SB, int CL, int MN = 0, int PK = 0>
 __global__ void __launch_bounds__(HTHR, 1)
 qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                  const __grid_constant__ CUtensorMap tmO, const qg_problem p, int pair_ok, int tma_out)
@@ -33,7 +49,8 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
     float *sS;
     uint64_t *full, *empty;
     qg_sched s;
-    if (!qg_pipe_init<STAGES, HA_BYTES, HB_BYTES, SB, HBM * CL, HBN, CL>(smem_raw, p, sA, sB, sO, sS, full, empty, s))
+    if (!qg_pipe_init<STAGES, HA_BYTES, HB_BYTES, SB, HBM * CL, HBN, CL,
+                      2 * QG_SCALE_FLOATS + (PK > 0 ? QG_PK_XFLOATS : 0)>(smem_raw, p, sA, sB, sO, sS, full, empty, s))
         return;
     const uint32_t rank = CL > 1 ? cluster_rank() : 0;
     const int t_first = blockIdx.x / CL, t_step = gridDim.x / CL;
@@ -43,6 +60,8 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
     constexpr int KALIGN = 16 / ESZ; /* K-major box starts stay 16-byte aligned */
     constexpr bool A_MN = (MN & 1) != 0, B_MN = (MN & 2) != 0;
     static_assert(MN == 0 || E == QG_ELEM_BF16, "wgmma transposes 16-bit operands only");
+    static_assert(PK == 0 || (E != QG_ELEM_BF16 && SB >= 64 * 128 * 4 && (PK & (PK - 1)) == 0),
+                  "coarse promotion: FP8, a staging area that holds 64 x 128 floats, PK a power of two");
     /* K-grouped slices start at the group's first token when no operand is K-major (the
      * contraction is the boxes' outer dim, any start); else rounded down to 16 bytes */
     constexpr int KSTART = A_MN && B_MN ? 1 : KALIGN;
@@ -128,14 +147,47 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
                 head = s.bounds[g] & (KSTART - 1); /* tokens of the previous group in slice 0 */
                 nkt = klen > 0 ? (klen + head + BKE - 1) / BKE : 0;
             }
-            const qg_epi e = {g, r0 + cw * 64, r_end, c0, kgrp && klen == 0};
+            qg_epi e = {g, r0 + cw * 64, r_end, c0, kgrp && klen == 0};
             float *ss = sS + cw * QG_SCALE_FLOATS;
             if constexpr (SC == QG_SC_ROW) qg_stage_row_scales(p, e, ss, lt, 2 + cw);
             float acc[128];
 #pragma unroll
             for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+            /* PK > 0: the f32 sums of the promoted accumulators, acc[0..HR) in hold, the
+             * others in the float4 slot(q) of acc[HR + 4q .. HR + 4q + 3] */
+            constexpr int HR = PK > 0 ? QG_PK_HREG : 4, NQ = (128 - HR) / 4;
+            [[maybe_unused]] float hold[HR];
+            [[maybe_unused]] const auto slot = [&](int q) {
+                return q < 16 ? (float4 *)(sO + cw * SB) + q * 128 + lt
+                              : (float4 *)(sS + 2 * QG_SCALE_FLOATS) + (q - 16) * 256 + cw * 128 + lt;
+            };
+            [[maybe_unused]] bool held = false;
+            if constexpr (PK > 0) {
+#pragma unroll
+                for (int i = 0; i < HR; ++i) hold[i] = 0.f;
+            }
             for (int kt = 0; kt < nkt; ++kt, ++it) {
                 const int st = it % STAGES;
+                if constexpr (PK > 0) {
+                    if (kt > 0 && (kt & (PK - 1)) == 0) { /* PK slices summed: promote them */
+                        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+                        qg_fence_acc(acc);
+                        if (!held) { /* the previous tile's TMA store has read the staging area */
+                            if (lt == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+                            qg_wg_bar(2 + cw);
+                        }
+#pragma unroll
+                        for (int i = 0; i < HR; ++i) hold[i] += acc[i];
+#pragma unroll
+                        for (int q = 0; q < NQ; ++q) {
+                            float4 v = held ? *slot(q) : make_float4(0.f, 0.f, 0.f, 0.f);
+                            v.x += acc[HR + 4 * q]; v.y += acc[HR + 4 * q + 1];
+                            v.z += acc[HR + 4 * q + 2]; v.w += acc[HR + 4 * q + 3];
+                            *slot(q) = v;
+                        }
+                        held = true;
+                    }
+                }
                 mbar_wait(&full[st], (it / STAGES) & 1);
                 const int lo = kt == 0 ? head : 0;                 /* the slice's tokens of */
                 const int hi = min(BKE, klen + head - kt * BKE);    /* the group: [lo, hi) */
@@ -162,13 +214,15 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
                 /* one k16 / k32 step: K-major +32 bytes inside the swizzle atom, MN-major 16
                  * contraction rows (2 KiB), in the address field's 16-byte units */
                 constexpr int STEP_A = A_MN ? 128 : 2, STEP_B = B_MN ? 128 : 2;
+                /* PK > 0: the first wgmma after a promotion overwrites the accumulator */
+                const int sd0 = PK > 0 && (kt & (PK - 1)) == 0 ? 0 : 1;
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
                 for (int ks = 0; ks < 4; ++ks) {
                     if constexpr (E == QG_ELEM_BF16)
                         qg_wgmma_bf16<A_MN, B_MN>(acc, da + STEP_A * ks, db + STEP_B * ks);
-                    else if constexpr (E == QG_ELEM_E4M3) qg_wgmma_e4m3(acc, da + 2 * ks, db + 2 * ks);
-                    else qg_wgmma_e5m2(acc, da + 2 * ks, db + 2 * ks);
+                    else if constexpr (E == QG_ELEM_E4M3) qg_wgmma_e4m3(acc, da + 2 * ks, db + 2 * ks, ks ? 1 : sd0);
+                    else qg_wgmma_e5m2(acc, da + 2 * ks, db + 2 * ks, ks ? 1 : sd0);
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 /* keep this slice's MMAs in flight; the previous slice's are done now,
@@ -179,6 +233,23 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             qg_fence_acc(acc);
             if (nkt > 0) qg_release<CL>(&empty[(it + STAGES - 1) % STAGES], lane);
+            if constexpr (PK > 0) {
+                /* the tile's position found again rather than held in registers across the
+                 * main loop, which the f32 sums fill */
+                qg_sched_tile<HBM * CL, HBN>(p, s, t, g, r0, c0);
+                e = {g, r0 + rank * HBM + cw * 64, kgrp ? p.rows : s.bounds[g + 1], c0, kgrp && klen == 0};
+                if (held) { /* the last partial plus the promoted sum; the epilogue's barrier
+                             * orders these reads before the staging area is rewritten */
+#pragma unroll
+                    for (int i = 0; i < HR; ++i) acc[i] += hold[i];
+#pragma unroll
+                    for (int q = 0; q < NQ; ++q) {
+                        const float4 v = *slot(q);
+                        acc[HR + 4 * q] += v.x; acc[HR + 4 * q + 1] += v.y;
+                        acc[HR + 4 * q + 2] += v.z; acc[HR + 4 * q + 3] += v.w;
+                    }
+                }
+            }
             if constexpr (SC == QG_SC_ROW) qg_wait_row_scales(2 + cw);
             bool staged = false;
             if constexpr (SB > 0) { /* the whole half lies inside the rows it may write */

@@ -1,7 +1,6 @@
 /*
- * gemm_hopper_promo.cuh — the promoted-accumulation Hopper kernel (FP8 blockwise, MXFP8; FP8
- * rowwise with a long contraction), M- and K-grouped, 128 x BN tiles (BN 128, or 192 for FP8
- * blockwise).
+ * gemm_hopper_promo.cuh — the promoted-accumulation Hopper kernel (FP8 blockwise, MXFP8),
+ * M- and K-grouped, 128 x BN tiles (BN 128, or 192 for FP8 blockwise).
  * Included by gemm_hopper.cu only (one translation unit, anonymous namespace).
  */
 #pragma once
@@ -30,14 +29,7 @@ namespace {
  * 96 tokens of the next group) are zeroed in both tiles by the consumers before the wgmma
  * (every wgmma is issued unconditionally: one issued under a run-time condition made ptxas
  * serialise all of them, warning C7518).
- * FP8 rowwise (SC_ROW, BN 128; chosen for K-grouped problems whose contraction is too long
- * for the fast kernel's tensor-core accumulation, see qgmm_cuda_gemm_hopper): promotion by 1
- * every 128-deep slice (acc += part, no per-slice scales, no loaders), the per-(row, group)
- * and per-(column, group) scales applied in the epilogue as the fast kernel applies them
- * (staged by cp.async at the tile's start). Its K-grouped groups start at any token: slices
- * start at the group's first token rounded down to 16 (TMA), and the tokens of the
- * neighbouring groups in a group's first and last slice are zeroed in both tiles, as in the
- * fast kernel (qg_zero_outside_group). Measured at 1.3e-4 rel. error on short
+ * Measured at 1.3e-4 rel. error (FP8 rowwise operands promoted every slice) on short
  * contractions, short of the f32-output bound, so this kernel serves bf16 output only. */
 constexpr int PBM = 128;
 constexpr int PA_BYTES = PBM * HBKB;
@@ -47,28 +39,17 @@ __host__ __device__ constexpr int qg_promo_kb(int sc) { return sc == QG_SC_MX32 
 /* Floats of the scale ring of a promoted kernel with `stages` slots and BN-column tiles. */
 __host__ __device__ constexpr int qg_promo_sf(int sc, int stages, int bn)
 {
-    return sc == QG_SC_ROW ? 2 * QG_SCALE_FLOATS /* the epilogue's rowwise scales */
-                           : stages * qg_promo_kb(sc) * (PBM + bn);
+    return stages * qg_promo_kb(sc) * (PBM + bn);
 }
 
 #ifdef QG_HAS_WGMMA
 /* Token range of tile t's group along the contraction: slices start at kbase, nkt of them,
- * klen valid elements (K-grouped) or the whole K (M-grouped). K-grouped FP8 rowwise: groups
- * start at any token, slices at the group's first token rounded down to 16 (the TMA box
- * start), head = the previous group's tokens in slice 0 (block scales: groups start at a
- * multiple of their block, head 0). */
-template <int SC>
+ * klen valid elements (K-grouped: groups start at a multiple of their scale block) or the
+ * whole K (M-grouped). */
 __device__ __forceinline__ void qg_promo_krange(const qg_problem &p, const qg_sched &s, int g, int &kbase, int &nkt,
-                                                int &klen, int &head)
+                                                int &klen)
 {
-    head = 0;
-    if (p.kind == QG_K_GROUPED && SC == QG_SC_ROW) {
-        const int kb0 = s.bounds[g];
-        klen = s.bounds[g + 1] - kb0;
-        kbase = kb0 & ~15;
-        head = kb0 - kbase;
-        nkt = klen > 0 ? (klen + head + HBKB - 1) / HBKB : 0;
-    } else if (p.kind == QG_K_GROUPED) {
+    if (p.kind == QG_K_GROUPED) {
         kbase = s.bounds[g];
         klen = s.bounds[g + 1] - kbase;
         nkt = (klen + HBKB - 1) / HBKB;
@@ -251,10 +232,8 @@ __global__ void __launch_bounds__(HTHR, 1)
 qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                        const __grid_constant__ CUtensorMap tmO, const qg_problem p, int pair_ok, int tma_out)
 {
-    static_assert(SC == QG_SC_BLOCK128 || SC == QG_SC_MX32 || SC == QG_SC_ROW,
-                  "the promoted kernel serves block-scaled recipes and FP8 rowwise");
-    static_assert(BN == 128 || (BN == 192 && SC == QG_SC_BLOCK128),
-                  "MX tiles are 128 wide (the blocked layout), rowwise ones too");
+    static_assert(SC == QG_SC_BLOCK128 || SC == QG_SC_MX32, "the promoted kernel serves block-scaled recipes");
+    static_assert(BN == 128 || (BN == 192 && SC == QG_SC_BLOCK128), "MX tiles are 128 wide (the blocked layout)");
     static_assert(SB == 0 || BN % (SB > 0 ? SB / 128 : 1) == 0, "an epilogue pass must not reach past the tile");
 #ifdef QG_HAS_WGMMA
     constexpr int KB = qg_promo_kb(SC), SBLK = PBM + BN, SSTAGE = KB * SBLK, NJ = BN / 8;
@@ -267,7 +246,7 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
     const bool kgrp = p.kind == QG_K_GROUPED;
     /* the loader warps stage per-column scales (MX, K-grouped blockwise); M-grouped
      * blockwise needs one weight scale per block, which its consumers load themselves */
-    const bool loaders = SC != QG_SC_ROW && (SC == QG_SC_MX32 || kgrp); /* rowwise: none */
+    const bool loaders = SC == QG_SC_MX32 || kgrp;
     if (!qg_pipe_init<STAGES, PA_BYTES, PB_BYTES, SB, PBM * CL, BN, CL, qg_promo_sf(SC, STAGES, BN)>(
             smem_raw, p, sA, sB, sO, sS, full, empty, s, loaders ? 1 + QG_SCALE_LOADERS : 1))
         return;
@@ -287,8 +266,8 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                 int g; int64_t r0, c0;
                 qg_sched_tile<PBM * CL, BN>(p, s, t, g, r0, c0);
                 r0 += rank * PBM;
-                int kbase, nkt, klen, head;
-                qg_promo_krange<SC>(p, s, g, kbase, nkt, klen, head);
+                int kbase, nkt, klen;
+                qg_promo_krange(p, s, g, kbase, nkt, klen);
                 const int ra = CL > 1 && r0 >= p.rows ? (int)r0 - PBM : (int)r0; /* see the fast kernel */
                 for (int kt = 0; kt < nkt; ++kt, ++it) {
                     const int st = it % STAGES;
@@ -317,8 +296,8 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                 int g; int64_t r0, c0;
                 qg_sched_tile<PBM * CL, BN>(p, s, t, g, r0, c0);
                 r0 += rank * PBM;
-                int kbase, nkt, klen, head;
-                qg_promo_krange<SC>(p, s, g, kbase, nkt, klen, head);
+                int kbase, nkt, klen;
+                qg_promo_krange(p, s, g, kbase, nkt, klen);
                 if constexpr (SC == QG_SC_BLOCK128) bl.tile(p, r0, c0, kbase, lt);
                 for (int kt = 0; kt < nkt; ++kt, ++it) {
                     const int st = it % STAGES;
@@ -346,12 +325,8 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
             int g; int64_t r0, c0;
             qg_sched_tile<PBM * CL, BN>(p, s, t, g, r0, c0);
             r0 += rank * PBM;
-            int kbase, nkt, klen, head;
-            qg_promo_krange<SC>(p, s, g, kbase, nkt, klen, head);
-            if constexpr (SC == QG_SC_ROW) { /* this half's row and column scales, for the epilogue */
-                const qg_epi e0 = {g, r0 + cw * 64, kgrp ? p.rows : s.bounds[g + 1], c0, kgrp && klen == 0};
-                qg_stage_row_scales(p, e0, sS + cw * QG_SCALE_FLOATS, lt, 2 + cw);
-            }
+            int kbase, nkt, klen;
+            qg_promo_krange(p, s, g, kbase, nkt, klen);
             float acc[NJ * 4];
 #pragma unroll
             for (int i = 0; i < NJ * 4; ++i) acc[i] = 0.f;
@@ -397,24 +372,8 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                 /* +32 bytes along K = +2 in the address field. The partials live only within
                  * the slice (their first wgmma overwrites them), so they hold no registers
                  * across the epilogue. */
-                float part[NJ * 4], lo[32], hi[32]; /* part: blockwise, rowwise; lo, hi: the MX halves */
-                if constexpr (SC == QG_SC_ROW) {
-                    const int tlo = kt == 0 ? head : 0, thi = min(HBKB, klen + head - kt * HBKB);
-                    if (kgrp && (tlo > 0 || thi < HBKB)) {
-                        /* tokens of the neighbouring groups: this warpgroup zeroes its 64 A
-                         * rows and half of the 128 B rows (fp8: a token is a byte) */
-                        qg_zero_outside_group<false, false, 64, 64>(sA + st * PA_BYTES + cw * 64 * 128,
-                                                                    sB + st * PB_BYTES + cw * 64 * 128, tlo, thi,
-                                                                    tlo, thi, lt);
-                        __syncwarp();
-                        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-                        asm volatile("barrier.sync 1, 256;\n" ::: "memory");
-                        __syncwarp();
-                    }
-                    qg_slice_partial<E, BN>(part, da, db);
-#pragma unroll
-                    for (int i = 0; i < NJ * 4; ++i) acc[i] += part[i]; /* promotion by 1 */
-                } else if constexpr (SC == QG_SC_BLOCK128) {
+                float part[NJ * 4], lo[32], hi[32]; /* part: blockwise; lo, hi: the MX halves */
+                if constexpr (SC == QG_SC_BLOCK128) {
                     qg_slice_partial<E, BN>(part, da, db);
                     if (!mblk) qg_promote<NJ, 0>(acc, part, ss, row0, lane);
                     else if (split >= BN) qg_promote_rows<NJ, NJ>(acc, part, m0a, m1a, m0b, m1b);
@@ -460,18 +419,15 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
              * slices, which need every register the accumulators leave */
             qg_sched_tile<PBM * CL, BN>(p, s, t, g, r0, c0);
             r0 += rank * PBM;
-            qg_promo_krange<SC>(p, s, g, kbase, nkt, klen, head);
+            qg_promo_krange(p, s, g, kbase, nkt, klen);
             const qg_epi e = {g, r0 + cw * 64, kgrp ? p.rows : s.bounds[g + 1], c0, kgrp && klen == 0};
-            /* block scales were applied by the promotion, rowwise ones are applied here */
-            constexpr int ESC = SC == QG_SC_ROW ? QG_SC_ROW : QG_SC_NONE;
-            const float *ess = SC == QG_SC_ROW ? sS + cw * QG_SCALE_FLOATS : nullptr;
-            if constexpr (SC == QG_SC_ROW) qg_wait_row_scales(2 + cw);
+            /* the block scales were applied by the promotion */
             bool staged = false;
             if constexpr (SB > 0) { /* the whole half lies inside the rows it may write */
                 staged = tma_out && (e.r0 + 64 <= e.r_end || e.r_end >= p.rows);
-                if (staged) qg_epi_tma<ESC, NJ, SB>(p, e, acc, ess, &tmO, sO + cw * SB, 2 + cw, lt, warp, lane);
+                if (staged) qg_epi_tma<QG_SC_NONE, NJ, SB>(p, e, acc, nullptr, &tmO, sO + cw * SB, 2 + cw, lt, warp, lane);
             }
-            if (!staged) qg_epi_regs<ESC, NJ>(p, e, acc, ess, pair_ok, warp, lane);
+            if (!staged) qg_epi_regs<QG_SC_NONE, NJ>(p, e, acc, nullptr, pair_ok, warp, lane);
         }
         if (SB > 0 && lt == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
     }

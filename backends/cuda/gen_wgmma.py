@@ -49,12 +49,14 @@ print("""/*
 """)
 print(fn("qg_wgmma_bf16", "m64n256k16", "bf16.bf16", "1, 1", trans=True))
 print()
-print(fn("qg_wgmma_e4m3", "m64n256k32", "e4m3.e4m3", "1, 1"))
+# m64n256 fp8 with a run-time scale-d (0: d = A*B, overwriting; 1: d += A*B): the fast
+# kernel's coarse promotion restarts its accumulator every few slices.
+print(fn("qg_wgmma_e4m3", "m64n256k32", "e4m3.e4m3", "1, 1", 256, True))
 print()
 # m64n128 bf16 for the ping-pong kernel (one warpgroup, a 128x128 tile as two m64 rows)
 print(fn("qg_wgmma128_bf16", "m64n128k16", "bf16.bf16", "1, 1", 128, trans=True))
 print()
-print(fn("qg_wgmma_e5m2", "m64n256k32", "e5m2.e5m2", "1, 1"))
+print(fn("qg_wgmma_e5m2", "m64n256k32", "e5m2.e5m2", "1, 1", 256, True))
 print()
 # m64n128 with a run-time scale-d (0: d = A*B, overwriting; 1: d += A*B) for the
 # promoted-accumulation kernel (partial sums per 128-deep slice).
