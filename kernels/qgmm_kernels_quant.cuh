@@ -1177,11 +1177,74 @@ QGMM_DEV void qgmm_kq_cast8_bf16(const uint32_t w[8], int h, float mu, uint32_t 
     out[1] = pk.y;
 }
 
-/* Casts a unit in two halves of 16 rows (16 words per lane in flight, no spills). */
+/* A whole unit (32 rows in the segment, 32-byte aligned in q) with whole-sector stores:
+ * lane l casts its two columns' 32 rows (two halves of 16), then lane pairs swap 16-byte
+ * halves with one xor-shuffle per word, so that in each store instruction the even lane
+ * writes rows 0-15 and the odd lane rows 16-31 of the same column: one 32-byte sector per
+ * pair instead of two half sectors written by two instructions of one lane. A pair's four
+ * columns are all below C or all past it (C % 8 == 0). */
+template <int FMT>
+QGMM_DEV void qgmm_kq_unit_cast_sect(const qgmm_kquant &a, const qgmm_kq_seg &g, const uint8_t *slot, int rs,
+                                     const float *mult)
+{
+    const int lane = QGMM_TID % 32, odd = lane & 1;
+    const float mu[2] = {mult[2 * lane], mult[2 * lane + 1]};
+    uint32_t o[2][2][4]; /* [half][column h][word] */
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        uint32_t w[16], mx[2], mn[2];
+#pragma unroll
+        for (int k = 0; k < 16; ++k) w[k] = *(const uint32_t *)(slot + (16 * half + k) * 128 + lane * 4);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            uint32_t hi = 0, lo = 0xFFFFFFFFu;
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                const uint32_t m = w[8 * j + k] & 0x7FFF7FFFu;
+                hi = qgmm_kq_max_u16x2(hi, m);
+                lo = __vminu2(lo, __vadd2(m, 0xFFFFFFFFu));
+            }
+            mx[j] = hi;
+            mn[j] = lo;
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            qgmm_kq_cast8_bf16<FMT>(w, h, mu[h], mx[0], mn[0], o[half][h]);
+            qgmm_kq_cast8_bf16<FMT>(w + 8, h, mu[h], mx[1], mn[1], o[half][h] + 2);
+        }
+    }
+    /* even lane: keeps its rows 0-15, takes the odd lane's rows 0-15; odd lane: keeps its
+     * rows 16-31, takes the even lane's rows 16-31 */
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const uint32_t r = __shfl_xor_sync(0xFFFFFFFFu, odd ? o[0][h][i] : o[1][h][i], 1);
+            if (odd) o[0][h][i] = r;
+            else o[1][h][i] = r;
+        }
+    if (g.c0 + 2 * lane >= a.C) return;
+    uint8_t *qb = (uint8_t *)a.q.ptr + (int64_t)g.e * a.q.s0 + rs + 16 * odd;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int p = 0; p < 2; ++p) { /* p 0: the even lane's column, 1: the odd lane's */
+            const int64_t c = g.c0 + 2 * ((lane & ~1) + p) + h;
+            *(uint4 *)(qb + c * a.q.s2) = make_uint4(o[p][h][0], o[p][h][1], o[p][h][2], o[p][h][3]);
+        }
+}
+
+/* Casts a unit in two halves of 16 rows (16 words per lane in flight, no spills).
+ * vec_out: 0 byte stores, 1 16-byte runs, 2 whole sectors (qgmm_kq_unit_cast_sect; the
+ * unit's 32 rows in the segment, q 32-byte aligned). */
 template <int FMT>
 QGMM_DEV void qgmm_kq_unit_cast(const qgmm_kquant &a, const qgmm_kq_seg &g, const uint8_t *slot, int rs,
                                 const float *mult, int vec_out)
 {
+    if (vec_out == 2 && rs >= g.r0 && rs + QGMM_KQ_UNIT <= g.r1) {
+        qgmm_kq_unit_cast_sect<FMT>(a, g, slot, rs, mult);
+        return;
+    }
     const int lane = QGMM_TID % 32;
     uint8_t *qb = (uint8_t *)a.q.ptr;
     const float mu[2] = {mult[2 * lane], mult[2 * lane + 1]};
@@ -1309,6 +1372,136 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1) qgmm_kq_colpipe(
             if (k >= castn) qgmm_kq_unit_copy(pr.t[nx.t], nx, sm + (size_t)k * QGMM_KQ_UNIT_BYTES, k, rank, cs);
         g = nx;
         have = hn;
+        par ^= 1;
+    }
+    qgmm_kq_cluster_sync(); /* no block leaves while its partials may still be read */
+}
+
+/* ------------------------------------------------------------------ colring (sm_90)
+ * colpipe for fixed-length segments (no offs, one tensor) with each warp's slots as a
+ * ring deeper than its units of one segment. colpipe refills a slot only as its cast frees
+ * it, with the same unit of the next segment: nothing is in flight through a segment's
+ * amax and cluster barrier, and its warps wait for the segment's copies together. Here
+ * warp w owns slots w, w + 8, ..., w + 8 (NSW - 1) and takes its units of the block's
+ * segments (cluster, cluster + clusters, ...; unit k of a segment belongs to warp k % 8,
+ * pw units per warp, the same in every segment) as one stream, local unit u in slot
+ * w + 8 (u % NSW); a slot freed by a cast is refilled at once with the warp's next unit
+ * of the stream, so with NSW > pw the first NSW - pw units of the next segment are in
+ * flight (or landed) through the amax, cluster barrier and cast of this one. One
+ * cp.async group per unit: waiting until (units issued after this segment's last) remain
+ * completes this segment's copies (each lane copies its own 16-byte runs, as in colpipe:
+ * no producer warp, no block barrier around a slot). Units, amax, cluster exchange and
+ * cast are colpipe's; q is stored as whole 32-byte sectors where it is 32-byte aligned
+ * (vec_out 2, qgmm_kq_unit_cast_sect: measured 2.63 -> 2.06 ms with the ring at 64 experts
+ * (4096, 7168), H200). Requires colpipe's layout, no offs, 1 <= NSW - pw <= 7. */
+QGMM_DEV void qgmm_kq_cp_commit()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+/* Waits until at most n (0-7; the group count is an immediate) of this thread's groups
+ * are pending. */
+QGMM_DEV void qgmm_kq_cp_wait_pending(int n)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    switch (n) {
+    case 1: asm volatile("cp.async.wait_group 1;\n" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;\n" ::: "memory"); break;
+    case 3: asm volatile("cp.async.wait_group 3;\n" ::: "memory"); break;
+    case 4: asm volatile("cp.async.wait_group 4;\n" ::: "memory"); break;
+    case 5: asm volatile("cp.async.wait_group 5;\n" ::: "memory"); break;
+    case 6: asm volatile("cp.async.wait_group 6;\n" ::: "memory"); break;
+    case 7: asm volatile("cp.async.wait_group 7;\n" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_all;\n" ::: "memory"); break;
+    }
+#else
+    (void)n;
+#endif
+}
+
+/* The issuing side of a warp's ring: the next unit of the warp's stream. */
+typedef struct qgmm_kq_ring {
+    int iss;     /* units of the stream issued */
+    int js;      /* block-local segment of unit iss */
+    int have;    /* segment js exists */
+    qgmm_kq_seg g; /* segment js */
+} qgmm_kq_ring;
+
+/* Issues the warp's next unit (if any) into its slot, one cp.async group. */
+QGMM_DEV void qgmm_kq_ring_issue(const qgmm_kq_pair &pr, qgmm_kq_ring &r, uint8_t *sm, int pw, int nsw,
+                                 int64_t s0, int64_t ncl, unsigned rank, unsigned cs)
+{
+    const int warp = QGMM_TID / 32;
+    const int t = r.iss - r.js * pw;
+    if (t == pw) { /* the next segment */
+        ++r.js;
+        r.have = r.have && qgmm_kq_seg_of(pr, 1, s0 + r.js * ncl, rank, cs, r.g);
+    }
+    if (!r.have) return;
+    qgmm_kq_unit_copy(pr.t[0], r.g, sm + (size_t)(warp + 8 * (r.iss % nsw)) * QGMM_KQ_UNIT_BYTES,
+                      warp + 8 * (r.iss - r.js * pw), rank, cs);
+    qgmm_kq_cp_commit();
+    ++r.iss;
+}
+
+template <int FMT>
+QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1) qgmm_kq_colring(qgmm_kq_pair pr, int nsw, int vec_out)
+{
+    extern __shared__ __align__(16) uint8_t qgmm_kq_ring_sm[];
+    enum { NW = QGMM_KQ_PIPE_WARPS };
+    QGMM_SHARED float red[NW][64];
+    QGMM_SHARED float part[2][64];
+    QGMM_SHARED float mult[64];
+    const unsigned cs = qgmm_kq_cluster_size(), rank = qgmm_kq_cluster_rank();
+    const int lane = QGMM_TID % 32, warp = QGMM_TID / 32;
+    const qgmm_kquant &a = pr.t[0];
+    uint8_t *sm = qgmm_kq_ring_sm;
+    const int64_t ncl = QGMM_NBLOCKS_X / cs, s0 = QGMM_BID_X / cs;
+    qgmm_kq_seg g;
+    qgmm_kq_ring rg;
+    rg.iss = 0;
+    rg.js = 0;
+    rg.have = qgmm_kq_seg_of(pr, 1, s0, rank, cs, rg.g);
+    /* this warp's units per segment (fixed segments: nl depends on the rank only) */
+    const int pw = rg.have && rg.g.nl > warp ? (rg.g.nl - warp + NW - 1) / NW : 0;
+    if (pw)
+        for (int i = 0; i < nsw; ++i) qgmm_kq_ring_issue(pr, rg, sm, pw, nsw, s0, ncl, rank, cs);
+    int par = 0;
+    for (int j = 0; qgmm_kq_seg_of(pr, 1, s0 + j * ncl, rank, cs, g); ++j) {
+        const int u0 = j * pw; /* the warp's first unit of this segment in its stream */
+        if (pw) qgmm_kq_cp_wait_pending(rg.iss - (u0 + pw)); /* later units stay in flight */
+        __syncwarp();
+        uint32_t m = 0;
+        for (int t = 0; t < pw; ++t)
+            qgmm_kq_unit_amax(g, sm + (size_t)(warp + 8 * ((u0 + t) % nsw)) * QGMM_KQ_UNIT_BYTES,
+                              qgmm_kq_unit_row(g, warp + 8 * t, rank, cs), m);
+        red[warp][2 * lane] = qgmm_bits_f32(m << 16);
+        red[warp][2 * lane + 1] = qgmm_bits_f32(m & 0xFFFF0000u);
+        QGMM_SYNC();
+        if (QGMM_TID < 64) {
+            float v = red[0][QGMM_TID];
+            for (int k = 1; k < NW; ++k) v = qgmm_amax_combine(v, red[k][QGMM_TID]);
+            part[par][QGMM_TID] = v;
+        }
+        qgmm_kq_cluster_sync(); /* every block's partials of this segment visible cluster-wide */
+        if (QGMM_TID < 64) {
+            float amax = 0.0f;
+            for (unsigned k = 0; k < cs; ++k) amax = qgmm_amax_combine(amax, qgmm_kq_dsmem_f32(&part[par][QGMM_TID], k));
+            const float mu = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
+            mult[QGMM_TID] = mu;
+            const int64_t c = g.c0 + QGMM_TID;
+            if (rank == 0 && c < a.C)
+                qgmm_kq_store_scale_f32(a, g.slot * a.s.s0 + c * a.s.s1, a.recip ? qgmm_scale_reciprocal(mu) : mu);
+        }
+        QGMM_SYNC(); /* mult visible */
+        for (int t = 0; t < pw; ++t) {
+            qgmm_kq_unit_cast<FMT>(a, g, sm + (size_t)(warp + 8 * ((u0 + t) % nsw)) * QGMM_KQ_UNIT_BYTES,
+                                   qgmm_kq_unit_row(g, warp + 8 * t, rank, cs), mult, vec_out);
+            __syncwarp(); /* the warp's reads of the slot are done */
+            qgmm_kq_ring_issue(pr, rg, sm, pw, nsw, s0, ncl, rank, cs);
+        }
         par ^= 1;
     }
     qgmm_kq_cluster_sync(); /* no block leaves while its partials may still be read */

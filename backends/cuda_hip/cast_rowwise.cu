@@ -5,10 +5,13 @@
  *     rowwise and other rows: qgmm_kq_rowseg, a warp per (row, group) segment.
  *   scale along R (colwise, jagged colwise, 3D transpose rhs) with q R-contiguous, on
  *     sm_90, x read once into shared memory and the column amax exchanged through
- *     distributed shared memory: qgmm_kq_colpipe (persistent clusters walking the
- *     (expert or group, 128-byte column strip) segments, the next one's copies in flight
- *     during the cast) or, for jagged groups it has a plan for, qgmm_kq_colstrip (a
- *     cluster per segment); the dual form runs both tensors in the same launch.
+ *     distributed shared memory: qgmm_kq_colring for fixed segments (colwise, 3D:
+ *     persistent clusters walking the (expert, 128-byte column strip) segments, each
+ *     warp's copies issued ahead through a ring of slots deeper than one segment, whole
+ *     32-byte sectors of q per store), qgmm_kq_colpipe for jagged groups (the next
+ *     segment's copies in flight during the cast) or, for jagged groups it has a plan
+ *     for, qgmm_kq_colstrip (a cluster per segment); the dual form runs both tensors in
+ *     the same launch.
  *     Otherwise (other GPUs, HIP, other layouts): qgmm_kq_colamax (partial column amax,
  *     atomicMax) -> qgmm_kq_colscale (scales + multiplier table) -> qgmm_kq_transpose.
  *     Offsets stay on the device: each kernel checks them and finds row groups itself.
@@ -201,14 +204,86 @@ static int colpipe_ok(const qgmm_cuda_ctx *c, const qgmm_kquant &a)
            (a.offs ? a.G : a.E) < ((int64_t)1 << 31) && (np + QGMM_COLPIPE_CSMAX - 1) / QGMM_COLPIPE_CSMAX * 4 <= QGMM_COLPIPE_UMAX;
 }
 
-/* The single-read kernel of a call (measured on the H100, docs/backends-cuda.md): fixed
- * segments (colwise, 3D) take colpipe; jagged groups keep colstrip where it has a plan
- * (short groups in one block, long ones in 8-block clusters) and take colpipe between. */
+/* colring plan (qgmm_kq_colring, colpipe's 8-warp block, one per SM): colpipe's
+ * cluster, QGMM_COLRING_NSW slots per warp (56 units, 224 KiB: the shared memory of the
+ * SM); taken where a warp's units of a segment leave at least one slot ahead. */
+#define QGMM_COLRING_NSW 7
+
+static int colring_plan(const qgmm_kquant &a, int *cs_out)
+{
+    const int64_t np = colpipe_pieces(a);
+    int cs = 1, u = 8;
+    colpipe_plan(a, &cs, &u);
+    const int nsw = QGMM_COLRING_NSW;
+    const int64_t pw = ((np + cs - 1) / cs * 4 + 7) / 8; /* units per warp, rank 0 */
+    *cs_out = cs;
+    return pw < nsw && nsw - pw <= 7 ? nsw : 0;
+}
+
+/* colpipe's conditions, fixed segments (no offs), a planned ring. */
+static int colring_ok(const qgmm_cuda_ctx *c, const qgmm_kquant &a)
+{
+    int cs;
+    return !a.offs && colpipe_ok(c, a) && colring_plan(a, &cs) > 0;
+}
+
+/* The single-read kernel of a call (measured, docs/backends-cuda.md): fixed segments
+ * (colwise, 3D) take colring where it has a plan, else colpipe;
+ * jagged groups keep colstrip where it has a plan (short groups in one block, long ones
+ * in 8-block clusters) and take colpipe between. */
 static int colwise_pick(const qgmm_cuda_ctx *c, const qgmm_kquant &a)
 {
     if (a.offs && colstrip_ok(c, a)) return 1;
+    if (colring_ok(c, a)) return 3;
     if (colpipe_ok(c, a)) return 2;
     return colstrip_ok(c, a) ? 1 : 0;
+}
+
+/* Launches colring (one tensor, planned by colring_ok); 0 (nothing launched, no error
+ * left) when the device cannot hold one cluster of the plan, so the caller takes colpipe. */
+static int colring_launch(qgmm_context *ctx, const qgmm_kquant &a, qgmm_status *st)
+{
+    qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    qgmm_kq_pair pr;
+    pr.t[0] = a;
+    pr.t[1] = a;
+    int cs = 1;
+    const int nsw = colring_plan(a, &cs);
+    /* 2: whole-sector stores (32-byte aligned columns), 1: 16-byte runs, 0: bytes */
+    int vec_out = ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
+    if (((uintptr_t)a.q.ptr % 32) == 0 && a.q.s2 % 32 == 0 && a.q.s0 % 32 == 0) vec_out = 2;
+    const int64_t segs = ((a.C + 63) / 64) * a.E;
+    const size_t smem = (size_t)nsw * QGMM_KQ_PIPE_WARPS * QGMM_KQ_UNIT_BYTES;
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.blockDim = dim3(32 * QGMM_KQ_PIPE_WARPS, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = c->stream;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = (unsigned)cs;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    cudaError_t err = cudaSuccess;
+    QGMM_FMT_DISPATCH(a.fmt, {
+        void (*k)(qgmm_kq_pair, int, int) = qgmm_kq_colring<FMT>;
+        err = qgmm_cuda_allow_max_smem(k, smem);
+        if (err == cudaSuccess && cs > 8) err = cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+        int active = 0;
+        cfg.gridDim = dim3((unsigned)cs, 1, 1);
+        if (err == cudaSuccess) err = cudaOccupancyMaxActiveClusters(&active, k, &cfg);
+        if (err != cudaSuccess || active < 1) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+        const int64_t ncl = segs < active ? segs : active;
+        cfg.gridDim = dim3((unsigned)(ncl * cs), 1, 1);
+        err = cudaLaunchKernelEx(&cfg, k, pr, nsw, vec_out);
+    });
+    *st = qgmm_cuda_check(ctx, err, "qgmm_kq_colring");
+    return 1;
 }
 
 /* Launches colpipe; 0 (nothing launched, no error left) when the device cannot hold one
@@ -300,6 +375,9 @@ qgmm_status qgmm_cuda_cast_rowwise(qgmm_context *ctx, qgmm_kquant a)
 #if defined(QGMM_K_NVIDIA)
     switch (colwise_pick(c, a)) {
     case 1: return colstrip_launch(ctx, &a, 1);
+    case 3: /* colpipe (less shared memory) where no colring cluster fits */
+        if (colring_launch(ctx, a, &st) || colpipe_launch(ctx, &a, 1, &st)) return st;
+        break;
     case 2:
         if (colpipe_launch(ctx, &a, 1, &st)) return st;
         break;
