@@ -1288,6 +1288,37 @@ QGMM_DEV void qgmm_kq_unit_cast(const qgmm_kquant &a, const qgmm_kq_seg &g, cons
     }
 }
 
+/* A segment's 64 column multipliers, for colpipe and colring (8-warp blocks in clusters of
+ * cs): each lane's packed maxima m of its two columns reduced over the block's warps into
+ * part (this segment's set of partials), the cluster's partials combined in rank order
+ * (every block gets the same amax), mult[c] set and rank 0 storing the scales. Every
+ * thread of the block calls it; mult is visible to the block on return. */
+template <int FMT, int NW>
+QGMM_DEV void qgmm_kq_segment_mult(const qgmm_kquant &a, const qgmm_kq_seg &g, uint32_t m, float (*red)[64],
+                                   float *part, float *mult, unsigned rank, unsigned cs)
+{
+    const int lane = QGMM_TID % 32, warp = QGMM_TID / 32;
+    red[warp][2 * lane] = qgmm_bits_f32(m << 16);
+    red[warp][2 * lane + 1] = qgmm_bits_f32(m & 0xFFFF0000u);
+    QGMM_SYNC();
+    if (QGMM_TID < 64) {
+        float v = red[0][QGMM_TID];
+        for (int k = 1; k < NW; ++k) v = qgmm_amax_combine(v, red[k][QGMM_TID]);
+        part[QGMM_TID] = v;
+    }
+    qgmm_kq_cluster_sync(); /* every block's partials of this segment visible cluster-wide */
+    if (QGMM_TID < 64) {
+        float amax = 0.0f;
+        for (unsigned k = 0; k < cs; ++k) amax = qgmm_amax_combine(amax, qgmm_kq_dsmem_f32(&part[QGMM_TID], k));
+        const float mu = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
+        mult[QGMM_TID] = mu;
+        const int64_t c = g.c0 + QGMM_TID;
+        if (rank == 0 && c < a.C)
+            qgmm_kq_store_scale_f32(a, g.slot * a.s.s0 + c * a.s.s1, a.recip ? qgmm_scale_reciprocal(mu) : mu);
+    }
+    QGMM_SYNC(); /* mult visible */
+}
+
 template <int FMT>
 QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1) qgmm_kq_colpipe(qgmm_kq_pair pr, int n, int U, int vec_out0, int vec_out1)
 {
@@ -1297,7 +1328,7 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1) qgmm_kq_colpipe(
     QGMM_SHARED float part[2][64];
     QGMM_SHARED float mult[64];
     const unsigned cs = qgmm_kq_cluster_size(), rank = qgmm_kq_cluster_rank();
-    const int lane = QGMM_TID % 32, warp = QGMM_TID / 32;
+    const int warp = QGMM_TID / 32;
     /* the pair shares one offs: every block decides alike, before any barrier */
     if (pr.t[0].offs && !qgmm_block_offsets_ok(pr.t[0].offs, pr.t[0].offs_stride, pr.t[0].G, pr.t[0].R, 1,
                                                pr.t[0].status, QGMM_BID_X == 0))
@@ -1325,25 +1356,7 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1) qgmm_kq_colpipe(
             for (int k = k0 + warp; k < k1; k += NW)
                 qgmm_kq_unit_amax(g, sm + (size_t)(k - k0) * QGMM_KQ_UNIT_BYTES, qgmm_kq_unit_row(g, k, rank, cs), m);
         }
-        red[warp][2 * lane] = qgmm_bits_f32(m << 16);
-        red[warp][2 * lane + 1] = qgmm_bits_f32(m & 0xFFFF0000u);
-        QGMM_SYNC();
-        if (QGMM_TID < 64) {
-            float v = red[0][QGMM_TID];
-            for (int k = 1; k < NW; ++k) v = qgmm_amax_combine(v, red[k][QGMM_TID]);
-            part[par][QGMM_TID] = v;
-        }
-        qgmm_kq_cluster_sync(); /* every block's partials of this segment visible cluster-wide */
-        if (QGMM_TID < 64) {
-            float amax = 0.0f;
-            for (unsigned k = 0; k < cs; ++k) amax = qgmm_amax_combine(amax, qgmm_kq_dsmem_f32(&part[par][QGMM_TID], k));
-            const float mu = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
-            mult[QGMM_TID] = mu;
-            const int64_t c = g.c0 + QGMM_TID;
-            if (rank == 0 && c < a.C)
-                qgmm_kq_store_scale_f32(a, g.slot * a.s.s0 + c * a.s.s1, a.recip ? qgmm_scale_reciprocal(mu) : mu);
-        }
-        QGMM_SYNC(); /* mult visible */
+        qgmm_kq_segment_mult<FMT, NW>(a, g, m, red, part[par], mult, rank, cs);
         s += ncl;
         const int hn = qgmm_kq_seg_of(pr, n, s, rank, cs, nx);
         const int nfirst = hn ? (nx.nl < U ? nx.nl : U) : 0; /* slots of the next segment's first round */
@@ -1455,7 +1468,7 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1) qgmm_kq_colring(
     QGMM_SHARED float part[2][64];
     QGMM_SHARED float mult[64];
     const unsigned cs = qgmm_kq_cluster_size(), rank = qgmm_kq_cluster_rank();
-    const int lane = QGMM_TID % 32, warp = QGMM_TID / 32;
+    const int warp = QGMM_TID / 32;
     const qgmm_kquant &a = pr.t[0];
     uint8_t *sm = qgmm_kq_ring_sm;
     const int64_t ncl = QGMM_NBLOCKS_X / cs, s0 = QGMM_BID_X / cs;
@@ -1477,25 +1490,7 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1) qgmm_kq_colring(
         for (int t = 0; t < pw; ++t)
             qgmm_kq_unit_amax(g, sm + (size_t)(warp + 8 * ((u0 + t) % nsw)) * QGMM_KQ_UNIT_BYTES,
                               qgmm_kq_unit_row(g, warp + 8 * t, rank, cs), m);
-        red[warp][2 * lane] = qgmm_bits_f32(m << 16);
-        red[warp][2 * lane + 1] = qgmm_bits_f32(m & 0xFFFF0000u);
-        QGMM_SYNC();
-        if (QGMM_TID < 64) {
-            float v = red[0][QGMM_TID];
-            for (int k = 1; k < NW; ++k) v = qgmm_amax_combine(v, red[k][QGMM_TID]);
-            part[par][QGMM_TID] = v;
-        }
-        qgmm_kq_cluster_sync(); /* every block's partials of this segment visible cluster-wide */
-        if (QGMM_TID < 64) {
-            float amax = 0.0f;
-            for (unsigned k = 0; k < cs; ++k) amax = qgmm_amax_combine(amax, qgmm_kq_dsmem_f32(&part[par][QGMM_TID], k));
-            const float mu = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
-            mult[QGMM_TID] = mu;
-            const int64_t c = g.c0 + QGMM_TID;
-            if (rank == 0 && c < a.C)
-                qgmm_kq_store_scale_f32(a, g.slot * a.s.s0 + c * a.s.s1, a.recip ? qgmm_scale_reciprocal(mu) : mu);
-        }
-        QGMM_SYNC(); /* mult visible */
+        qgmm_kq_segment_mult<FMT, NW>(a, g, m, red, part[par], mult, rank, cs);
         for (int t = 0; t < pw; ++t) {
             qgmm_kq_unit_cast<FMT>(a, g, sm + (size_t)(warp + 8 * ((u0 + t) % nsw)) * QGMM_KQ_UNIT_BYTES,
                                    qgmm_kq_unit_row(g, warp + 8 * t, rank, cs), mult, vec_out);

@@ -86,6 +86,44 @@ static qgmm_status rowreg_launch(qgmm_context *ctx, const qgmm_kquant &a, int nt
 }
 
 #if defined(QGMM_K_NVIDIA)
+/* A launch on the context's stream of `threads`-thread blocks with `smem` bytes of dynamic
+ * shared memory in clusters of cs (the caller sets the grid); at holds the attribute. */
+static void cluster_launch_config(const qgmm_cuda_ctx *c, int cs, unsigned threads, size_t smem,
+                                  cudaLaunchConfig_t *cfg, cudaLaunchAttribute *at)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->blockDim = dim3(threads, 1, 1);
+    cfg->dynamicSmemBytes = smem;
+    cfg->stream = c->stream;
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = (unsigned)cs;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg->attrs = at;
+    cfg->numAttrs = 1;
+}
+
+/* A persistent grid of kernel k: as many clusters of cs blocks as the device holds at once,
+ * at most one per segment. Returns 0 (nothing launched, no error left) when not even one
+ * cluster fits; otherwise 1 with the launch's status in *err. */
+template <typename... P, typename... A>
+static int persistent_cluster_launch(void (*k)(P...), cudaLaunchConfig_t *cfg, int cs, int64_t segs,
+                                     cudaError_t *err, A... args)
+{
+    cudaError_t e = qgmm_cuda_allow_max_smem(k, cfg->dynamicSmemBytes);
+    if (e == cudaSuccess && cs > 8) e = cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    int active = 0;
+    cfg->gridDim = dim3((unsigned)cs, 1, 1);
+    if (e == cudaSuccess) e = cudaOccupancyMaxActiveClusters(&active, k, cfg);
+    if (e != cudaSuccess || active < 1) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    const int64_t ncl = segs < active ? segs : active;
+    cfg->gridDim = dim3((unsigned)(ncl * cs), 1, 1);
+    *err = cudaLaunchKernelEx(cfg, k, args...);
+    return 1;
+}
 #include "cuda_smem_optin.h"
 /* The colstrip plans that measured faster than the three passes on the H100
  * (docs/backends-cuda.md), by the pieces of 128 rows a segment is planned for: up to 4 pieces, one
@@ -147,18 +185,9 @@ static qgmm_status colstrip_launch(qgmm_context *ctx, const qgmm_kquant *t, int 
     if (P < 1) P = 1;
     const size_t smem = (size_t)P * QGMM_KQ_PIECE_BYTES;
     cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDim = dim3((unsigned)(strips * cs), (unsigned)slots, (unsigned)n);
-    cfg.blockDim = dim3(256, 1, 1);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = c->stream;
     cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = (unsigned)cs;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cluster_launch_config(c, cs, 256, smem, &cfg, at);
+    cfg.gridDim = dim3((unsigned)(strips * cs), (unsigned)slots, (unsigned)n);
     cudaError_t err = cudaSuccess;
     QGMM_FMT_DISPATCH(t[0].fmt, {
         void (*k)(qgmm_kq_pair, int, int, int) = qgmm_kq_colstrip<FMT, 0>;
@@ -255,33 +284,14 @@ static int colring_launch(qgmm_context *ctx, const qgmm_kquant &a, qgmm_status *
     const int64_t segs = ((a.C + 63) / 64) * a.E;
     const size_t smem = (size_t)nsw * QGMM_KQ_PIPE_WARPS * QGMM_KQ_UNIT_BYTES;
     cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.blockDim = dim3(32 * QGMM_KQ_PIPE_WARPS, 1, 1);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = c->stream;
     cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = (unsigned)cs;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cluster_launch_config(c, cs, 32 * QGMM_KQ_PIPE_WARPS, smem, &cfg, at);
     cudaError_t err = cudaSuccess;
+    int launched = 0;
     QGMM_FMT_DISPATCH(a.fmt, {
-        void (*k)(qgmm_kq_pair, int, int) = qgmm_kq_colring<FMT>;
-        err = qgmm_cuda_allow_max_smem(k, smem);
-        if (err == cudaSuccess && cs > 8) err = cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-        int active = 0;
-        cfg.gridDim = dim3((unsigned)cs, 1, 1);
-        if (err == cudaSuccess) err = cudaOccupancyMaxActiveClusters(&active, k, &cfg);
-        if (err != cudaSuccess || active < 1) {
-            (void)cudaGetLastError();
-            return 0;
-        }
-        const int64_t ncl = segs < active ? segs : active;
-        cfg.gridDim = dim3((unsigned)(ncl * cs), 1, 1);
-        err = cudaLaunchKernelEx(&cfg, k, pr, nsw, vec_out);
+        launched = persistent_cluster_launch(qgmm_kq_colring<FMT>, &cfg, cs, segs, &err, pr, nsw, vec_out);
     });
+    if (!launched) return 0;
     *st = qgmm_cuda_check(ctx, err, "qgmm_kq_colring");
     return 1;
 }
@@ -309,33 +319,15 @@ static int colpipe_launch(qgmm_context *ctx, const qgmm_kquant *t, int n, qgmm_s
     vec_out[1] = n > 1 ? vec_out[1] : vec_out[0];
     const size_t smem = (size_t)U * QGMM_KQ_UNIT_BYTES;
     cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.blockDim = dim3(32 * QGMM_KQ_PIPE_WARPS, 1, 1);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = c->stream;
     cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = (unsigned)cs;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cluster_launch_config(c, cs, 32 * QGMM_KQ_PIPE_WARPS, smem, &cfg, at);
     cudaError_t err = cudaSuccess;
+    int launched = 0;
     QGMM_FMT_DISPATCH(t[0].fmt, {
-        void (*k)(qgmm_kq_pair, int, int, int, int) = qgmm_kq_colpipe<FMT>;
-        err = qgmm_cuda_allow_max_smem(k, smem);
-        if (err == cudaSuccess && cs > 8) err = cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-        int active = 0;
-        cfg.gridDim = dim3((unsigned)cs, 1, 1);
-        if (err == cudaSuccess) err = cudaOccupancyMaxActiveClusters(&active, k, &cfg);
-        if (err != cudaSuccess || active < 1) {
-            (void)cudaGetLastError();
-            return 0;
-        }
-        const int64_t ncl = segs < active ? segs : active;
-        cfg.gridDim = dim3((unsigned)(ncl * cs), 1, 1);
-        err = cudaLaunchKernelEx(&cfg, k, pr, n, U, vec_out[0], vec_out[1]);
+        launched = persistent_cluster_launch(qgmm_kq_colpipe<FMT>, &cfg, cs, segs, &err, pr, n, U, vec_out[0],
+                                             vec_out[1]);
     });
+    if (!launched) return 0;
     *st = qgmm_cuda_check(ctx, err, "qgmm_kq_colpipe");
     return 1;
 }
