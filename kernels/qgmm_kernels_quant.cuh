@@ -1177,6 +1177,31 @@ QGMM_DEV void qgmm_kq_cast8_bf16(const uint32_t w[8], int h, float mu, uint32_t 
     out[1] = pk.y;
 }
 
+/* One half (16 rows) of a lane's two columns of a unit slot: w[k] the bf16 pair of row
+ * 16 * half + k, and per chunk j of 8 rows the packed largest magnitude mx[j] and the
+ * packed smallest non-zero magnitude less one mn[j] (a zero wraps to 0xFFFF), the bounds
+ * qgmm_kq_cast8_bf16 tests once per chunk. */
+QGMM_DEV void qgmm_kq_unit_half_load(const uint8_t *slot, int half, int lane, uint32_t w[16], uint32_t mx[2],
+                                     uint32_t mn[2])
+{
+#pragma unroll
+    for (int k = 0; k < 16; ++k) w[k] = *(const uint32_t *)(slot + (16 * half + k) * 128 + lane * 4);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        uint32_t hi = 0, lo = 0xFFFFFFFFu;
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const uint32_t m = w[8 * j + k] & 0x7FFF7FFFu;
+            hi = qgmm_kq_max_u16x2(hi, m);
+#if defined(__CUDA_ARCH__)
+            lo = __vminu2(lo, __vadd2(m, 0xFFFFFFFFu));
+#endif
+        }
+        mx[j] = hi;
+        mn[j] = lo;
+    }
+}
+
 /* A whole unit (32 rows in the segment, 32-byte aligned in q) with whole-sector stores:
  * lane l casts its two columns' 32 rows (two halves of 16), then lane pairs swap 16-byte
  * halves with one xor-shuffle per word, so that in each store instruction the even lane
@@ -1193,20 +1218,7 @@ QGMM_DEV void qgmm_kq_unit_cast_sect(const qgmm_kquant &a, const qgmm_kq_seg &g,
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
         uint32_t w[16], mx[2], mn[2];
-#pragma unroll
-        for (int k = 0; k < 16; ++k) w[k] = *(const uint32_t *)(slot + (16 * half + k) * 128 + lane * 4);
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            uint32_t hi = 0, lo = 0xFFFFFFFFu;
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                const uint32_t m = w[8 * j + k] & 0x7FFF7FFFu;
-                hi = qgmm_kq_max_u16x2(hi, m);
-                lo = __vminu2(lo, __vadd2(m, 0xFFFFFFFFu));
-            }
-            mx[j] = hi;
-            mn[j] = lo;
-        }
+        qgmm_kq_unit_half_load(slot, half, lane, w, mx, mn);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             qgmm_kq_cast8_bf16<FMT>(w, h, mu[h], mx[0], mn[0], o[half][h]);
@@ -1252,22 +1264,7 @@ QGMM_DEV void qgmm_kq_unit_cast(const qgmm_kquant &a, const qgmm_kq_seg &g, cons
     for (int half = 0; half < 2; ++half) {
         const int r = rs + 16 * half;
         uint32_t w[16], mx[2], mn[2];
-#pragma unroll
-        for (int k = 0; k < 16; ++k) w[k] = *(const uint32_t *)(slot + (16 * half + k) * 128 + lane * 4);
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            uint32_t hi = 0, lo = 0xFFFFFFFFu;
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                const uint32_t m = w[8 * j + k] & 0x7FFF7FFFu;
-                hi = qgmm_kq_max_u16x2(hi, m);
-#if defined(__CUDA_ARCH__)
-                lo = __vminu2(lo, __vadd2(m, 0xFFFFFFFFu));
-#endif
-            }
-            mx[j] = hi;
-            mn[j] = lo;
-        }
+        qgmm_kq_unit_half_load(slot, half, lane, w, mx, mn);
         const int full = vec_out && r >= g.r0 && r + 16 <= g.r1;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
