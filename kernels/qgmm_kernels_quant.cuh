@@ -1402,8 +1402,8 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1) qgmm_kq_colpipe(
  * completes this segment's copies (each lane copies its own 16-byte runs, as in colpipe:
  * no producer warp, no block barrier around a slot). Units, amax, cluster exchange and
  * cast are colpipe's; q is stored as whole 32-byte sectors where it is 32-byte aligned
- * (vec_out 2, qgmm_kq_unit_cast_sect: measured 2.63 -> 2.06 ms with the ring at 64 experts
- * (4096, 7168), H200). Requires colpipe's layout, no offs, 1 <= NSW - pw <= 7. */
+ * (vec_out 2, qgmm_kq_unit_cast_sect: the ring pays only together with them,
+ * docs/backends-cuda.md). Requires colpipe's layout, no offs, 1 <= NSW - pw <= 7. */
 QGMM_DEV void qgmm_kq_cp_commit()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -1424,7 +1424,7 @@ QGMM_DEV void qgmm_kq_cp_wait_pending(int n)
     case 5: asm volatile("cp.async.wait_group 5;\n" ::: "memory"); break;
     case 6: asm volatile("cp.async.wait_group 6;\n" ::: "memory"); break;
     case 7: asm volatile("cp.async.wait_group 7;\n" ::: "memory"); break;
-    default: asm volatile("cp.async.wait_all;\n" ::: "memory"); break;
+    default: qgmm_kq_cp_wait(); break;
     }
 #else
     (void)n;
@@ -1450,8 +1450,8 @@ QGMM_DEV void qgmm_kq_ring_issue(const qgmm_kq_pair &pr, qgmm_kq_ring &r, uint8_
         r.have = r.have && qgmm_kq_seg_of(pr, 1, s0 + r.js * ncl, rank, cs, r.g);
     }
     if (!r.have) return;
-    qgmm_kq_unit_copy(pr.t[0], r.g, sm + (size_t)(warp + 8 * (r.iss % nsw)) * QGMM_KQ_UNIT_BYTES,
-                      warp + 8 * (r.iss - r.js * pw), rank, cs);
+    qgmm_kq_unit_copy(pr.t[0], r.g, sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * (r.iss % nsw)) * QGMM_KQ_UNIT_BYTES,
+                      warp + QGMM_KQ_PIPE_WARPS * (r.iss - r.js * pw), rank, cs);
     qgmm_kq_cp_commit();
     ++r.iss;
 }
@@ -1485,12 +1485,12 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1) qgmm_kq_colring(
         __syncwarp();
         uint32_t m = 0;
         for (int t = 0; t < pw; ++t)
-            qgmm_kq_unit_amax(g, sm + (size_t)(warp + 8 * ((u0 + t) % nsw)) * QGMM_KQ_UNIT_BYTES,
-                              qgmm_kq_unit_row(g, warp + 8 * t, rank, cs), m);
+            qgmm_kq_unit_amax(g, sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * ((u0 + t) % nsw)) * QGMM_KQ_UNIT_BYTES,
+                              qgmm_kq_unit_row(g, warp + QGMM_KQ_PIPE_WARPS * t, rank, cs), m);
         qgmm_kq_segment_mult<FMT, NW>(a, g, m, red, part[par], mult, rank, cs);
         for (int t = 0; t < pw; ++t) {
-            qgmm_kq_unit_cast<FMT>(a, g, sm + (size_t)(warp + 8 * ((u0 + t) % nsw)) * QGMM_KQ_UNIT_BYTES,
-                                   qgmm_kq_unit_row(g, warp + 8 * t, rank, cs), mult, vec_out);
+            qgmm_kq_unit_cast<FMT>(a, g, sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * ((u0 + t) % nsw)) * QGMM_KQ_UNIT_BYTES,
+                                   qgmm_kq_unit_row(g, warp + QGMM_KQ_PIPE_WARPS * t, rank, cs), mult, vec_out);
             __syncwarp(); /* the warp's reads of the slot are done */
             qgmm_kq_ring_issue(pr, rg, sm, pw, nsw, s0, ncl, rank, cs);
         }
