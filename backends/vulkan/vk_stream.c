@@ -9,15 +9,20 @@
 
 #include <string.h>
 
+/* Waits for submitted command buffer k's fence and makes the slot free again. */
+static VkResult cmd_wait(vk_ctx *c, vk_cmd *k)
+{
+    VkResult r = g_vk.vkWaitForFences(c->dev, 1, &k->fence, VK_TRUE, UINT64_MAX);
+    g_vk.vkResetFences(c->dev, 1, &k->fence);
+    k->state = 0;
+    return r;
+}
+
 VkCommandBuffer vk_begin(vk_ctx *c)
 {
     if (c->cur >= 0) return c->cmds[c->cur].cb;
     vk_cmd *k = &c->cmds[c->next];
-    if (k->state == 2) { /* ring full: reuse the oldest once it has finished */
-        g_vk.vkWaitForFences(c->dev, 1, &k->fence, VK_TRUE, UINT64_MAX);
-        g_vk.vkResetFences(c->dev, 1, &k->fence);
-        k->state = 0;
-    }
+    if (k->state == 2) cmd_wait(c, k); /* ring full: reuse the oldest once it has finished */
     g_vk.vkResetCommandBuffer(k->cb, 0);
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
@@ -62,9 +67,7 @@ qgmm_status vk_wait_slot(vk_ctx *c, int i)
     if (i < 0) return QGMM_OK;
     vk_cmd *k = &c->cmds[i];
     if (k->state != 2) return QGMM_OK;
-    VkResult r = g_vk.vkWaitForFences(c->dev, 1, &k->fence, VK_TRUE, UINT64_MAX);
-    g_vk.vkResetFences(c->dev, 1, &k->fence);
-    k->state = 0;
+    const VkResult r = cmd_wait(c, k);
     if (r != VK_SUCCESS) return qgmm_set_error(c->api, QGMM_ERR_DEVICE, "vkWaitForFences failed (VkResult %d)", (int)r);
     return QGMM_OK;
 }
@@ -75,9 +78,7 @@ qgmm_status vk_wait_all(vk_ctx *c)
     for (int i = 0; i < VK_NCMD; ++i) {
         vk_cmd *k = &c->cmds[i];
         if (k->state != 2) continue;
-        VkResult r = g_vk.vkWaitForFences(c->dev, 1, &k->fence, VK_TRUE, UINT64_MAX);
-        g_vk.vkResetFences(c->dev, 1, &k->fence);
-        k->state = 0;
+        const VkResult r = cmd_wait(c, k);
         if (r != VK_SUCCESS && st == QGMM_OK)
             st = qgmm_set_error(c->api, QGMM_ERR_DEVICE, "vkWaitForFences failed (VkResult %d)", (int)r);
     }
