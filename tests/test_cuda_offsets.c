@@ -8,7 +8,7 @@
  * and synchronize to QGMM_OK, so "writes nothing" is not "never writes".
  * Run under compute-sanitizer memcheck/racecheck on the device: no access may leave the
  * tensors even with offsets far out of range.
- * Exit: 0 pass, 1 failure, 77 no CUDA backend here (skip).
+ * Exit: 0 pass, 1 failure, 2 a setup call failed, 77 no CUDA backend here (skip).
  */
 #include "qgmm.h"
 
@@ -17,19 +17,12 @@
 #include <string.h>
 
 static qgmm_context *g_ctx;
-static int g_fail, g_checks;
+static long g_failures;
+static int g_checks;
+
+#include "qgmm_test_check.h"
 
 #define POISON 0xA5
-
-#define OK(call)                                                                             \
-    do {                                                                                     \
-        qgmm_status s_ = (call);                                                             \
-        if (s_ != QGMM_OK) {                                                                 \
-            fprintf(stderr, "FATAL %s:%d: %s -> %s (%s)\n", __FILE__, __LINE__, #call,        \
-                    qgmm_status_string(s_), qgmm_last_error(g_ctx));                         \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
 
 typedef struct out_buf {
     const char *name;
@@ -49,13 +42,7 @@ static qgmm_buffer *alloc_random(size_t bytes, unsigned seed)
     return b;
 }
 
-static qgmm_buffer *alloc_offs(const int32_t *v, int64_t g)
-{
-    qgmm_buffer *b;
-    OK(qgmm_buffer_alloc(g_ctx, (size_t)g * 4, &b));
-    OK(qgmm_buffer_upload(b, 0, v, (size_t)g * 4));
-    return b;
-}
+static qgmm_buffer *alloc_offs(const int32_t *v, int64_t g) { return qgmm_test_buf_from(v, (size_t)g * 4); }
 
 static void poison(out_buf *o, int n)
 {
@@ -67,8 +54,7 @@ static size_t changed(out_buf *o, int n)
 {
     size_t c = 0;
     for (int i = 0; i < n; ++i) {
-        uint8_t *h = (uint8_t *)malloc(o[i].bytes ? o[i].bytes : 1);
-        OK(qgmm_buffer_download(o[i].buf, 0, h, o[i].bytes));
+        uint8_t *h = (uint8_t *)qgmm_test_fetch(o[i].buf, o[i].bytes);
         for (size_t k = 0; k < o[i].bytes; ++k) c += h[k] != POISON;
         free(h);
     }
@@ -88,28 +74,15 @@ static void check_op(const char *name, op_fn op, void *ud, out_buf *outs, int no
     OK(qgmm_synchronize(g_ctx));
     qgmm_status s = op(ud, &offs);
     g_checks++;
-    if (s != QGMM_OK) {
-        fprintf(stderr, "FAIL %s (%s): enqueue returned %s: %s\n", name, why, qgmm_status_string(s),
-                qgmm_last_error(g_ctx));
-        g_fail++;
-    }
+    CHECK(s == QGMM_OK, "%s (%s): enqueue returned %s: %s", name, why, qgmm_status_string(s), qgmm_last_error(g_ctx));
     s = qgmm_synchronize(g_ctx);
-    if (s != QGMM_ERR_BAD_OFFSETS) {
-        fprintf(stderr, "FAIL %s (%s): synchronize returned %s, want QGMM_ERR_BAD_OFFSETS\n", name, why,
-                qgmm_status_string(s));
-        g_fail++;
-    }
+    CHECK(s == QGMM_ERR_BAD_OFFSETS, "%s (%s): synchronize returned %s, want QGMM_ERR_BAD_OFFSETS", name, why,
+          qgmm_status_string(s));
     s = qgmm_synchronize(g_ctx);
-    if (s != QGMM_OK) {
-        fprintf(stderr, "FAIL %s (%s): second synchronize returned %s (status not cleared)\n", name, why,
-                qgmm_status_string(s));
-        g_fail++;
-    }
+    CHECK(s == QGMM_OK, "%s (%s): second synchronize returned %s (status not cleared)", name, why,
+          qgmm_status_string(s));
     const size_t ch = changed(outs, nouts);
-    if (ch) {
-        fprintf(stderr, "FAIL %s (%s): %zu output bytes written despite bad offsets\n", name, why, ch);
-        g_fail++;
-    }
+    CHECK(ch == 0, "%s (%s): %zu output bytes written despite bad offsets", name, why, ch);
     qgmm_buffer_free(ob);
 
     /* good offsets: must write and sync clean */
@@ -118,14 +91,8 @@ static void check_op(const char *name, op_fn op, void *ud, out_buf *outs, int no
     poison(outs, nouts);
     OK(op(ud, &offs));
     s = qgmm_synchronize(g_ctx);
-    if (s != QGMM_OK) {
-        fprintf(stderr, "FAIL %s (good offsets): synchronize returned %s\n", name, qgmm_status_string(s));
-        g_fail++;
-    }
-    if (changed(outs, nouts) == 0) {
-        fprintf(stderr, "FAIL %s (good offsets): nothing written\n", name);
-        g_fail++;
-    }
+    CHECK(s == QGMM_OK, "%s (good offsets): synchronize returned %s", name, qgmm_status_string(s));
+    CHECK(changed(outs, nouts) != 0, "%s (good offsets): nothing written", name);
     qgmm_buffer_free(ob);
 }
 
@@ -292,6 +259,6 @@ int main(int argc, char **argv)
     check_op("scales_from_blocked K-groups", op_from_blocked_k, &e, o_fb, 1, huge, good_kscale, G, "huge");
 
     qgmm_context_destroy(g_ctx);
-    printf("%d bad-offset checks, %d failures\n", g_checks, g_fail);
-    return g_fail ? 1 : 0;
+    printf("%d bad-offset checks, %ld failures\n", g_checks, g_failures);
+    return g_failures ? 1 : 0;
 }
