@@ -175,21 +175,33 @@ static void visit_gather(void *ud, int64_t e, int64_t r, int64_t c, int64_t off)
     io->plain_bytes[plain_index(io, e, r, c)] = v;
 }
 
+/* Makes the plan of `plain` over offs; 0 when the op is over (*st: out of memory, or
+ * QGMM_OK with the status word raised for bad offsets: nothing written). */
+static int plan_open(qgmm_context *ctx, const char *op, blocked_plan *p, qgmm_blocked_variant v,
+                     const qgmm_tensor *plain, const qgmm_tensor *offs, qgmm_status *st)
+{
+    int bad = 0;
+    *st = QGMM_OK;
+    if (!plan_make(p, v, plain, offs, &bad)) {
+        plan_free(p);
+        *st = qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+        return 0;
+    }
+    if (bad) {
+        plan_free(p);
+        qgmm_cpu_raise_status(ctx, QGMM_DEVICE_STATUS_BAD_OFFSETS);
+        return 0;
+    }
+    return 1;
+}
+
 qgmm_status qgmm_cpu_scales_to_blocked(qgmm_context *ctx, qgmm_blocked_variant v,
                                        const qgmm_tensor *in, const qgmm_tensor *offs,
                                        const qgmm_tensor *out, const qgmm_tensor *group_starts)
 {
     blocked_plan p;
-    int bad = 0;
-    if (!plan_make(&p, v, in, offs, &bad)) {
-        plan_free(&p);
-        return qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "scales_to_blocked: out of host memory");
-    }
-    if (bad) {
-        plan_free(&p);
-        qgmm_cpu_raise_status(ctx, QGMM_DEVICE_STATUS_BAD_OFFSETS);
-        return QGMM_OK;
-    }
+    qgmm_status st;
+    if (!plan_open(ctx, "scales_to_blocked", &p, v, in, offs, &st)) return st;
     blocked_io io = {in, out, tensor_bytes(in), tensor_bytes(out), out->shape[0]};
     /* Every output byte is defined: padding (and the unused tail of the grouped upper
      * bound) is zero, then each scale is scattered to its single home. */
@@ -206,16 +218,8 @@ qgmm_status qgmm_cpu_scales_from_blocked(qgmm_context *ctx, qgmm_blocked_variant
                                          const qgmm_tensor *out)
 {
     blocked_plan p;
-    int bad = 0;
-    if (!plan_make(&p, v, out, offs, &bad)) {
-        plan_free(&p);
-        return qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "scales_from_blocked: out of host memory");
-    }
-    if (bad) {
-        plan_free(&p);
-        qgmm_cpu_raise_status(ctx, QGMM_DEVICE_STATUS_BAD_OFFSETS);
-        return QGMM_OK;
-    }
+    qgmm_status st;
+    if (!plan_open(ctx, "scales_from_blocked", &p, v, out, offs, &st)) return st;
     blocked_io io = {out, in, tensor_bytes(out), tensor_bytes(in), in->shape[0]};
     /* Scales that belong to no group (grouped variants, past offs[G-1]) come back as 0,
      * the value padding holds, so the whole plain output is defined. */
