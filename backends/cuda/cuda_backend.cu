@@ -331,6 +331,13 @@ static qgmm_cuda_staging *stage_take(qgmm_cuda_ctx *c, size_t bytes)
     return g && pthread_mutex_trylock(&g->busy) == 0 ? g : NULL;
 }
 
+/* Bytes of chunk j of a staged transfer of `bytes`. */
+static size_t stage_len(size_t bytes, size_t j)
+{
+    const size_t at = j * QG_STAGE_BYTES;
+    return bytes - at < QG_STAGE_BYTES ? bytes - at : QG_STAGE_BYTES;
+}
+
 static qgmm_status cu_buffer_upload(qgmm_context *ctx, qgmm_backend_buf *bb, size_t off,
                                     const void *src, size_t bytes)
 {
@@ -345,7 +352,7 @@ static qgmm_status cu_buffer_upload(qgmm_context *ctx, qgmm_backend_buf *bb, siz
     } else {
         /* chunk i: wait for the DMA that last read its staging chunk (chunk i-2), fill it, send it */
         for (size_t done = 0, i = 0; st == QGMM_OK && done < bytes; ++i) {
-            const size_t n = bytes - done < QG_STAGE_BYTES ? bytes - done : QG_STAGE_BYTES;
+            const size_t n = stage_len(bytes, i);
             const int s = (int)(i & 1);
             if (i >= 2) st = qgmm_cuda_check(ctx, cudaEventSynchronize(g->done[s]), "upload staging wait");
             if (st != QGMM_OK) break;
@@ -364,6 +371,18 @@ static qgmm_status cu_buffer_upload(qgmm_context *ctx, qgmm_backend_buf *bb, siz
     return st;
 }
 
+/* Enqueues chunk j of a staged download into its staging chunk and marks its arrival. */
+static qgmm_status download_chunk(qgmm_context *ctx, qgmm_cuda_staging *g, const char *from, size_t bytes,
+                                  size_t j)
+{
+    cudaStream_t s = qgmm_cuda_ctx_of(ctx)->stream;
+    const int k = (int)(j & 1);
+    qgmm_status st = qgmm_cuda_check(ctx, cudaMemcpyAsync(g->chunk[k], from + j * QG_STAGE_BYTES, stage_len(bytes, j),
+                                                          cudaMemcpyDeviceToHost, s), "download");
+    if (st == QGMM_OK) st = qgmm_cuda_check(ctx, cudaEventRecord(g->done[k], s), "download staging event");
+    return st;
+}
+
 static qgmm_status cu_buffer_download(qgmm_context *ctx, qgmm_backend_buf *bb, size_t off, void *dst,
                                       size_t bytes)
 {
@@ -371,28 +390,20 @@ static qgmm_status cu_buffer_download(qgmm_context *ctx, qgmm_backend_buf *bb, s
     qgmm_cuda_buf *b = (qgmm_cuda_buf *)bb;
     qgmm_status st = qgmm_cuda_enter(ctx);
     if (st != QGMM_OK) return st;
+    const char *from = (const char *)b->ptr + off;
     qgmm_cuda_staging *g = stage_take(c, bytes);
     if (bytes > 0 && !g) {
-        st = qgmm_cuda_check(ctx, cudaMemcpyAsync(dst, (const char *)b->ptr + off, bytes,
-                                                  cudaMemcpyDeviceToHost, c->stream), "download");
+        st = qgmm_cuda_check(ctx, cudaMemcpyAsync(dst, from, bytes, cudaMemcpyDeviceToHost, c->stream), "download");
     } else if (g) {
-        /* chunk i+1 is on its way into one staging chunk while the host copies chunk i out of
-         * the other */
+        /* chunk i+1 goes into the other staging chunk (whose chunk i-1 the host has copied
+         * out) while the host copies chunk i out of this one */
         const size_t nch = (bytes + QG_STAGE_BYTES - 1) / QG_STAGE_BYTES;
+        st = download_chunk(ctx, g, from, bytes, 0);
         for (size_t i = 0; st == QGMM_OK && i < nch; ++i) {
-            for (size_t j = i == 0 ? 0 : i + 1; st == QGMM_OK && j <= i + 1 && j < nch; ++j) {
-                const size_t at = j * QG_STAGE_BYTES, n = bytes - at < QG_STAGE_BYTES ? bytes - at : QG_STAGE_BYTES;
-                const int s = (int)(j & 1);
-                st = qgmm_cuda_check(ctx, cudaMemcpyAsync(g->chunk[s], (const char *)b->ptr + off + at, n,
-                                                          cudaMemcpyDeviceToHost, c->stream), "download");
-                if (st == QGMM_OK)
-                    st = qgmm_cuda_check(ctx, cudaEventRecord(g->done[s], c->stream), "download staging event");
-            }
-            const int s = (int)(i & 1);
-            if (st == QGMM_OK) st = qgmm_cuda_check(ctx, cudaEventSynchronize(g->done[s]), "download staging wait");
-            if (st != QGMM_OK) break;
-            const size_t at = i * QG_STAGE_BYTES, n = bytes - at < QG_STAGE_BYTES ? bytes - at : QG_STAGE_BYTES;
-            qgmm_host_copy((char *)dst + at, g->chunk[s], n);
+            if (i + 1 < nch) st = download_chunk(ctx, g, from, bytes, i + 1);
+            if (st == QGMM_OK)
+                st = qgmm_cuda_check(ctx, cudaEventSynchronize(g->done[i & 1]), "download staging wait");
+            if (st == QGMM_OK) qgmm_host_copy((char *)dst + i * QG_STAGE_BYTES, g->chunk[i & 1], stage_len(bytes, i));
         }
     }
     const cudaError_t e = cudaStreamSynchronize(c->stream);
