@@ -87,6 +87,19 @@ extern "C" qgmm_status qgmm_cuda_grouped_gemm(qgmm_context *ctx, const qgmm_gemm
         const qgmm_status st = qgmm_cuda_enter(ctx);
         if (st != QGMM_OK) return st;
     }
+    /* MXFP8 on Hopper dequantizes its operands to bf16 in the context's scratch; where that
+     * cannot be had, the portable kernel runs (qgmm_cuda_gemm_ws_bytes) */
+    if (path != QG_PATH_PORTABLE) {
+        const size_t ws = qgmm_cuda_gemm_ws_bytes(&p);
+        if (ws > 0) {
+            p.ws = qgmm_cuda_scratch(ctx, ws);
+            if (p.ws) {
+                p.ws_bytes = (int64_t)ws;
+            } else { /* the failed allocation is not this op's error (last_error names it) */
+                (void)cudaGetLastError();
+            }
+        }
+    }
     const char *why = "", *used = "";
     const int rc = qgmm_cuda_gemm_run(&p, path, c->stream, &why, &used);
     if (rc == 1) return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "grouped_gemm on cuda: %s", why);

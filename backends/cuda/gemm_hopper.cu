@@ -1,9 +1,10 @@
 /*
  * gemm_hopper.cu — the Hopper (sm_90a) grouped GEMM: BF16, FP8 rowwise, FP8 blockwise and
- * MXFP8 (e4m3 / e5m2), M- and K-grouped, contraction-contiguous operands with 16-byte
+ * MXFP8 (e4m3 / e5m2; dequantized to bf16 in a workspace, then the BF16 kernel:
+ * gemm_mx_dequant.cuh), M- and K-grouped, contraction-contiguous operands with 16-byte
  * aligned rows, or BF16 operands contiguous along their rows / columns (MN-major: the
- * dgrad weights' (E, K, N) view, row-major dy and x in wgrad) (bf16 output for the FP8
- * recipes; f32 output takes the portable kernel).
+ * dgrad weights' (E, K, N) view, row-major dy and x in wgrad) (bf16 output for FP8
+ * rowwise and blockwise, whose f32 output takes the portable kernel; MXFP8 bf16 or f32).
  *
  * Persistent grid of 384-thread CTAs: warpgroup 0 is the producer (one thread issues TMA
  * `cp.async.bulk.tensor` loads of 128-byte-wide A (128 rows) and B (256 rows) slices into a
@@ -21,12 +22,13 @@
  * The fast kernel's ping-pong form gives each consumer warpgroup its own 128x128 tile, the
  * two taking turns on the tensor cores (one's epilogue under the other's main loop).
  * The kernels: gemm_hopper_common.cuh (shared pieces), gemm_hopper_fast.cuh,
- * gemm_hopper_pingpong.cuh, gemm_hopper_promo.cuh; this file holds the tensor maps,
- * configurations and launch.
+ * gemm_hopper_pingpong.cuh, gemm_hopper_promo.cuh, gemm_mx_dequant.cuh; this file holds
+ * the tensor maps, configurations and launch.
  */
 #include "gemm_hopper_fast.cuh"
 #include "gemm_hopper_pingpong.cuh"
 #include "gemm_hopper_promo.cuh"
+#include "gemm_mx_dequant.cuh"
 #include "cuda_smem_optin.h"
 
 #include <stdlib.h>
@@ -204,7 +206,7 @@ int qg_launch_tma_kernel(K kern, const qg_problem *p, cudaStream_t stream, int b
 /* One Hopper kernel configuration: which kernel, ring depth, staging bytes per consumer,
  * CTAs per cluster, promoted tile width, ping-pong. */
 struct qg_hconf {
-    bool promo;  /* the 128 x bn promoted kernel (FP8 blockwise, MXFP8), else the 128x256 fast one */
+    bool promo;  /* the 128 x bn promoted kernel (FP8 blockwise), else the 128x256 fast one */
     int stages;
     int sb;      /* 0: epilogue from registers */
     int cl;      /* 2: B tiles multicast to a pair of CTAs */
@@ -248,9 +250,9 @@ constexpr int QG_NFAST = 7, QG_NPROMO = 5;
  * bf16-output bound (docs/numerics.md, "FP8 accumulation on Hopper"). */
 constexpr int64_t QG_ROW_PROMO_TOKENS = 32768;
 
-size_t qg_conf_smem(const qg_hconf &c, int sc, int groups)
+size_t qg_conf_smem(const qg_hconf &c, int groups)
 {
-    const size_t fixed = c.promo ? qg_smem_fixed(c.stages, PA_BYTES, c.bn * HBKB, c.sb, qg_promo_sf(sc, c.stages, c.bn))
+    const size_t fixed = c.promo ? qg_smem_fixed(c.stages, PA_BYTES, c.bn * HBKB, c.sb, qg_promo_sf(c.stages, c.bn))
                          : c.pp  ? qg_smem_fixed(c.stages, PP_A_BYTES, PP_B_BYTES, c.sb, 2 * PP_SCALE_FLOATS)
                                  : qg_smem_fixed(c.stages, HA_BYTES, HB_BYTES, c.sb,
                                                  2 * QG_SCALE_FLOATS + (c.pk ? QG_PK_XFLOATS : 0));
@@ -294,7 +296,7 @@ int qg_launch_conf(const qg_hconf &c, const qg_problem *p, cudaStream_t stream, 
     if (c.promo == PROMO && c.stages == ST && c.sb == SB && c.cl == CL && (!PROMO || c.bn == BN) &&  \
         c.pk == PK) {                                                                                \
         if constexpr (PROMO) {                                                                       \
-            if constexpr (SC == QG_SC_BLOCK128 || (SC == QG_SC_MX32 && BN == 128))                  \
+            if constexpr (SC == QG_SC_BLOCK128)                                                      \
                 return qg_launch_tma_kernel(qg_hopper_promo_kernel<E, SC, ST, SB, CL, BN>, p, stream, PBM, BN, CL, \
                                             smem, sms, why);                                         \
         } else if constexpr ((SC == QG_SC_NONE && PK == 0) || SC == QG_SC_ROW) {                     \
@@ -337,15 +339,102 @@ int qg_launch_recipe(const qg_hconf &c, const qg_problem *p, cudaStream_t stream
         return qg_launch_conf<QG_ELEM_E4M3, QG_SC_BLOCK128>(c, p, stream, smem, sms, why);
     if (p->elem == QG_ELEM_E5M2 && p->scale_mode == QG_SC_BLOCK128)
         return qg_launch_conf<QG_ELEM_E5M2, QG_SC_BLOCK128>(c, p, stream, smem, sms, why);
-    if (p->elem == QG_ELEM_E4M3 && p->scale_mode == QG_SC_MX32)
-        return qg_launch_conf<QG_ELEM_E4M3, QG_SC_MX32>(c, p, stream, smem, sms, why);
-    if (p->elem == QG_ELEM_E5M2 && p->scale_mode == QG_SC_MX32)
-        return qg_launch_conf<QG_ELEM_E5M2, QG_SC_MX32>(c, p, stream, smem, sms, why);
     *why = "Hopper grouped GEMM: element type / recipe not implemented";
     return 1;
 }
 
+/* MXFP8: which layout its bf16 operands take (qg_mx_ws). M-grouped: K-major (an M-grouped A
+ * must be, and K-major weights are the BF16 kernel's faster M-grouped B). K-grouped:
+ * MN-major (contraction index outer), the layout of the BF16 wgrad path (row-major dy and
+ * x); K-major measured level with it (docs/backends-cuda-gemm.md). Benchmark variants:
+ * 1 K-major, 2 MN-major (K-grouped only). -1: no such variant. */
+int qg_mx_mn(const qg_problem *p)
+{
+    if (p->variant == 1) return 0;
+    if (p->variant == 2) return p->kind == QG_K_GROUPED ? 1 : -1;
+    if (p->variant != 0) return -1;
+    return p->kind == QG_K_GROUPED ? 1 : 0;
+}
+
+template <int E, int MN>
+int qg_mx_dequant(const qg_problem *p, const qg_mx_ws &w, cudaStream_t stream, int sms, const char **why)
+{
+    const size_t smem = (size_t)qg_sched_smem_ints(p->groups) * 4;
+    if (smem > 48 * 1024 && qgmm_cuda_allow_max_smem(qg_mx_dequant_kernel<E, MN>, smem) != cudaSuccess) {
+        *why = "Hopper grouped GEMM: cudaFuncSetAttribute failed (MX dequantize)";
+        return 2;
+    }
+    /* threads: MN one per row pair and 32-element block, K-major a warp per row segment */
+    const int64_t items = MN ? (p->kdim + 31) / 32 * ((w.rows_a + 1) / 2 + (w.rows_b + 1) / 2)
+                             : (p->kdim + QG_DQ_SEG - 1) / QG_DQ_SEG * (w.rows_a + w.rows_b) * 32;
+    int64_t blocks = (items + 255) / 256;
+    if (blocks > (int64_t)sms * 8) blocks = (int64_t)sms * 8;
+    if (blocks < 1) blocks = 1;
+    qg_mx_dequant_kernel<E, MN><<<(unsigned)blocks, 256, smem, stream>>>(*p, w);
+    if (cudaGetLastError() != cudaSuccess) {
+        *why = "Hopper grouped GEMM: MX dequantize launch failed";
+        return 2;
+    }
+    return 0;
+}
+
 } // namespace
+
+/* MXFP8 on Hopper: both operands dequantized exactly to bf16 into p->ws (the layout
+ * qg_mx_mn picks), then the BF16 problem on them through qgmm_cuda_gemm_hopper (the same
+ * kernel choice as any BF16 problem, f32 output included: bf16 products are exact and
+ * summed in f32). No workspace, or too small: 1 (the portable kernel runs on the fp8
+ * operands). */
+static int qg_mx_via_bf16(const qg_problem *p, cudaStream_t stream, int sms, const char **why)
+{
+    const int mn = qg_mx_mn(p);
+    if (mn < 0) { *why = "Hopper grouped GEMM: no such variant"; return 1; }
+    if (p->elem == QG_ELEM_BF16 || p->kdim <= 0 || p->kdim >= (1ll << 31) || p->rows <= 0 ||
+        p->rows >= (1ll << 31) || p->cols <= 0 || p->cols >= (1ll << 31)) {
+        *why = "Hopper grouped GEMM: MXFP8 problem outside the dequantizing path";
+        return 1;
+    }
+    const qg_mx_ws w = qg_mx_ws_of(*p, mn);
+    if (!p->ws || p->ws_bytes < (int64_t)w.bytes || ((uintptr_t)p->ws % 256) != 0) {
+        *why = "Hopper grouped GEMM: MXFP8 needs a workspace for its bf16 operands";
+        return 1;
+    }
+    qg_problem q = *p;
+    q.elem = QG_ELEM_BF16;
+    q.scale_mode = QG_SC_NONE;
+    q.variant = 0;
+    q.ws = nullptr;
+    q.ws_bytes = 0;
+    memset(&q.sa, 0, sizeof q.sa);
+    memset(&q.sb, 0, sizeof q.sb);
+    const uint8_t *wa = (const uint8_t *)p->ws, *wb = (const uint8_t *)p->ws + w.off_b;
+    if (mn) {
+        q.a = {wa, 1, w.ld_a, 0};
+        q.b = {wb, 1, w.ld_b, 0};
+    } else {
+        q.a = {wa, w.ld_a, 1, 0};
+        q.b = {wb, w.ld_b, 1, p->kind == QG_M_GROUPED ? p->cols * w.ld_b : 0};
+    }
+    const bool e4 = p->elem == QG_ELEM_E4M3;
+    const int rc = mn ? (e4 ? qg_mx_dequant<QG_ELEM_E4M3, 1>(p, w, stream, sms, why)
+                            : qg_mx_dequant<QG_ELEM_E5M2, 1>(p, w, stream, sms, why))
+                      : (e4 ? qg_mx_dequant<QG_ELEM_E4M3, 0>(p, w, stream, sms, why)
+                            : qg_mx_dequant<QG_ELEM_E5M2, 0>(p, w, stream, sms, why));
+    if (rc) return rc;
+    return qgmm_cuda_gemm_hopper(&q, stream, why);
+}
+
+size_t qgmm_cuda_gemm_ws_bytes(const qg_problem *p)
+{
+    if (p->scale_mode != QG_SC_MX32 || p->elem == QG_ELEM_BF16) return 0;
+    int dev = 0, maj = 0, min = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&maj, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&min, cudaDevAttrComputeCapabilityMinor, dev);
+    const int mn = qg_mx_mn(p);
+    if (maj != 9 || min != 0 || mn < 0) return 0;
+    return qg_mx_ws_of(*p, mn).bytes;
+}
 
 /* The one place that decides whether and how the Hopper kernels take a problem. */
 int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char **why)
@@ -355,24 +444,29 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
     cudaDeviceGetAttribute(&maj, cudaDevAttrComputeCapabilityMajor, dev);
     cudaDeviceGetAttribute(&min, cudaDevAttrComputeCapabilityMinor, dev);
     if (maj != 9 || min != 0) { *why = "Hopper grouped GEMM: needs an sm_90 GPU"; return 1; }
+    if (p->scale_mode == QG_SC_MX32) {
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        return qg_mx_via_bf16(p, stream, sms, why);
+    }
     /* QGMMA accumulates fp8 products with reduced precision: measured on the H100, rel.
      * error vs float64 2e-4..5e-4 accumulating a whole K of 128..1024 (bit-identical to
      * torch._scaled_grouped_mm(use_fast_accum=True)) and still 1.3e-4 when promoted into
      * f32 every 128-deep slice. Both pass the bf16-output bound (1e-2), neither the f32 one
      * (1e-5): FP8 with f32 output runs on the portable kernel (exact products, f32 sums).
-     * BF16 and FP8 rowwise -> the fast 128x256 kernel; FP8 blockwise and MXFP8 -> the
-     * promoted 128x128 kernel (per-block scales need the promotion anyway). The fast
+     * BF16 and FP8 rowwise -> the fast 128x256 kernel; FP8 blockwise -> the promoted
+     * 128x128 kernel (per-block scales need the promotion anyway); MXFP8 (above) -> its
+     * operands dequantized to bf16, then the BF16 choice (the exact dequantization runs
+     * at BF16's tensor-core rate, where promoting every 32-deep block did not). The fast
      * kernel's error grows with the contraction (docs/numerics.md), so K-grouped FP8
      * rowwise with more than QG_ROW_PROMO_TOKENS tokens takes its coarse-promotion
      * configuration (the tensor-core sums added into f32 every QG_PK slices).
      * M-grouped contractions are K (a few thousand): the fast kernel as it is.
      * Benchmark variants: FP8 rowwise 1..QG_NFAST (the fast kernel's configurations), BF16
-     * the first four. */
+     * the first four, MXFP8 its operands' layouts (qg_mx_mn). */
     const bool row = p->scale_mode == QG_SC_ROW && !p->out_f32;
     const bool fast = p->scale_mode == QG_SC_NONE || row;
     const bool long_row = row && p->kind == QG_K_GROUPED && p->kdim > QG_ROW_PROMO_TOKENS;
-    const bool promo = p->elem != QG_ELEM_BF16 && !p->out_f32 &&
-                       (p->scale_mode == QG_SC_BLOCK128 || p->scale_mode == QG_SC_MX32);
+    const bool promo = p->elem != QG_ELEM_BF16 && !p->out_f32 && p->scale_mode == QG_SC_BLOCK128;
     if (!fast && !promo) {
         *why = "Hopper grouped GEMM: FP8 with f32 output is not implemented (the portable kernel's exact sums)";
         return 1;
@@ -407,9 +501,9 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
      * fit beside the schedule of many groups, or one CTA where no cluster can be placed */
     const qg_hconf *confs = promo ? QG_PROMO_CONFS : QG_FAST_CONFS;
     qg_hconf c = confs[variant > 0 ? variant - 1 : qg_default_conf(p, promo, long_row)];
-    if (variant == 0 && qg_conf_smem(c, p->scale_mode, p->groups) > (size_t)maxsm)
+    if (variant == 0 && qg_conf_smem(c, p->groups) > (size_t)maxsm)
         c = confs[c.pk ? QG_CONF_PK_SMALL : QG_CONF_REGS];
-    const size_t smem = qg_conf_smem(c, p->scale_mode, p->groups);
+    const size_t smem = qg_conf_smem(c, p->groups);
     if (smem > (size_t)maxsm) { *why = "Hopper grouped GEMM: too many groups for shared memory"; return 1; }
     const int rc = qg_launch_recipe(c, p, stream, smem, sms, why);
     if (rc == 1 && p->variant == 0 && c.cl > 1) /* the cluster could not be placed */

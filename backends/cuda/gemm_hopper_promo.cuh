@@ -1,6 +1,6 @@
 /*
- * gemm_hopper_promo.cuh — the promoted-accumulation Hopper kernel (FP8 blockwise, MXFP8),
- * M- and K-grouped, 128 x BN tiles (BN 128, or 192 for FP8 blockwise).
+ * gemm_hopper_promo.cuh — the promoted-accumulation Hopper kernel (FP8 blockwise), M- and
+ * K-grouped, 128 x BN tiles (BN 128 or 192).
  * Included by gemm_hopper.cu only (one translation unit, anonymous namespace).
  */
 #pragma once
@@ -9,42 +9,33 @@
 
 namespace {
 
-/* The promoted-accumulation kernel for FP8 blockwise and MXFP8, M- and K-grouped: 128 x BN
- * tiles, wgmma m64nBN per consumer warpgroup. The scales change along the contraction
- * every P = 128 (blockwise) or 32 (MX) elements, so each P-deep step is accumulated by the
- * tensor cores into a partial that its first wgmma overwrites (scale-d 0), then added on
- * the CUDA cores into the f32 accumulator times sa[row, kb] * sb[col, kb] (DeepGEMM's
- * promotion; for MX the product is a power of two, so it adds no rounding). The
- * consumers' work between two wgmma batches lies on the kernel's critical path (the tensor
- * cores idle while both warpgroups promote), so that path holds no index arithmetic: scale
- * addresses are set up once per tile.
- * Where the scales vary per column (MX, K-grouped blockwise), warps 1-3 of the producer
- * warpgroup stage each ring slot's scales in shared memory as f32 (KB blocks x (128 rows +
- * BN columns), zero past the extents) and arrive on the slot's full barrier beside the TMA
- * thread (blockwise: by cp.async, whose completion arrives, so a loader never waits for
- * its loads). M-grouped blockwise has one weight scale per 128 x 128 block (one or two per
- * tile and slice), which the consumers load a slice ahead into registers.
- * K-grouped: a group's tokens start at a multiple of P (offs_multiple), so its slices start
- * at the group's first token; in a group's last slice MX blocks past the group's end (up to
- * 96 tokens of the next group) are zeroed in both tiles by the consumers before the wgmma
- * (every wgmma is issued unconditionally: one issued under a run-time condition made ptxas
- * serialise all of them, warning C7518).
+/* The promoted-accumulation kernel for FP8 blockwise, M- and K-grouped: 128 x BN tiles,
+ * wgmma m64nBN per consumer warpgroup. The scales change along the contraction every 128
+ * elements, so each 128-deep slice is accumulated by the tensor cores into a partial that
+ * its first wgmma overwrites (scale-d 0), then added on the CUDA cores into the f32
+ * accumulator times sa[row, kb] * sb[col, kb] (DeepGEMM's promotion). The consumers' work
+ * between two wgmma batches lies on the kernel's critical path (the tensor cores idle
+ * while both warpgroups promote), so that path holds no index arithmetic: scale addresses
+ * are set up once per tile.
+ * Where the scales vary per column (K-grouped), warps 1-3 of the producer warpgroup stage
+ * each ring slot's scales in shared memory as f32 (128 rows + BN columns, zero past the
+ * extents) by cp.async, whose completion arrives on the slot's full barrier beside the TMA
+ * thread, so a loader never waits for its loads. M-grouped has one weight scale per
+ * 128 x 128 block (one or two per tile and slice), which the consumers load a slice ahead
+ * into registers.
+ * K-grouped: a group's tokens start at a multiple of 128 (offs_multiple), so its slices
+ * start at the group's first token and end at its last.
  * Measured at 1.3e-4 rel. error (FP8 rowwise operands promoted every slice) on short
  * contractions, short of the f32-output bound, so this kernel serves bf16 output only. */
 constexpr int PBM = 128;
 constexpr int PA_BYTES = PBM * HBKB;
 constexpr int QG_SCALE_LOADERS = 96; /* threads 32..127 */
-/* Scale blocks per 128-deep slice. */
-__host__ __device__ constexpr int qg_promo_kb(int sc) { return sc == QG_SC_MX32 ? 4 : 1; }
 /* Floats of the scale ring of a promoted kernel with `stages` slots and BN-column tiles. */
-__host__ __device__ constexpr int qg_promo_sf(int sc, int stages, int bn)
-{
-    return stages * qg_promo_kb(sc) * (PBM + bn);
-}
+__host__ __device__ constexpr int qg_promo_sf(int stages, int bn) { return stages * (PBM + bn); }
 
 #ifdef QG_HAS_WGMMA
 /* Token range of tile t's group along the contraction: slices start at kbase, nkt of them,
- * klen valid elements (K-grouped: groups start at a multiple of their scale block) or the
+ * klen valid elements (K-grouped: groups start at a multiple of the scale block) or the
  * whole K (M-grouped). */
 __device__ __forceinline__ void qg_promo_krange(const qg_problem &p, const qg_sched &s, int g, int &kbase, int &nkt,
                                                 int &klen)
@@ -100,53 +91,6 @@ struct qg_block_loader {
     }
 };
 
-/* MX: one ring slot's scales, staged by the 96 loader threads. The slot's 128 rows x 4
- * blocks of each operand are one 512-byte tile of the blocked layout (tile rows start at a
- * multiple of 128 of the group's padded rows, blocks at a multiple of 4), read as 32-bit
- * words where the scales are 4-byte aligned (each word: one row's 4 blocks), else as bytes,
- * and placed by the layout's inverse map (byte b of a tile: row (b % 16) / 4 * 32 + b / 16,
- * block b % 4). Every load of the slot is issued before the first store, so their
- * latencies overlap. */
-__device__ __forceinline__ void qg_promo_stage_mx(const qg_problem &p, const qg_sched &s, float *ss, int g, int64_t r0,
-                                                  int64_t c0, int klen, int kt)
-{
-    constexpr int SBLK = 2 * PBM;
-    const int lt = (int)threadIdx.x - 32;
-    const int64_t r_end = p.kind == QG_M_GROUPED ? s.bounds[g + 1] : p.rows;
-    /* a cluster's second half may lie past the rows: its tile is not read */
-    const bool a_in = r0 < r_end;
-    const uint8_t *ta = (const uint8_t *)p.sa.ptr + (a_in ? qg_mx_offset(p, s, 0, g, r0, (int64_t)kt * 4) : 0);
-    const uint8_t *tb = (const uint8_t *)p.sb.ptr + qg_mx_offset(p, s, 1, g, c0, (int64_t)kt * 4);
-    const int nb = min(4, (klen - kt * HBKB + 31) / 32); /* blocks inside the contraction */
-    if ((((uintptr_t)p.sa.ptr | (uintptr_t)p.sb.ptr) & 3) == 0) {
-        constexpr int PER = (256 + QG_SCALE_LOADERS - 1) / QG_SCALE_LOADERS;
-        uint32_t raw[PER];
-#pragma unroll
-        for (int q = 0; q < PER; ++q) {
-            const int i = lt + q * QG_SCALE_LOADERS;
-            raw[q] = i < 256 && (i >= 128 || a_in) ? __ldg((const uint32_t *)(i < 128 ? ta : tb) + (i & 127)) : 0u;
-        }
-#pragma unroll
-        for (int q = 0; q < PER; ++q) {
-            const int i = lt + q * QG_SCALE_LOADERS;
-            if (i >= 256) continue;
-            const int col = i >= 128, rl = (i % 4) * 32 + (i % 128) / 4;
-            const bool in = col ? c0 + rl < p.cols : r0 + rl < r_end;
-#pragma unroll
-            for (int bl = 0; bl < 4; ++bl)
-                ss[bl * SBLK + col * PBM + rl] =
-                    in && bl < nb ? qgmm_e8m0_to_f32((uint8_t)(raw[q] >> (8 * bl))) : 0.f;
-        }
-    } else {
-        for (int i = lt; i < 1024; i += QG_SCALE_LOADERS) {
-            const int col = i >= 512, inner = i & 511;
-            const int rl = ((inner % 16) / 4) * 32 + inner / 16, bl = inner % 4;
-            const bool in = (col ? c0 + rl < p.cols : a_in && r0 + rl < r_end) && bl < nb;
-            ss[bl * SBLK + col * PBM + rl] = in ? qgmm_e8m0_to_f32(__ldg((col ? tb : ta) + inner)) : 0.f;
-        }
-    }
-}
-
 /* part = A . B of one k32 step, m64nBN; scale_d 0 starts a new sum. */
 template <int E, int BN>
 __device__ __forceinline__ void qg_wgmma_promo(float *part, uint64_t da, uint64_t db, int scale_d)
@@ -171,16 +115,9 @@ __device__ __forceinline__ void qg_slice_partial(float (&part)[N], uint64_t da, 
     qg_fence_acc(part);
 }
 
-template <int E>
-__device__ __forceinline__ void qg_wgmma64(float (&part)[32], uint64_t da, uint64_t db, int scale_d)
-{
-    if constexpr (E == QG_ELEM_E4M3) qg_wgmma64_e4m3(part, da, db, scale_d);
-    else qg_wgmma64_e5m2(part, da, db, scale_d);
-}
-
 /* acc += part * sa[row] * sb[col] for this thread's fragment of NJ 8-column groups starting
  * at column group J0 (rows row0 and row0 + 8, columns j*8 + (lane%4)*2 + {0,1}); ss: the
- * block's 128 row then SBLK - 128 column scales. */
+ * slot's 128 row then BN column scales. */
 template <int NJ, int J0, int NA>
 __device__ __forceinline__ void qg_promote(float (&acc)[NA], const float (&part)[NJ * 4], const float *ss, int row0,
                                            int lane)
@@ -214,17 +151,6 @@ __device__ __forceinline__ void qg_promote_rows(float (&acc)[NJ * 4], const floa
     }
 }
 
-/* K-grouped MX, a group's last slice holding nv < 4 of its own 32-token blocks: zeroes the
- * other blocks (the next group's tokens, which the scales' zeros cannot cancel if they
- * hold Inf or NaN) in both tiles. The 256 consumer threads take one 128-byte row each (A
- * rows, then B rows); logical 16-byte chunk c of row r sits at c ^ (r & 7) (128B swizzle). */
-__device__ __forceinline__ void qg_mx_zero_tail(uint8_t *a, uint8_t *b, int nv, int t)
-{
-    uint8_t *row = (t < PBM ? a : b) + (t % PBM) * 128;
-    for (int c = 2 * nv; c < 8; ++c) *(uint4 *)(row + ((c ^ (t & 7)) << 4)) = make_uint4(0, 0, 0, 0);
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
 #endif
 
 template <int E, int SC, int STAGES, int SB, int CL, int BN>
@@ -232,11 +158,11 @@ __global__ void __launch_bounds__(HTHR, 1)
 qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                        const __grid_constant__ CUtensorMap tmO, const qg_problem p, int pair_ok, int tma_out)
 {
-    static_assert(SC == QG_SC_BLOCK128 || SC == QG_SC_MX32, "the promoted kernel serves block-scaled recipes");
-    static_assert(BN == 128 || (BN == 192 && SC == QG_SC_BLOCK128), "MX tiles are 128 wide (the blocked layout)");
+    static_assert(SC == QG_SC_BLOCK128, "the promoted kernel serves FP8 blockwise");
+    static_assert(BN == 128 || BN == 192, "128- or 192-wide tiles");
     static_assert(SB == 0 || BN % (SB > 0 ? SB / 128 : 1) == 0, "an epilogue pass must not reach past the tile");
 #ifdef QG_HAS_WGMMA
-    constexpr int KB = qg_promo_kb(SC), SBLK = PBM + BN, SSTAGE = KB * SBLK, NJ = BN / 8;
+    constexpr int SSTAGE = PBM + BN, NJ = BN / 8;
     constexpr int PB_BYTES = BN * HBKB;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *sA, *sB, *sO;
@@ -244,10 +170,10 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
     uint64_t *full, *empty;
     qg_sched s;
     const bool kgrp = p.kind == QG_K_GROUPED;
-    /* the loader warps stage per-column scales (MX, K-grouped blockwise); M-grouped
-     * blockwise needs one weight scale per block, which its consumers load themselves */
-    const bool loaders = SC == QG_SC_MX32 || kgrp;
-    if (!qg_pipe_init<STAGES, PA_BYTES, PB_BYTES, SB, PBM * CL, BN, CL, qg_promo_sf(SC, STAGES, BN)>(
+    /* the loader warps stage per-column scales (K-grouped); M-grouped needs one weight
+     * scale per block, which its consumers load themselves */
+    const bool loaders = kgrp;
+    if (!qg_pipe_init<STAGES, PA_BYTES, PB_BYTES, SB, PBM * CL, BN, CL, qg_promo_sf(STAGES, BN)>(
             smem_raw, p, sA, sB, sO, sS, full, empty, s, loaders ? 1 + QG_SCALE_LOADERS : 1))
         return;
     const uint32_t rank = CL > 1 ? cluster_rank() : 0;
@@ -290,7 +216,7 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
             }
         } else if (loaders && threadIdx.x >= 32) { /* the scale loaders */
             const int lt = (int)threadIdx.x - 32;
-            qg_block_loader<(SBLK + QG_SCALE_LOADERS - 1) / QG_SCALE_LOADERS, BN> bl;
+            qg_block_loader<(SSTAGE + QG_SCALE_LOADERS - 1) / QG_SCALE_LOADERS, BN> bl;
             int it = 0;
             for (int t = t_first; t < s.total; t += t_step) {
                 int g; int64_t r0, c0;
@@ -298,21 +224,17 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                 r0 += rank * PBM;
                 int kbase, nkt, klen;
                 qg_promo_krange(p, s, g, kbase, nkt, klen);
-                if constexpr (SC == QG_SC_BLOCK128) bl.tile(p, r0, c0, kbase, lt);
+                bl.tile(p, r0, c0, kbase, lt);
                 for (int kt = 0; kt < nkt; ++kt, ++it) {
                     const int st = it % STAGES;
                     mbar_wait(&empty[st], ((it / STAGES) & 1) ^ 1);
-                    if constexpr (SC == QG_SC_MX32) {
-                        qg_promo_stage_mx(p, s, sS + st * SSTAGE, g, r0, c0, klen, kt);
-                        mbar_arrive(&full[st]);
-                    } else if constexpr (SC == QG_SC_BLOCK128) { /* the arrival comes when this thread's copies have landed */
-                        bl.slot(p, sS + st * SSTAGE, lt);
-                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(h_smem(&full[st]))
-                                     : "memory");
-                    }
+                    /* the arrival comes when this thread's copies have landed */
+                    bl.slot(p, sS + st * SSTAGE, lt);
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(h_smem(&full[st]))
+                                 : "memory");
                 }
             }
-            if constexpr (SC == QG_SC_BLOCK128) asm volatile("cp.async.wait_all;\n" ::: "memory");
+            asm volatile("cp.async.wait_all;\n" ::: "memory");
         }
     } else {
         if constexpr (BN == 192) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
@@ -334,7 +256,7 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
              * scale of the block holding the tile's first `split` columns (and of the next
              * block for the rest), loaded a slice ahead into registers from addresses set
              * up here (null past the extents: zero) */
-            const bool mblk = SC == QG_SC_BLOCK128 && !kgrp;
+            const bool mblk = !kgrp;
             const float *pa = nullptr, *pb = nullptr; /* row + 8: pa + 8 s_row; next block: pb + s_row */
             int split = BN;
             bool a0 = false, a1 = false, b1 = false;
@@ -369,50 +291,15 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                 const float *ss = sS + st * SSTAGE;
                 const uint64_t da = wg_desc(h_smem(sA + st * PA_BYTES + cw * 64 * 128));
                 const uint64_t db = wg_desc(h_smem(sB + st * PB_BYTES));
-                /* +32 bytes along K = +2 in the address field. The partials live only within
-                 * the slice (their first wgmma overwrites them), so they hold no registers
-                 * across the epilogue. */
-                float part[NJ * 4], lo[32], hi[32]; /* part: blockwise; lo, hi: the MX halves */
-                if constexpr (SC == QG_SC_BLOCK128) {
-                    qg_slice_partial<E, BN>(part, da, db);
-                    if (!mblk) qg_promote<NJ, 0>(acc, part, ss, row0, lane);
-                    else if (split >= BN) qg_promote_rows<NJ, NJ>(acc, part, m0a, m1a, m0b, m1b);
-                    else if (split == 128) qg_promote_rows<NJ, 16>(acc, part, m0a, m1a, m0b, m1b);
-                    else qg_promote_rows<NJ, 8>(acc, part, m0a, m1a, m0b, m1b); /* BN 192, split 64 */
-                } else {
-                    /* one 32-deep MX block per step, each step in two m64n64 halves: the
-                     * tensor cores run one half while the other is promoted. All eight
-                     * halves are issued; blocks past the group's end hold zeros. */
-                    const int nv = (klen - kt * HBKB + 31) / 32;
-                    if (kgrp && nv < 4) {
-                        qg_mx_zero_tail(sA + st * PA_BYTES, sB + st * PB_BYTES, nv, (int)threadIdx.x - 128);
-                        asm volatile("barrier.sync 1, 256;\n" ::: "memory");
-                    }
-                    const uint64_t db_hi = db + ((64 * 128) >> 4); /* B rows 64..127 */
-#define QG_MX_HALF(I, CUR, NEXT)                                                                      \
-    if constexpr (I + 1 < 8) {                                                                        \
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");                                     \
-        qg_wgmma64<E>(NEXT, da + 2 * ((I + 1) / 2), ((I + 1) & 1 ? db_hi : db) + 2 * ((I + 1) / 2), 0); \
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");                              \
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");                              \
-    } else {                                                                                          \
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");                              \
-    }                                                                                                 \
-    qg_fence_acc(CUR);                                                                                \
-    qg_promote<8, (I & 1) * 8>(acc, CUR, ss + (I / 2) * SBLK, row0, lane);
-                    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-                    qg_wgmma64<E>(lo, da, db, 0);
-                    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-                    QG_MX_HALF(0, lo, hi)
-                    QG_MX_HALF(1, hi, lo)
-                    QG_MX_HALF(2, lo, hi)
-                    QG_MX_HALF(3, hi, lo)
-                    QG_MX_HALF(4, lo, hi)
-                    QG_MX_HALF(5, hi, lo)
-                    QG_MX_HALF(6, lo, hi)
-                    QG_MX_HALF(7, hi, lo)
-#undef QG_MX_HALF
-                }
+                /* +32 bytes along K = +2 in the address field. The partial lives only within
+                 * the slice (its first wgmma overwrites it), so it holds no registers across
+                 * the epilogue. */
+                float part[NJ * 4];
+                qg_slice_partial<E, BN>(part, da, db);
+                if (!mblk) qg_promote<NJ, 0>(acc, part, ss, row0, lane);
+                else if (split >= BN) qg_promote_rows<NJ, NJ>(acc, part, m0a, m1a, m0b, m1b);
+                else if (split == 128) qg_promote_rows<NJ, 16>(acc, part, m0a, m1a, m0b, m1b);
+                else qg_promote_rows<NJ, 8>(acc, part, m0a, m1a, m0b, m1b); /* BN 192, split 64 */
                 qg_release<CL>(&empty[st], lane);
             }
             /* the tile's place again: recomputed rather than held in registers through the

@@ -59,6 +59,9 @@ struct qg_problem {
     uint32_t *status;     /* device status word: QGMM_DEVICE_STATUS_BAD_OFFSETS is OR'ed in */
     int variant;          /* 0 (the ops): the Hopper kernel's default configuration; the
                              benchmark may name another (gemm_hopper.cu, QG_*_CONFS) */
+    void *ws;             /* device workspace of ws_bytes, stream-ordered (MXFP8 on Hopper:
+                             the bf16 operands); null / too small: that path is not taken */
+    int64_t ws_bytes;
 };
 
 /* Kernel path choice. AUTO: Hopper where it applies, else portable. */
@@ -73,5 +76,9 @@ int qgmm_cuda_gemm_run(const qg_problem *p, int path, cudaStream_t stream, const
 int qgmm_cuda_gemm_portable(const qg_problem *p, cudaStream_t stream, const char **why);
 /* Returns 1 (with *why) when the problem is not one the Hopper kernel handles. */
 int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char **why);
+/* Workspace bytes qgmm_cuda_gemm_run wants in p->ws for p on the current device (0: none):
+ * MXFP8 on Hopper dequantizes both operands to bf16 there (2 bytes per operand element).
+ * Without it that problem takes the portable kernel. */
+size_t qgmm_cuda_gemm_ws_bytes(const qg_problem *p);
 
 #endif /* QGMM_CUDA_GEMM_PROBLEM_CUH */

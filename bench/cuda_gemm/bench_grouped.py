@@ -19,16 +19,19 @@ For "mn" the same problem on contraction-contiguous copies also runs (row
 must equal the MN-major output bit for bit.
 
 usage: bench_grouped.py [--lib PATH] [--reps N] [--quick | --shapes LIST] [--variants LIST]
-                        [--recipes LIST] [--layouts k,mn] [--no-portable] [--json FILE]
+                        [--recipes LIST] [--layouts k,mn] [--no-portable] [--no-ref] [--json FILE]
   --lib       libqg_bench.so (bench/cuda_gemm/build_bench.sh); default build-cudagemm/lib/
   --quick     three shapes only
   --shapes    M,N,K,G;M,N,K,G;... or "issue20" (the shapes of issue 20)
   --variants  Hopper kernel configurations to time, e.g. 0,1,2 (0 = the default the ops
-              run; others: gemm_hopper.cu QG_*_CONFS, 1-based); rows say qgmm-auto / qgmm-vN
+              run; others: gemm_hopper.cu QG_*_CONFS, 1-based; MXFP8: 1 K-major, 2 MN-major
+              bf16 operands, qg_mx_mn); rows say qgmm-auto / qgmm-vN
   --recipes   subset of bf16,fp8_rowwise,fp8_blockwise,mxfp8
   --kinds     M, K or M,K (default): which of the forward / wgrad problems to run
   --layouts   k, mn or k,mn (default k): the BF16 operand layouts (see above)
   --no-portable  skip the portable-path rows
+  --no-ref    skip the portable kernel's reference of FP8 blockwise and MXFP8 (one slow
+              portable run per shape and kind; their error column stays empty)
 """
 import argparse
 import ctypes as C
@@ -62,7 +65,7 @@ class Problem(C.Structure):
                 ("offs_multiple", C.c_int), ("a", Operand), ("b", Operand), ("sa", Scales),
                 ("sb", Scales), ("offs", C.c_void_p), ("out", C.c_void_p), ("so_g", C.c_int64),
                 ("so_r", C.c_int64), ("so_c", C.c_int64), ("status", C.c_void_p),
-                ("variant", C.c_int)]
+                ("variant", C.c_int), ("ws", C.c_void_p), ("ws_bytes", C.c_int64)]
 
 
 class Lib:
@@ -70,12 +73,21 @@ class Lib:
         self.lib = C.CDLL(path)
         self.lib.qg_bench_run.restype = C.c_int
         self.lib.qg_bench_problem_size.restype = C.c_int
+        self.lib.qg_bench_ws_bytes.restype = C.c_longlong
         assert self.lib.qg_bench_problem_size() == C.sizeof(Problem), "qg_problem layout mismatch"
         self.status = torch.zeros(1, dtype=torch.int32, device="cuda")
+        self.ws = None  # the workspace the plugin takes from its context's scratch (MXFP8)
 
     def run(self, p, path, variant=0):
         p.status = self.status.data_ptr()
         p.variant = variant
+        p.ws, p.ws_bytes = None, 0
+        need = self.lib.qg_bench_ws_bytes(C.byref(p)) if path != PATH_PORTABLE else 0
+        if need > 0:
+            if self.ws is None or self.ws.numel() < need:
+                self.ws = None
+                self.ws = torch.empty(need, dtype=torch.uint8, device="cuda")
+            p.ws, p.ws_bytes = self.ws.data_ptr(), self.ws.numel()
         why = C.create_string_buffer(256)
         used = C.create_string_buffer(32)
         rc = self.lib.qg_bench_run(C.byref(p), path, C.c_void_p(torch.cuda.current_stream().cuda_stream),
@@ -179,6 +191,7 @@ def main():
     ap.add_argument("--variants", default="0")
     ap.add_argument("--recipes", default="bf16,fp8_rowwise,fp8_blockwise,mxfp8")
     ap.add_argument("--no-portable", action="store_true")
+    ap.add_argument("--no-ref", action="store_true")
     ap.add_argument("--kinds", default="M,K")
     ap.add_argument("--layouts", default="k")
     args = ap.parse_args()
@@ -264,6 +277,8 @@ def main():
     def portable_ref(make, out):
         """The portable kernel's result (f32 sums of exact products) of the problem make(o):
         the reference of recipes without a PyTorch peer, so a fast wrong kernel shows."""
+        if args.no_ref:
+            return None
         ref = torch.empty_like(out)
         lib.run(make(ref), PATH_PORTABLE)
         return ref

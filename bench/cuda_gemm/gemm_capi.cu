@@ -4,7 +4,8 @@
  * qgmm_cuda_gemm_run, on PyTorch's stream, so qgmm and torch._grouped_mm /
  * torch._scaled_grouped_mm run on the same data in the same process. The kernels and the
  * path choice are the plugin's own (backends/cuda/gemm_*.cu); only the qgmm handles are
- * skipped. Built by bench/cuda_gemm/build_bench.sh.
+ * skipped, and the workspace the plugin takes from the context's scratch comes from the
+ * caller (qg_bench_ws_bytes says how much). Built by bench/cuda_gemm/build_bench.sh.
  */
 #include "gemm_problem.cuh"
 
@@ -26,4 +27,10 @@ extern "C" __attribute__((visibility("default"))) int qg_bench_run(const qg_prob
     snprintf(why, (size_t)why_cap, "%s", w);
     snprintf(used, (size_t)used_cap, "%s", u);
     return rc;
+}
+
+/* The workspace qg_bench_run wants in p->ws (qgmm_cuda_gemm_ws_bytes; 0: none). */
+extern "C" __attribute__((visibility("default"))) long long qg_bench_ws_bytes(const qg_problem *p)
+{
+    return (long long)qgmm_cuda_gemm_ws_bytes(p);
 }
