@@ -749,6 +749,11 @@ static void build_strided_and_many_groups(qc_list *l)
         {0, 700, 16, 0, 300, 0, 1, QGMM_GROUPS_RAGGED, QGMM_F8E4M3FN, QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL},
         {0, 40, 3000, 1, 3, 0, 0, QGMM_GROUPS_RAGGED, QGMM_F8E4M3FN, QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE},
         {0, 24, 1000, 1, 7, 1, 0, QGMM_GROUPS_EMPTY, QGMM_F8E5M2, QGMM_SCALE_MULTIPLIER, QGMM_INPUT_NORMAL},
+        /* one live group of 4 (EMPTY), 2.7x the mean the GPU plans a launch for: the CUDA
+         * colring passes it through its ring twice (amax, then cast); then two live groups
+         * of 5 with an unaligned edge between them */
+        {0, 8192, 72, 0, 4, 0, 1, QGMM_GROUPS_EMPTY, QGMM_F8E4M3FN, QGMM_SCALE_RECIPROCAL, QGMM_INPUT_NORMAL},
+        {0, 6001, 40, 0, 5, 1, 1, QGMM_GROUPS_EMPTY, QGMM_F8E5M2, QGMM_SCALE_MULTIPLIER, QGMM_INPUT_EDGE},
         /* the 3D weights of many experts (the MoE dgrad weights): columns of 1000 rows (8
          * pieces of 128, the last ragged) and a partial last 64-column strip */
         {8, 1000, 136, 1, 0, 0, 1, QGMM_GROUPS_NONE, QGMM_F8E4M3FN, QGMM_SCALE_RECIPROCAL, QGMM_INPUT_EDGE},

@@ -17,14 +17,15 @@
  *                       dim (jagged per-group rowwise, short or long rows): a warp per
  *                       segment, 16-byte body (bf16 up to 24 units per lane held in
  *                       registers, else read twice) and scalar head/tail.
- *   qgmm_kq_colstrip    (sm_90) rowwise scale along R with x read once: a cluster per
- *                       (expert or group, 128-byte column strip), the strip in shared
- *                       memory, the column amax exchanged through distributed shared
- *                       memory; one or two tensors (the dual form) per launch.
+ *   qgmm_kq_colring     (sm_90) rowwise scale along R with x read once (colwise, jagged
+ *                       colwise, 3D transpose rhs; one or two tensors: the dual form):
+ *                       persistent clusters walking the (tensor, expert or group,
+ *                       128-byte column strip) segments, each warp's units copied ahead
+ *                       through a ring of shared-memory slots, the column amax across the
+ *                       cluster through distributed shared memory (split barrier).
  *   qgmm_kq_colamax +
- *   qgmm_kq_colscale    rowwise scale along R elsewhere (colwise, jagged colwise, 3D
- *                       transpose rhs): partial column amax with atomicMax, then one
- *                       scale per column.
+ *   qgmm_kq_colscale    rowwise scale along R elsewhere (f32 x, longer columns, HIP):
+ *                       partial column amax with atomicMax, then one scale per column.
  *   qgmm_kq_transpose   cast along R writing R-contiguous output (the transposes): a
  *                       128x64 tile through shared memory, 16-byte stores; MX dim1 and
  *                       blockwise 128x1 (the transposed 1x128) take their amax from the
@@ -776,23 +777,56 @@ QGMM_KERNEL void qgmm_kq_colscale(qgmm_kquant a)
     }
 }
 
-/* ------------------------------------------------------------------ colstrip (sm_90)
+/* ------------------------------------------------------------------ colring (sm_90)
  * Rowwise scale along R with x read once (colwise, jagged colwise, 3D transpose rhs; one
- * or two tensors: the dual form): a thread-block cluster of CS blocks per segment (slot =
- * expert or group, strip = the 128 bytes of one line of x: 64 bf16 or 32 f32 columns).
- * The segment's rows [r0, r1) are cut into pieces of 128 rows counted from r0 rounded down
- * to 16; block `rank` of the cluster owns pieces rank, rank + CS, ... and copies them
- * into its shared memory with cp.async (every copy in flight at once, no registers held);
- * its column partial amax goes to a shared slot that the other blocks of the cluster read
- * through distributed shared memory, so every block holds the segment's amax without a
- * second read of x; then it casts its pieces from shared memory and writes each column's
- * rows as 16-byte runs (q R-contiguous). A block owning more pieces than its P slots
- * takes them in rounds: the amax over every round first (the last round stays resident),
- * then the cast, re-reading the earlier rounds. Block 256 threads; dynamic shared memory
- * P * 16 KiB. Requires: x.s2 == 1, 16-byte aligned x rows, C % 8 == 0, q.s1 == 1. The
- * CUDA launcher instantiates it for bf16 x only (f32 measured slower than the passes). */
+ * or two tensors: the dual form), bf16 x, q R-contiguous. A segment is (tensor of the
+ * pair, slot = expert or group, 64-column strip: the 128 bytes of one line of x); its
+ * rows [r0, r1) from r0 rounded down to 32 are cut into pieces of 128 rows, block `rank`
+ * of a cluster of CS owning pieces rank, rank + CS, ... (each 128-byte run of a column of
+ * q is written by one block), each piece four units of 32 rows (4 KiB). A persistent grid
+ * (one cluster per resident slot) walks the segments cluster, cluster + clusters, ...
+ *
+ * The ring: unit k of a segment belongs to warp (k + rot) % W (W = QGMM_KQ_PIPE_WARPS; rot
+ * carries on from the block's previous segment, so the units of short or uneven segments
+ * go round the warps), which alone copies it (cp.async, each lane its own 16-byte runs;
+ * rows outside [r0, r1) not copied, never read), takes its amax and casts it. Warp w owns
+ * slots w, w + W, ..., w + W (NSW - 1) and takes its units of the block's segments as one
+ * stream, stream unit u in slot w + W (u % NSW); a slot freed by a cast is refilled at
+ * once with the warp's next unit of the stream, so the next segments' units are in
+ * flight (or landed) through this one's amax, exchange and cast. The warp's share pw of
+ * a segment varies with it (jagged groups, the dual form's two tensors, the rank, the
+ * rotation): a share that fits the ring (pw <= NSW) is resident, all its units landed
+ * before its amax; a longer one (a group far above the planned length)
+ * passes through the ring twice, once for the amax (each unit consumed and its slot
+ * refilled as it lands) and once for the cast (an L2 re-read). One cp.async group per
+ * unit: waiting until (units issued after the one needed) remain completes it.
+ *
+ * The exchange: lane l holds the packed 16-bit max of |x| of its two columns (bit order of
+ * magnitudes is value order, NaN above inf); each warp publishes it into the segment's
+ * set in shared memory (one word per column, shared-memory atomicMax; three sets in
+ * turn) and the cluster barrier is split: arrive after the publish, wait just before
+ * the multipliers are needed, and in between the warp works. After the wait every lane
+ * reads its two columns' words of the CS blocks (distributed shared memory, loads issued
+ * together) and computes its two multipliers itself; no block barrier. Where two
+ * segments' shares fit the ring together (rank 0's, cluster-uniform), the amax of segment
+ * j + 1 is taken before segment j's wait and published right after it, so each barrier
+ * overlaps the other segment's work:
+ *   amax(0), publish, arrive; per j: amax(j + 1), wait(j), multipliers(j), publish(j + 1),
+ *   arrive, cast(j).
+ * Otherwise segment j's wait and cast come first and j + 1's amax after them. Set j % 3 is
+ * zeroed by warp 0 after wait(j + 1) (every reader of it has arrived by then) and
+ * published into again only after wait(j + 2).
+ * The cast (qgmm_kq_unit_cast) writes whole 32-byte sectors of q where a unit's 32 rows
+ * are all in the segment and q is 32-byte aligned, 16-byte runs or bytes at group edges.
+ * One block of W warps per SM (the slots fill its shared memory). Requires bf16 x with
+ * x.s2 == 1, 16-byte aligned rows, C % 8 == 0, q.s1 == 1, 1 <= NSW <= 8. */
 #define QGMM_KQ_PIECE 128
-#define QGMM_KQ_PIECE_BYTES (QGMM_KQ_PIECE * 128)
+#define QGMM_KQ_UNIT 32
+#define QGMM_KQ_UNIT_BYTES (QGMM_KQ_UNIT * 128)
+/* Warps per block (a power of two; the ring addresses its slots by warp). 16 warps of 3
+ * slots measured as fast as 8 of 7 on the jagged casts and faster on the 3D weights
+ * (docs/backends-cuda.md, colring). */
+#define QGMM_KQ_PIPE_WARPS 16
 
 typedef struct qgmm_kq_pair {
     qgmm_kquant t[2];
@@ -814,25 +848,34 @@ QGMM_DEV void qgmm_kq_cp_wait()
     asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
-/* The whole cluster: barrier with release/acquire of shared memory (barrier.cluster). */
-QGMM_DEV void qgmm_kq_cluster_sync()
+/* The whole cluster's barrier (barrier.cluster) split in its two halves: arrive releases
+ * this thread's shared-memory writes, wait returns once every thread of the cluster has
+ * arrived and acquires theirs. Every thread of the cluster calls them alternately. */
+QGMM_DEV void qgmm_kq_cluster_arrive()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 #endif
 }
-/* f32 at the same shared-memory offset as `p` in block `rank` of the cluster. */
-QGMM_DEV float qgmm_kq_dsmem_f32(const float *p, unsigned rank)
+QGMM_DEV void qgmm_kq_cluster_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+/* The two 32-bit words (8-byte aligned) at the same shared-memory offset as `p` in block
+ * `rank` of the cluster. */
+QGMM_DEV uint2 qgmm_kq_dsmem_u32x2(const uint32_t *p, unsigned rank)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     unsigned s = (unsigned)__cvta_generic_to_shared(p), d;
-    float v;
+    uint2 v;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(d) : "r"(s), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(d) : "memory");
+    asm volatile("ld.shared::cluster.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(d) : "memory");
     return v;
 #else
     (void)rank;
-    return *p;
+    return make_uint2(p[0], p[1]);
 #endif
 }
 QGMM_DEV unsigned qgmm_kq_cluster_rank()
@@ -852,221 +895,31 @@ QGMM_DEV unsigned qgmm_kq_cluster_size()
     return n;
 }
 
-/* Copies local pieces [lp0, lp1) of the segment into slots 0.. (rows outside [r0, r1) and
- * columns past C are not copied: never read below). */
-template <int XF32>
-QGMM_DEV void qgmm_kq_strip_load(const qgmm_kquant &a, uint8_t *sm, int64_t e, int64_t c0, int64_t base,
-                                 int64_t r0, int64_t r1, int lp0, int lp1, unsigned rank, unsigned cs)
-{
-    const int esz = XF32 ? 4 : 2, per16 = 16 / esz;
-    const char *xb = (const char *)a.x.ptr;
-    for (int lp = lp0; lp < lp1; ++lp) {
-        const int64_t prow = base + (int64_t)(rank + (unsigned)lp * cs) * QGMM_KQ_PIECE;
-        uint8_t *slot = sm + (size_t)(lp - lp0) * QGMM_KQ_PIECE_BYTES;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int ch = QGMM_TID + i * 256, rr = ch / 8, k16 = ch % 8;
-            const int64_t r = prow + rr, c = c0 + (int64_t)k16 * per16;
-            if (r >= r0 && r < r1 && c < a.C)
-                qgmm_kq_cp16(slot + rr * 128 + k16 * 16, xb + (size_t)(qgmm_kidx(a.x, e, r, c) * esz));
-        }
-    }
-}
-
-/* Column-pair (bf16) or column (f32) amax of resident pieces; word w = tid % 32, rows
- * tid / 32 + 8 i. */
-template <int XF32>
-QGMM_DEV void qgmm_kq_strip_amax(const uint8_t *sm, int npieces, int64_t base, int64_t r0, int64_t r1,
-                                 int lp0, unsigned rank, unsigned cs, float m[2])
-{
-    const int w = QGMM_TID % 32, ph = QGMM_TID / 32;
-    for (int lp = 0; lp < npieces; ++lp) {
-        const int64_t prow = base + (int64_t)(rank + (unsigned)(lp0 + lp) * cs) * QGMM_KQ_PIECE;
-        const uint8_t *slot = sm + (size_t)lp * QGMM_KQ_PIECE_BYTES;
-        for (int rr = ph; rr < QGMM_KQ_PIECE; rr += 8) {
-            const int64_t r = prow + rr;
-            if (r < r0 || r >= r1) continue;
-            const uint32_t word = *(const uint32_t *)(slot + rr * 128 + w * 4);
-            if (XF32) {
-                m[0] = qgmm_amax_combine(m[0], qgmm_fabs_f32(qgmm_bits_f32(word)));
-            } else {
-                m[0] = qgmm_amax_combine(m[0], qgmm_fabs_f32(qgmm_bf16_to_f32((uint16_t)(word & 0xFFFFu))));
-                m[1] = qgmm_amax_combine(m[1], qgmm_fabs_f32(qgmm_bf16_to_f32((uint16_t)(word >> 16))));
-            }
-        }
-    }
-}
-
-/* Casts resident pieces: thread (w = tid % 32, chunk = tid / 32) takes 16 rows of its
- * column(s) per piece; 16-byte stores where the 16 rows are all in [r0, r1) and q allows. */
-template <int FMT, int XF32>
-QGMM_DEV void qgmm_kq_strip_cast(const qgmm_kquant &a, const uint8_t *sm, int npieces, int64_t e, int64_t c0,
-                                 int64_t base, int64_t r0, int64_t r1, int lp0, unsigned rank, unsigned cs,
-                                 const float *mult, int vec_out)
-{
-    enum { NC = XF32 ? 1 : 2 };
-    const int w = QGMM_TID % 32, chk = QGMM_TID / 32;
-    uint8_t *qb = (uint8_t *)a.q.ptr;
-    for (int lp = 0; lp < npieces; ++lp) {
-        const int64_t rs = base + (int64_t)(rank + (unsigned)(lp0 + lp) * cs) * QGMM_KQ_PIECE + chk * 16;
-        if (rs >= r1 || rs + 16 <= r0) continue;
-        const uint8_t *slot = sm + (size_t)lp * QGMM_KQ_PIECE_BYTES + (size_t)(chk * 16) * 128 + w * 4;
-        float v[NC][16];
-#pragma unroll
-        for (int k = 0; k < 16; ++k) {
-            const uint32_t word = *(const uint32_t *)(slot + k * 128);
-            if (XF32) {
-                v[0][k] = qgmm_bits_f32(word);
-            } else {
-                v[0][k] = qgmm_bf16_to_f32((uint16_t)(word & 0xFFFFu));
-                v[NC - 1][k] = qgmm_bf16_to_f32((uint16_t)(word >> 16));
-            }
-        }
-        const int full = rs >= r0 && rs + 16 <= r1;
-#pragma unroll
-        for (int h = 0; h < NC; ++h) {
-            const int64_t c = c0 + w * NC + h;
-            if (c >= a.C) continue;
-            uint8_t o[16];
-            qgmm_k_quantize8<FMT>(v[h], mult[w * NC + h], o);
-            qgmm_k_quantize8<FMT>(v[h] + 8, mult[w * NC + h], o + 8);
-            const int64_t qi = e * a.q.s0 + c * a.q.s2 + rs;
-            if (full && vec_out) {
-                const uint2 lo = qgmm_kpack8(o), hi = qgmm_kpack8(o + 8);
-                *(uint4 *)(qb + qi) = make_uint4(lo.x, lo.y, hi.x, hi.y);
-            } else {
-                for (int k = 0; k < 16; ++k)
-                    if (rs + k >= r0 && rs + k < r1) qb[qi + k] = o[k];
-            }
-        }
-    }
-}
-
-template <int FMT, int XF32>
-QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 1) qgmm_kq_colstrip(qgmm_kq_pair pr, int P, int vec_out0, int vec_out1)
-{
-    extern __shared__ __align__(16) uint8_t qgmm_kq_strip_sm[];
-    QGMM_SHARED float red[8][64];
-    QGMM_SHARED float part[64];
-    QGMM_SHARED float mult[64];
-    enum { NCOL = XF32 ? 32 : 64 };
-    const qgmm_kquant &a = pr.t[QGMM_BID_Z];
-    const int vec_out = QGMM_BID_Z ? vec_out1 : vec_out0;
-    const unsigned cs = qgmm_kq_cluster_size(), rank = qgmm_kq_cluster_rank();
-    const int64_t strip = QGMM_BID_X / cs, c0 = strip * NCOL;
-    if (c0 >= a.C) return; /* the other tensor of a dual call is wider: the whole cluster leaves */
-    if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.R, 1, a.status,
-                                         QGMM_BID_X == 0 && QGMM_BID_Y == 0 && QGMM_BID_Z == 0))
-        return; /* every block of every cluster decides alike */
-    const int64_t slot = QGMM_BID_Y, e = a.offs ? 0 : slot;
-    int64_t r0 = 0, r1 = a.R;
-    if (a.offs) {
-        r0 = slot == 0 ? 0 : a.offs[(slot - 1) * a.offs_stride];
-        r1 = a.offs[slot * a.offs_stride];
-    }
-    const int64_t base = r0 & ~(int64_t)15;
-    const int64_t npieces = (r1 - base + QGMM_KQ_PIECE - 1) / QGMM_KQ_PIECE;
-    const int nl = npieces > rank ? (int)((npieces - rank + cs - 1) / cs) : 0;
-    const int rounds = (nl + P - 1) / P;
-    uint8_t *sm = qgmm_kq_strip_sm;
-    float m[2] = {0.0f, 0.0f};
-    for (int ri = 0; ri < rounds; ++ri) {
-        const int lp0 = ri * P, lp1 = lp0 + P < nl ? lp0 + P : nl;
-        if (ri) QGMM_SYNC();
-        qgmm_kq_strip_load<XF32>(a, sm, e, c0, base, r0, r1, lp0, lp1, rank, cs);
-        qgmm_kq_cp_wait();
-        QGMM_SYNC();
-        qgmm_kq_strip_amax<XF32>(sm, lp1 - lp0, base, r0, r1, lp0, rank, cs, m);
-    }
-    {
-        const int w = QGMM_TID % 32, ph = QGMM_TID / 32;
-        if (XF32) {
-            red[ph][w] = m[0];
-        } else {
-            red[ph][2 * w] = m[0];
-            red[ph][2 * w + 1] = m[1];
-        }
-    }
-    QGMM_SYNC();
-    if (QGMM_TID < NCOL) {
-        float v = red[0][QGMM_TID];
-        for (int k = 1; k < 8; ++k) v = qgmm_amax_combine(v, red[k][QGMM_TID]);
-        part[QGMM_TID] = v;
-    }
-    qgmm_kq_cluster_sync(); /* every block's partials visible cluster-wide */
-    if (QGMM_TID < NCOL) {
-        float amax = 0.0f;
-        for (unsigned k = 0; k < cs; ++k) amax = qgmm_amax_combine(amax, qgmm_kq_dsmem_f32(&part[QGMM_TID], k));
-        const float mu = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
-        mult[QGMM_TID] = mu;
-        const int64_t c = c0 + QGMM_TID;
-        if (rank == 0 && c < a.C)
-            qgmm_kq_store_scale_f32(a, slot * a.s.s0 + c * a.s.s1, a.recip ? qgmm_scale_reciprocal(mu) : mu);
-    }
-    qgmm_kq_cluster_sync(); /* partials read everywhere (a block may leave), mult visible */
-    for (int k = 0; k < rounds; ++k) {
-        const int ri = k == 0 ? rounds - 1 : k - 1; /* the resident round first */
-        const int lp0 = ri * P, lp1 = lp0 + P < nl ? lp0 + P : nl;
-        if (k) {
-            QGMM_SYNC();
-            qgmm_kq_strip_load<XF32>(a, sm, e, c0, base, r0, r1, lp0, lp1, rank, cs);
-            qgmm_kq_cp_wait();
-            QGMM_SYNC();
-        }
-        qgmm_kq_strip_cast<FMT, XF32>(a, sm, lp1 - lp0, e, c0, base, r0, r1, lp0, rank, cs, mult, vec_out);
-    }
-}
-#endif /* QGMM_K_NVIDIA */
-
-/* ------------------------------------------------------------------ colpipe (sm_90)
- * The same op as colstrip with x read once, as a persistent pipeline: a cluster of CS
- * blocks walks the segments (tensor, slot, 64-column strip) cluster, cluster + clusters,
- * ..., and the copies of its next segment are in flight while it casts the current one.
- * A segment's rows from r0 rounded down to 16 are cut into pieces of 128 rows, block
- * `rank` owning pieces rank, rank + CS, ... (so each 128-byte run of a column of q is
- * written by one block), each piece four units of 32 rows (4 KiB of bf16); local unit k
- * sits in slot k % U of the block's shared memory and belongs to warp k % 8, which alone
- * copies it (cp.async), takes its column amax and casts it: the only block barriers are
- * the two around the segment's amax exchange, and a slot freed by the cast is refilled at
- * once with the next segment's unit. Lane l holds the two columns of its 32-bit word: the
- * amax as a packed 16-bit max of |x|, the cast 16 rows at a time through
- * qgmm_kq_cast8_bf16, each column's rows stored as 16-byte runs along R (byte stores at
- * group edges or where q does not allow them). A block owning more than U units takes
- * rounds as colstrip does (the last round stays resident; the earlier ones are re-read).
- * The amax crosses the cluster through distributed shared memory with the partials in
- * two alternating sets, so one cluster barrier per segment suffices. One 8-warp block per
- * SM (its slots fill the shared memory): the loads in flight come from the pipeline, not
- * from resident blocks.
- * Requires bf16 x with x.s2 == 1, 16-byte aligned rows, C % 8 == 0, q.s1 == 1; U a
- * multiple of 8. */
-#define QGMM_KQ_UNIT 32
-#define QGMM_KQ_UNIT_BYTES (QGMM_KQ_UNIT * 128)
-/* Warps per block. 16 (a 512-thread block) and two 8-warp blocks per SM with half the
- * slots each measured no faster on the H100 (docs/backends-cuda.md, colpipe). */
-#define QGMM_KQ_PIPE_WARPS 8
-
-#if defined(QGMM_K_NVIDIA)
-/* 32-bit fields (the launcher keeps R, C and the slots under 2^31 - 256): the state of
- * two segments (current and next) is held by every thread, so its width is registers. */
+/* 32-bit fields (the launcher keeps R, C and each tensor's segments under 2^30): the
+ * state of two segments (current and next) is held by every thread, so its width is
+ * registers. */
 typedef struct qgmm_kq_seg {
     int t;                     /* tensor of the pair */
-    int slot, e, c0, r0, r1, base, nl; /* nl: this block's units */
+    int slot, e, c0, r0, r1, base;
+    int nl, nl0;               /* this block's units; a bound on any block's (rank 0's pieces) */
+    int rot;                   /* warp of local unit 0 (set by the caller) */
 } qgmm_kq_seg;
 
 /* Segment s of the launch (tensors in order, then slots, then strips); 0 past the end.
- * nl counts whole pieces (units past r1 hold no row of the segment). */
-QGMM_DEV int qgmm_kq_seg_of(const qgmm_kq_pair &pr, int n, int64_t s, unsigned rank, unsigned cs, qgmm_kq_seg &g)
+ * nl counts the block's units up to r1 (the last piece's units past r1 are not taken). */
+QGMM_DEV int qgmm_kq_seg_of(const qgmm_kq_pair &pr, int n, int64_t s64, unsigned rank, unsigned cs, qgmm_kq_seg &g)
 {
+    int s = (int)(s64 < 0x7FFFFFFF ? s64 : 0x7FFFFFFF);
     for (int t = 0; t < n; ++t) {
         const qgmm_kquant &a = pr.t[t];
-        const int64_t strips = (a.C + 63) / 64, slots = a.offs ? a.G : a.E;
-        if (s >= strips * slots) {
-            s -= strips * slots;
+        const int strips = (int)((a.C + 63) / 64), nseg = strips * (int)(a.offs ? a.G : a.E);
+        if (s >= nseg) {
+            s -= nseg;
             continue;
         }
         g.t = t;
-        g.slot = (int)(s / strips);
-        g.c0 = (int)(s % strips) * 64;
+        g.slot = s / strips;
+        g.c0 = (s - g.slot * strips) * 64;
         g.e = a.offs ? 0 : g.slot;
         g.r0 = 0;
         g.r1 = (int)a.R;
@@ -1074,9 +927,13 @@ QGMM_DEV int qgmm_kq_seg_of(const qgmm_kq_pair &pr, int n, int64_t s, unsigned r
             g.r0 = g.slot == 0 ? 0 : a.offs[(int64_t)(g.slot - 1) * a.offs_stride];
             g.r1 = a.offs[(int64_t)g.slot * a.offs_stride];
         }
-        g.base = g.r0 & ~15;
+        g.base = g.r0 & ~31;
         const int np = g.r1 > g.r0 ? (g.r1 - g.base + QGMM_KQ_PIECE - 1) / QGMM_KQ_PIECE : 0;
         g.nl = np > (int)rank ? (np - (int)rank + (int)cs - 1) / (int)cs * 4 : 0;
+        if (np > 0 && (np - 1) % (int)cs == (int)rank) /* the last piece: its units up to r1 */
+            g.nl -= 4 - (g.r1 - g.base - (np - 1) * QGMM_KQ_PIECE + QGMM_KQ_UNIT - 1) / QGMM_KQ_UNIT;
+        g.nl0 = (np + (int)cs - 1) / (int)cs * 4;
+        g.rot = 0;
         return 1;
     }
     return 0;
@@ -1106,16 +963,6 @@ QGMM_DEV void qgmm_kq_unit_copy(const qgmm_kquant &a, const qgmm_kq_seg &g, uint
         const int rr = lane / 8 + 4 * i, r = row0 + rr;
         if (r >= g.r0 && r < g.r1) qgmm_kq_cp16(slot + rr * 128 + (lane % 8) * 16, xs + i * step);
     }
-}
-
-/* This warp's slots of round ri of segment g: copies issued (no wait). */
-QGMM_DEV void qgmm_kq_round_copy(const qgmm_kquant &a, const qgmm_kq_seg &g, uint8_t *sm, int U, int ri,
-                                 unsigned rank, unsigned cs)
-{
-    const int warp = QGMM_TID / 32;
-    const int k0 = ri * U, k1 = k0 + U < g.nl ? k0 + U : g.nl;
-    for (int k = k0 + warp; k < k1; k += QGMM_KQ_PIPE_WARPS)
-        qgmm_kq_unit_copy(a, g, sm + (size_t)(k - k0) * QGMM_KQ_UNIT_BYTES, k, rank, cs);
 }
 
 QGMM_DEV void qgmm_kq_unit_amax(const qgmm_kq_seg &g, const uint8_t *slot, int rs, uint32_t &m)
@@ -1210,10 +1057,9 @@ QGMM_DEV void qgmm_kq_unit_half_load(const uint8_t *slot, int half, int lane, ui
  * columns are all below C or all past it (C % 8 == 0). */
 template <int FMT>
 QGMM_DEV void qgmm_kq_unit_cast_sect(const qgmm_kquant &a, const qgmm_kq_seg &g, const uint8_t *slot, int rs,
-                                     const float *mult)
+                                     const float mu[2])
 {
     const int lane = QGMM_TID % 32, odd = lane & 1;
-    const float mu[2] = {mult[2 * lane], mult[2 * lane + 1]};
     uint32_t o[2][2][4]; /* [half][column h][word] */
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -1251,15 +1097,14 @@ QGMM_DEV void qgmm_kq_unit_cast_sect(const qgmm_kquant &a, const qgmm_kq_seg &g,
  * unit's 32 rows in the segment, q 32-byte aligned). */
 template <int FMT>
 QGMM_DEV void qgmm_kq_unit_cast(const qgmm_kquant &a, const qgmm_kq_seg &g, const uint8_t *slot, int rs,
-                                const float *mult, int vec_out)
+                                const float mu[2], int vec_out)
 {
     if (vec_out == 2 && rs >= g.r0 && rs + QGMM_KQ_UNIT <= g.r1) {
-        qgmm_kq_unit_cast_sect<FMT>(a, g, slot, rs, mult);
+        qgmm_kq_unit_cast_sect<FMT>(a, g, slot, rs, mu);
         return;
     }
     const int lane = QGMM_TID % 32;
     uint8_t *qb = (uint8_t *)a.q.ptr;
-    const float mu[2] = {mult[2 * lane], mult[2 * lane + 1]};
 #pragma unroll 1
     for (int half = 0; half < 2; ++half) {
         const int r = rs + 16 * half;
@@ -1285,125 +1130,6 @@ QGMM_DEV void qgmm_kq_unit_cast(const qgmm_kquant &a, const qgmm_kq_seg &g, cons
     }
 }
 
-/* A segment's 64 column multipliers, for colpipe and colring (8-warp blocks in clusters of
- * cs): each lane's packed maxima m of its two columns reduced over the block's warps into
- * part (this segment's set of partials), the cluster's partials combined in rank order
- * (every block gets the same amax), mult[c] set and rank 0 storing the scales. Every
- * thread of the block calls it; mult is visible to the block on return. */
-template <int FMT, int NW>
-QGMM_DEV void qgmm_kq_segment_mult(const qgmm_kquant &a, const qgmm_kq_seg &g, uint32_t m, float (*red)[64],
-                                   float *part, float *mult, unsigned rank, unsigned cs)
-{
-    const int lane = QGMM_TID % 32, warp = QGMM_TID / 32;
-    red[warp][2 * lane] = qgmm_bits_f32(m << 16);
-    red[warp][2 * lane + 1] = qgmm_bits_f32(m & 0xFFFF0000u);
-    QGMM_SYNC();
-    if (QGMM_TID < 64) {
-        float v = red[0][QGMM_TID];
-        for (int k = 1; k < NW; ++k) v = qgmm_amax_combine(v, red[k][QGMM_TID]);
-        part[QGMM_TID] = v;
-    }
-    qgmm_kq_cluster_sync(); /* every block's partials of this segment visible cluster-wide */
-    if (QGMM_TID < 64) {
-        float amax = 0.0f;
-        for (unsigned k = 0; k < cs; ++k) amax = qgmm_amax_combine(amax, qgmm_kq_dsmem_f32(&part[QGMM_TID], k));
-        const float mu = qgmm_kq_rowwise_mult(amax, FMT, a.pow2);
-        mult[QGMM_TID] = mu;
-        const int64_t c = g.c0 + QGMM_TID;
-        if (rank == 0 && c < a.C)
-            qgmm_kq_store_scale_f32(a, g.slot * a.s.s0 + c * a.s.s1, a.recip ? qgmm_scale_reciprocal(mu) : mu);
-    }
-    QGMM_SYNC(); /* mult visible */
-}
-
-template <int FMT>
-QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1) qgmm_kq_colpipe(qgmm_kq_pair pr, int n, int U, int vec_out0, int vec_out1)
-{
-    extern __shared__ __align__(16) uint8_t qgmm_kq_pipe_sm[];
-    enum { NW = QGMM_KQ_PIPE_WARPS };
-    QGMM_SHARED float red[NW][64];
-    QGMM_SHARED float part[2][64];
-    QGMM_SHARED float mult[64];
-    const unsigned cs = qgmm_kq_cluster_size(), rank = qgmm_kq_cluster_rank();
-    const int warp = QGMM_TID / 32;
-    /* the pair shares one offs: every block decides alike, before any barrier */
-    if (pr.t[0].offs && !qgmm_block_offsets_ok(pr.t[0].offs, pr.t[0].offs_stride, pr.t[0].G, pr.t[0].R, 1,
-                                               pr.t[0].status, QGMM_BID_X == 0))
-        return;
-    uint8_t *sm = qgmm_kq_pipe_sm;
-    const int64_t ncl = QGMM_NBLOCKS_X / cs;
-    int64_t s = QGMM_BID_X / cs;
-    qgmm_kq_seg g, nx;
-    int have = qgmm_kq_seg_of(pr, n, s, rank, cs, g);
-    if (have) qgmm_kq_round_copy(pr.t[g.t], g, sm, U, 0, rank, cs);
-    int par = 0;
-    while (have) {
-        const qgmm_kquant &a = pr.t[g.t];
-        const int vec_out = g.t ? vec_out1 : vec_out0;
-        const int rounds = (g.nl + U - 1) / U;
-        uint32_t m = 0;
-        for (int ri = 0; ri < rounds; ++ri) {
-            if (ri) {
-                __syncwarp();
-                qgmm_kq_round_copy(a, g, sm, U, ri, rank, cs);
-            }
-            qgmm_kq_cp_wait();
-            __syncwarp();
-            const int k0 = ri * U, k1 = k0 + U < g.nl ? k0 + U : g.nl;
-            for (int k = k0 + warp; k < k1; k += NW)
-                qgmm_kq_unit_amax(g, sm + (size_t)(k - k0) * QGMM_KQ_UNIT_BYTES, qgmm_kq_unit_row(g, k, rank, cs), m);
-        }
-        qgmm_kq_segment_mult<FMT, NW>(a, g, m, red, part[par], mult, rank, cs);
-        s += ncl;
-        const int hn = qgmm_kq_seg_of(pr, n, s, rank, cs, nx);
-        const int nfirst = hn ? (nx.nl < U ? nx.nl : U) : 0; /* slots of the next segment's first round */
-        int castn = 0; /* slots cast in the last cast round (refilled as they free up) */
-        for (int kk = 0; kk < rounds; ++kk) {
-            const int ri = kk == 0 ? rounds - 1 : kk - 1; /* the resident round first */
-            const int k0 = ri * U, k1 = k0 + U < g.nl ? k0 + U : g.nl;
-            const int last = kk == rounds - 1;
-            if (kk) {
-                __syncwarp();
-                qgmm_kq_round_copy(a, g, sm, U, ri, rank, cs);
-                qgmm_kq_cp_wait();
-                __syncwarp();
-            }
-            for (int k = k0 + warp; k < k1; k += NW) {
-                uint8_t *slot = sm + (size_t)(k - k0) * QGMM_KQ_UNIT_BYTES;
-                qgmm_kq_unit_cast<FMT>(a, g, slot, qgmm_kq_unit_row(g, k, rank, cs), mult, vec_out);
-                if (last && k - k0 < nfirst) {
-                    __syncwarp();
-                    qgmm_kq_unit_copy(pr.t[nx.t], nx, slot, k - k0, rank, cs);
-                }
-            }
-            if (last) castn = k1 - k0;
-        }
-        for (int k = warp; k < nfirst; k += NW)
-            if (k >= castn) qgmm_kq_unit_copy(pr.t[nx.t], nx, sm + (size_t)k * QGMM_KQ_UNIT_BYTES, k, rank, cs);
-        g = nx;
-        have = hn;
-        par ^= 1;
-    }
-    qgmm_kq_cluster_sync(); /* no block leaves while its partials may still be read */
-}
-
-/* ------------------------------------------------------------------ colring (sm_90)
- * colpipe for fixed-length segments (no offs, one tensor) with each warp's slots as a
- * ring deeper than its units of one segment. colpipe refills a slot only as its cast frees
- * it, with the same unit of the next segment: nothing is in flight through a segment's
- * amax and cluster barrier, and its warps wait for the segment's copies together. Here
- * warp w owns slots w, w + 8, ..., w + 8 (NSW - 1) and takes its units of the block's
- * segments (cluster, cluster + clusters, ...; unit k of a segment belongs to warp k % 8,
- * pw units per warp, the same in every segment) as one stream, local unit u in slot
- * w + 8 (u % NSW); a slot freed by a cast is refilled at once with the warp's next unit
- * of the stream, so with NSW > pw the first NSW - pw units of the next segment are in
- * flight (or landed) through the amax, cluster barrier and cast of this one. One
- * cp.async group per unit: waiting until (units issued after this segment's last) remain
- * completes this segment's copies (each lane copies its own 16-byte runs, as in colpipe:
- * no producer warp, no block barrier around a slot). Units, amax, cluster exchange and
- * cast are colpipe's; q is stored as whole 32-byte sectors where it is 32-byte aligned
- * (vec_out 2, qgmm_kq_unit_cast_sect: the ring pays only together with them,
- * docs/backends-cuda.md). Requires colpipe's layout, no offs, 1 <= NSW - pw <= 7. */
 QGMM_DEV void qgmm_kq_cp_commit()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -1431,72 +1157,225 @@ QGMM_DEV void qgmm_kq_cp_wait_pending(int n)
 #endif
 }
 
+/* The units of a segment that fall to the warp at place w from the segment's first
+ * (unit k belongs to place k % W); with nl0, w = 0 bounds every warp of the cluster. */
+QGMM_DEV int qgmm_kq_warp_units(int nl, int w)
+{
+    return nl > w ? (nl - w + QGMM_KQ_PIPE_WARPS - 1) / QGMM_KQ_PIPE_WARPS : 0;
+}
+
+/* The place of this warp in segment g (local unit k belongs to warp (k + g.rot) % W: the
+ * units of short or uneven segments go round the warps) and its share. */
+QGMM_DEV int qgmm_kq_warp_place(const qgmm_kq_seg &g)
+{
+    return (QGMM_TID / 32 - g.rot) & (QGMM_KQ_PIPE_WARPS - 1);
+}
+QGMM_DEV int qgmm_kq_warp_share(const qgmm_kq_seg &g)
+{
+    return qgmm_kq_warp_units(g.nl, qgmm_kq_warp_place(g));
+}
+
+/* The segment after g of this block: s, its units going round the warps after g's. */
+QGMM_DEV int qgmm_kq_seg_next(const qgmm_kq_pair &pr, int n, int64_t s, unsigned rank, unsigned cs,
+                              const qgmm_kq_seg &g, qgmm_kq_seg &nx)
+{
+    const int rot = (g.rot + g.nl) & (QGMM_KQ_PIPE_WARPS - 1);
+    const int have = qgmm_kq_seg_of(pr, n, s, rank, cs, nx);
+    nx.rot = rot;
+    return have;
+}
+
 /* The issuing side of a warp's ring: the next unit of the warp's stream. */
 typedef struct qgmm_kq_ring {
-    int iss;     /* units of the stream issued */
-    int js;      /* block-local segment of unit iss */
-    int have;    /* segment js exists */
-    qgmm_kq_seg g; /* segment js */
+    int iss;       /* units of the stream issued */
+    int t;         /* place of unit iss in its segment's share: 0 .. npass * pw */
+    int pw, npass; /* the warp's units of segment g; 1 resident, 2 amax then cast stream */
+    int have;      /* segment g exists */
+    int64_t s;     /* segment g of the launch */
+    qgmm_kq_seg g;
 } qgmm_kq_ring;
 
+QGMM_DEV void qgmm_kq_ring_share(qgmm_kq_ring &r, int nsw)
+{
+    r.pw = r.have ? qgmm_kq_warp_share(r.g) : 0;
+    r.npass = r.pw > nsw ? 2 : 1;
+    r.t = 0;
+}
+
 /* Issues the warp's next unit (if any) into its slot, one cp.async group. */
-QGMM_DEV void qgmm_kq_ring_issue(const qgmm_kq_pair &pr, qgmm_kq_ring &r, uint8_t *sm, int pw, int nsw,
-                                 int64_t s0, int64_t ncl, unsigned rank, unsigned cs)
+QGMM_DEV void qgmm_kq_ring_issue(const qgmm_kq_pair &pr, int n, qgmm_kq_ring &r, uint8_t *sm, int nsw,
+                                 int64_t ncl, unsigned rank, unsigned cs)
 {
     const int warp = QGMM_TID / 32;
-    const int t = r.iss - r.js * pw;
-    if (t == pw) { /* the next segment */
-        ++r.js;
-        r.have = r.have && qgmm_kq_seg_of(pr, 1, s0 + r.js * ncl, rank, cs, r.g);
+    while (r.have && r.t == r.npass * r.pw) { /* the warp's next segment with units */
+        r.s += ncl;
+        const qgmm_kq_seg g = r.g;
+        r.have = qgmm_kq_seg_next(pr, n, r.s, rank, cs, g, r.g);
+        qgmm_kq_ring_share(r, nsw);
     }
     if (!r.have) return;
-    qgmm_kq_unit_copy(pr.t[0], r.g, sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * (r.iss % nsw)) * QGMM_KQ_UNIT_BYTES,
-                      warp + QGMM_KQ_PIPE_WARPS * (r.iss - r.js * pw), rank, cs);
+    const int k = r.t < r.pw ? r.t : r.t - r.pw;
+    qgmm_kq_unit_copy(pr.t[r.g.t], r.g, sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * (r.iss % nsw)) * QGMM_KQ_UNIT_BYTES,
+                      qgmm_kq_warp_place(r.g) + QGMM_KQ_PIPE_WARPS * k, rank, cs);
     qgmm_kq_cp_commit();
     ++r.iss;
+    ++r.t;
+}
+
+/* The warp's packed amax of segment g, whose share starts at stream unit u0: resident
+ * (its units all issued) or, for a share longer than the ring, streamed (each unit waited
+ * for, reduced and its slot refilled; u0 advances past the share). */
+QGMM_DEV uint32_t qgmm_kq_ring_amax(const qgmm_kq_pair &pr, int n, const qgmm_kq_seg &g, qgmm_kq_ring &rg,
+                                    uint8_t *sm, int nsw, int64_t ncl, unsigned rank, unsigned cs, int &u0)
+{
+    const int warp = QGMM_TID / 32, pw = qgmm_kq_warp_share(g), place = qgmm_kq_warp_place(g);
+    uint32_t m = 0;
+    if (pw <= nsw) {
+        if (pw) qgmm_kq_cp_wait_pending(rg.iss - (u0 + pw)); /* later units stay in flight */
+        __syncwarp();
+        for (int t = 0; t < pw; ++t)
+            qgmm_kq_unit_amax(g, sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * ((u0 + t) % nsw)) * QGMM_KQ_UNIT_BYTES,
+                              qgmm_kq_unit_row(g, place + QGMM_KQ_PIPE_WARPS * t, rank, cs), m);
+        return m;
+    }
+    for (int t = 0; t < pw; ++t, ++u0) {
+        qgmm_kq_cp_wait_pending(rg.iss - (u0 + 1));
+        __syncwarp();
+        qgmm_kq_unit_amax(g, sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * (u0 % nsw)) * QGMM_KQ_UNIT_BYTES,
+                          qgmm_kq_unit_row(g, place + QGMM_KQ_PIPE_WARPS * t, rank, cs), m);
+        __syncwarp(); /* the warp's reads of the slot are done */
+        qgmm_kq_ring_issue(pr, n, rg, sm, nsw, ncl, rank, cs);
+    }
+    return m;
+}
+
+/* Casts the warp's share of segment g from stream unit u0 (a streamed share waits for
+ * each unit), refilling each slot; u0 advances past the share. */
+template <int FMT>
+QGMM_DEV void qgmm_kq_ring_cast(const qgmm_kq_pair &pr, int n, const qgmm_kq_seg &g, qgmm_kq_ring &rg, uint8_t *sm,
+                                int nsw, int64_t ncl, unsigned rank, unsigned cs, int &u0, const float mu[2],
+                                int vec_out)
+{
+    const int warp = QGMM_TID / 32, pw = qgmm_kq_warp_share(g), two = pw > nsw, place = qgmm_kq_warp_place(g);
+    for (int t = 0; t < pw; ++t, ++u0) {
+        if (two) {
+            qgmm_kq_cp_wait_pending(rg.iss - (u0 + 1));
+            __syncwarp();
+        }
+        qgmm_kq_unit_cast<FMT>(pr.t[g.t], g,
+                               sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * (u0 % nsw)) * QGMM_KQ_UNIT_BYTES,
+                               qgmm_kq_unit_row(g, place + QGMM_KQ_PIPE_WARPS * t, rank, cs), mu, vec_out);
+        __syncwarp(); /* the warp's reads of the slot are done */
+        qgmm_kq_ring_issue(pr, n, rg, sm, nsw, ncl, rank, cs);
+    }
+}
+
+/* Publishes the warp's packed maxima m of its lanes' two columns into `part` (this
+ * segment's set: one word per column, max of the 16-bit magnitudes, shared-memory atomics
+ * of the block's warps). */
+QGMM_DEV void qgmm_kq_ring_publish(uint32_t *part, uint32_t m)
+{
+    const int lane = QGMM_TID % 32;
+    atomicMax(&part[2 * lane], m & 0xFFFFu);
+    atomicMax(&part[2 * lane + 1], m >> 16);
+}
+
+/* Lane l's two multipliers of segment g from the cluster's sets `part` (after the wait):
+ * the max over the cs blocks (distributed shared memory, one 8-byte load each), then the
+ * rowwise rule per column; rank 0's warp 0 stores the scales. */
+template <int FMT>
+QGMM_DEV void qgmm_kq_ring_mult(const qgmm_kquant &a, const qgmm_kq_seg &g, const uint32_t *part, unsigned rank,
+                                unsigned cs, float mu[2])
+{
+    const int lane = QGMM_TID % 32;
+    uint32_t v0 = 0, v1 = 0;
+    uint2 p[16]; /* cs <= 16: every load issued before the first is used */
+#pragma unroll
+    for (unsigned k = 0; k < 16; ++k)
+        if (k < cs) p[k] = qgmm_kq_dsmem_u32x2(&part[2 * lane], k);
+#pragma unroll
+    for (unsigned k = 0; k < 16; ++k)
+        if (k < cs) {
+            v0 = p[k].x > v0 ? p[k].x : v0;
+            v1 = p[k].y > v1 ? p[k].y : v1;
+        }
+    mu[0] = qgmm_kq_rowwise_mult(qgmm_bits_f32(v0 << 16), FMT, a.pow2);
+    mu[1] = qgmm_kq_rowwise_mult(qgmm_bits_f32(v1 << 16), FMT, a.pow2);
+    if (rank == 0 && QGMM_TID < 32)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int64_t c = g.c0 + 2 * lane + h;
+            if (c < a.C)
+                qgmm_kq_store_scale_f32(a, g.slot * a.s.s0 + c * a.s.s1,
+                                        a.recip ? qgmm_scale_reciprocal(mu[h]) : mu[h]);
+        }
 }
 
 template <int FMT>
-QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1) qgmm_kq_colring(qgmm_kq_pair pr, int nsw, int vec_out)
+QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1)
+    qgmm_kq_colring(qgmm_kq_pair pr, int n, int nsw, int vec_out0, int vec_out1)
 {
     extern __shared__ __align__(16) uint8_t qgmm_kq_ring_sm[];
-    enum { NW = QGMM_KQ_PIPE_WARPS };
-    QGMM_SHARED float red[NW][64];
-    QGMM_SHARED float part[2][64];
-    QGMM_SHARED float mult[64];
+    QGMM_SHARED __align__(8) uint32_t part[3][64]; /* segment j's column maxima in set j % 3 */
     const unsigned cs = qgmm_kq_cluster_size(), rank = qgmm_kq_cluster_rank();
-    const int warp = QGMM_TID / 32;
-    const qgmm_kquant &a = pr.t[0];
+    const int lane = QGMM_TID % 32;
+    /* the pair shares one offs: every block decides alike, before any barrier */
+    if (pr.t[0].offs && !qgmm_block_offsets_ok(pr.t[0].offs, pr.t[0].offs_stride, pr.t[0].G, pr.t[0].R, 1,
+                                               pr.t[0].status, QGMM_BID_X == 0))
+        return;
+    if (QGMM_TID < 3 * 64) part[QGMM_TID / 64][QGMM_TID % 64] = 0;
+    QGMM_SYNC();
     uint8_t *sm = qgmm_kq_ring_sm;
-    const int64_t ncl = QGMM_NBLOCKS_X / cs, s0 = QGMM_BID_X / cs;
-    qgmm_kq_seg g;
+    const int64_t ncl = QGMM_NBLOCKS_X / cs;
+    int64_t s = QGMM_BID_X / cs;
     qgmm_kq_ring rg;
     rg.iss = 0;
-    rg.js = 0;
-    rg.have = qgmm_kq_seg_of(pr, 1, s0, rank, cs, rg.g);
-    /* this warp's units per segment (fixed segments: nl depends on the rank only) */
-    const int pw = rg.have && rg.g.nl > warp ? (rg.g.nl - warp + NW - 1) / NW : 0;
-    if (pw)
-        for (int i = 0; i < nsw; ++i) qgmm_kq_ring_issue(pr, rg, sm, pw, nsw, s0, ncl, rank, cs);
-    int par = 0;
-    for (int j = 0; qgmm_kq_seg_of(pr, 1, s0 + j * ncl, rank, cs, g); ++j) {
-        const int u0 = j * pw; /* the warp's first unit of this segment in its stream */
-        if (pw) qgmm_kq_cp_wait_pending(rg.iss - (u0 + pw)); /* later units stay in flight */
-        __syncwarp();
-        uint32_t m = 0;
-        for (int t = 0; t < pw; ++t)
-            qgmm_kq_unit_amax(g, sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * ((u0 + t) % nsw)) * QGMM_KQ_UNIT_BYTES,
-                              qgmm_kq_unit_row(g, warp + QGMM_KQ_PIPE_WARPS * t, rank, cs), m);
-        qgmm_kq_segment_mult<FMT, NW>(a, g, m, red, part[par], mult, rank, cs);
-        for (int t = 0; t < pw; ++t) {
-            qgmm_kq_unit_cast<FMT>(a, g, sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * ((u0 + t) % nsw)) * QGMM_KQ_UNIT_BYTES,
-                                   qgmm_kq_unit_row(g, warp + QGMM_KQ_PIPE_WARPS * t, rank, cs), mult, vec_out);
-            __syncwarp(); /* the warp's reads of the slot are done */
-            qgmm_kq_ring_issue(pr, rg, sm, pw, nsw, s0, ncl, rank, cs);
-        }
-        par ^= 1;
+    rg.s = s;
+    rg.have = qgmm_kq_seg_of(pr, n, s, rank, cs, rg.g);
+    qgmm_kq_ring_share(rg, nsw);
+    for (int i = 0; i < nsw; ++i) qgmm_kq_ring_issue(pr, n, rg, sm, nsw, ncl, rank, cs);
+    int u0 = 0, set = 0; /* u0: units of the warp's stream consumed; set: g's */
+    qgmm_kq_seg g, nx;
+    int have = qgmm_kq_seg_of(pr, n, s, rank, cs, g);
+    if (have) {
+        qgmm_kq_ring_publish(part[0], qgmm_kq_ring_amax(pr, n, g, rg, sm, nsw, ncl, rank, cs, u0));
+        qgmm_kq_cluster_arrive();
     }
-    qgmm_kq_cluster_sync(); /* no block leaves while its partials may still be read */
+    while (have) {
+        s += ncl;
+        const int hn = qgmm_kq_seg_next(pr, n, s, rank, cs, g, nx);
+        const int nset = set == 2 ? 0 : set + 1;
+        /* both shares in the ring at once (the bound: the cluster decides alike) */
+        const int early = hn && qgmm_kq_warp_units(g.nl0, 0) + qgmm_kq_warp_units(nx.nl0, 0) <= nsw;
+        uint32_t mn = 0;
+        if (early) {
+            int un = u0 + qgmm_kq_warp_share(g); /* nx's share follows g's in the stream */
+            mn = qgmm_kq_ring_amax(pr, n, nx, rg, sm, nsw, ncl, rank, cs, un);
+        }
+        qgmm_kq_cluster_wait(); /* every partial of g visible; every reader of the set before g's done */
+        float mu[2];
+        qgmm_kq_ring_mult<FMT>(pr.t[g.t], g, part[set], rank, cs, mu);
+        if (QGMM_TID < 32) { /* the set before g's: rewritten two segments on, after a wait this precedes */
+            uint32_t *old = part[nset == 2 ? 0 : nset + 1];
+            old[2 * lane] = 0;
+            old[2 * lane + 1] = 0;
+        }
+        if (early) {
+            qgmm_kq_ring_publish(part[nset], mn);
+            qgmm_kq_cluster_arrive();
+        }
+        qgmm_kq_ring_cast<FMT>(pr, n, g, rg, sm, nsw, ncl, rank, cs, u0, mu, g.t ? vec_out1 : vec_out0);
+        if (hn && !early) {
+            qgmm_kq_ring_publish(part[nset], qgmm_kq_ring_amax(pr, n, nx, rg, sm, nsw, ncl, rank, cs, u0));
+            qgmm_kq_cluster_arrive();
+        }
+        g = nx;
+        have = hn;
+        set = nset;
+    }
+    /* no block leaves while its partials may still be read */
+    qgmm_kq_cluster_arrive();
+    qgmm_kq_cluster_wait();
 }
 #endif /* QGMM_K_NVIDIA */
 

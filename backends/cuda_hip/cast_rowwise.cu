@@ -3,15 +3,12 @@
  *   scale along C (rowwise, 3D per (e,n)): qgmm_kq_rowreg, a block per row with the row in
  *     registers (rows of 512-16384 bf16 / 512-8192 f32 elements); jagged per-group
  *     rowwise and other rows: qgmm_kq_rowseg, a warp per (row, group) segment.
- *   scale along R (colwise, jagged colwise, 3D transpose rhs) with q R-contiguous, on
- *     sm_90, x read once into shared memory and the column amax exchanged through
- *     distributed shared memory: qgmm_kq_colring for fixed segments (colwise, 3D:
- *     persistent clusters walking the (expert, 128-byte column strip) segments, each
- *     warp's copies issued ahead through a ring of slots deeper than one segment, whole
- *     32-byte sectors of q per store), qgmm_kq_colpipe for jagged groups (the next
- *     segment's copies in flight during the cast) or, for jagged groups it has a plan
- *     for, qgmm_kq_colstrip (a cluster per segment); the dual form runs both tensors in
- *     the same launch.
+ *   scale along R (colwise, jagged colwise, 3D transpose rhs) with q R-contiguous, bf16 x,
+ *     on sm_90: qgmm_kq_colring, x read once (persistent clusters walking the (tensor,
+ *     expert or group, 128-byte column strip) segments, each warp's copies issued ahead
+ *     through a ring of slots deeper than its share of a segment, the column amax across
+ *     the cluster through distributed shared memory behind a split cluster barrier, whole
+ *     32-byte sectors of q per store); the dual form runs both tensors in one launch.
  *     Otherwise (other GPUs, HIP, other layouts): qgmm_kq_colamax (partial column amax,
  *     atomicMax) -> qgmm_kq_colscale (scales + multiplier table) -> qgmm_kq_transpose.
  *     Offsets stay on the device: each kernel checks them and finds row groups itself.
@@ -125,180 +122,48 @@ static int persistent_cluster_launch(void (*k)(P...), cudaLaunchConfig_t *cfg, i
     return 1;
 }
 #include "cuda_smem_optin.h"
-/* The colstrip plans that measured faster than the three passes on the H100
- * (docs/backends-cuda.md), by the pieces of 128 rows a segment is planned for: up to 4 pieces, one
- * block holds the whole segment (no cluster); 40 to 144 pieces, a cluster of 8 blocks of
- * at most 6 piece slots (96 KiB, two blocks per SM; longer segments take rounds, up to
- * three). Clusters of small blocks (5-39 pieces) and blocks of 8 slots (one per SM)
- * measured slower than the three passes, and so did every plan for f32 x. */
-#define QGMM_COLSTRIP_PMAX 6
-#define QGMM_COLSTRIP_SOLO 4
-#define QGMM_COLSTRIP_CLUSTER_MIN 40
+/* colring plan (qgmm_kq_colring: blocks of QGMM_KQ_PIPE_WARPS = 16 warps, one per SM,
+ * QGMM_COLRING_NSW = 3 unit slots per warp: 48 units, 192 KiB of the SM's shared memory).
+ * The segment it is planned for: R, or for jagged groups 1.5x the mean group (the kernel
+ * takes any group: a longer one passes through the ring twice), as pieces of 128 rows
+ * (+1: a group's first piece starts at its first row rounded down to 32). The cluster:
+ * the smallest (1-16 blocks, 16 non-portable) whose blocks hold at most
+ * QGMM_COLRING_UNITS units of that segment; segments longer than 16 such blocks hold
+ * keep the three passes (the ring's second pass would re-read x from HBM). */
+#define QGMM_COLRING_NSW 3
+#define QGMM_COLRING_UNITS 48
+#define QGMM_COLRING_CSMAX 16
 
-/* Rows the segments of a colstrip launch are planned for: the whole R, or for jagged
- * groups 1.5x the mean group (longer groups take rounds). */
-static int64_t colstrip_rows(const qgmm_kquant &a)
+static int64_t colring_pieces(const qgmm_kquant &a)
 {
     int64_t r = a.offs ? (a.R * 3 / 2 + a.G - 1) / a.G + 16 : a.R;
-    return r > a.R + 16 ? a.R + 16 : r;
+    if (r > a.R + 16) r = a.R + 16;
+    return (r + QGMM_KQ_PIECE - 1) / QGMM_KQ_PIECE + (a.offs ? 1 : 0);
 }
 
-static int64_t colstrip_pieces(const qgmm_kquant &a)
+static int colring_cluster(const qgmm_kquant &a)
 {
-    return (colstrip_rows(a) + QGMM_KQ_PIECE - 1) / QGMM_KQ_PIECE;
-}
-
-/* x read once by qgmm_kq_colstrip: sm_90, bf16 x with 16-byte rows, q R-contiguous, at
- * most 65535 slots (grid y), and a segment length with a measured plan (above). */
-static int colstrip_ok(const qgmm_cuda_ctx *c, const qgmm_kquant &a)
-{
-    const int64_t pieces = colstrip_pieces(a);
-    const int planned = pieces <= QGMM_COLSTRIP_SOLO ||
-                        (pieces >= QGMM_COLSTRIP_CLUSTER_MIN && pieces <= 3 * 8 * QGMM_COLSTRIP_PMAX);
-    return c->cc_major >= 9 && a.x_dtype == QGMM_K_BF16 && qgmm_kquant_x_vec(&a) && a.q.s1 == 1 && a.C > 0 &&
-           a.R < ((int64_t)1 << 31) && (a.offs ? a.G : a.E) <= 65535 && planned;
-}
-
-/* One launch over n (1 or 2) tensors of the same x dtype, fp8 format and slot count, with
- * the plan of the longer planned segment. */
-static qgmm_status colstrip_launch(qgmm_context *ctx, const qgmm_kquant *t, int n)
-{
-    qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
-    qgmm_kq_pair pr;
-    pr.t[0] = t[0];
-    pr.t[1] = n > 1 ? t[1] : t[0];
-    const int ncol = 64; /* bf16 x (colstrip_ok): 64 columns per 128-byte strip */
-    const int64_t slots = t[0].offs ? t[0].G : t[0].E;
-    int64_t strips = 0, pieces = 0;
-    int vec_out[2] = {0, 0};
-    for (int i = 0; i < n; ++i) {
-        const qgmm_kquant &a = t[i];
-        const int64_t s = (a.C + ncol - 1) / ncol, p = colstrip_pieces(a);
-        if (s > strips) strips = s;
-        if (p > pieces) pieces = p;
-        vec_out[i] = ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
-    }
-    vec_out[1] = n > 1 ? vec_out[1] : vec_out[0];
-    const int cs = pieces <= QGMM_COLSTRIP_SOLO ? 1 : 8;
-    int64_t P = (pieces + cs - 1) / cs;
-    if (P > QGMM_COLSTRIP_PMAX) P = QGMM_COLSTRIP_PMAX;
-    if (P < 1) P = 1;
-    const size_t smem = (size_t)P * QGMM_KQ_PIECE_BYTES;
-    cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute at[1];
-    cluster_launch_config(c, cs, 256, smem, &cfg, at);
-    cfg.gridDim = dim3((unsigned)(strips * cs), (unsigned)slots, (unsigned)n);
-    cudaError_t err = cudaSuccess;
-    QGMM_FMT_DISPATCH(t[0].fmt, {
-        void (*k)(qgmm_kq_pair, int, int, int) = qgmm_kq_colstrip<FMT, 0>;
-        err = qgmm_cuda_allow_max_smem(k, smem);
-        if (err == cudaSuccess) err = cudaLaunchKernelEx(&cfg, k, pr, (int)P, vec_out[0], vec_out[1]);
-    });
-    return qgmm_cuda_check(ctx, err, "qgmm_kq_colstrip");
-}
-
-/* colpipe plan (qgmm_kq_colpipe, one 8-warp block of 99 registers per SM: the slots fill
- * its shared memory; clusters of twice the blocks with half the slots, two per SM,
- * measured no faster): the smallest cluster
- * whose blocks hold their pieces of a planned segment in at most QGMM_COLPIPE_U2 unit
- * slots, else clusters of QGMM_COLPIPE_CSMAX blocks of up to QGMM_COLPIPE_UMAX slots;
- * longer segments are not planned (their rounds would re-read x from HBM). */
-#define QGMM_COLPIPE_U2 32
-#define QGMM_COLPIPE_UMAX 48
-#define QGMM_COLPIPE_CSMAX 16
-
-static int64_t colpipe_pieces(const qgmm_kquant &a)
-{
-    return (colstrip_rows(a) + QGMM_KQ_PIECE - 1) / QGMM_KQ_PIECE + (a.offs ? 1 : 0);
-}
-
-static void colpipe_plan(const qgmm_kquant &a, int *cs_out, int *u_out)
-{
-    const int64_t np = colpipe_pieces(a);
+    const int64_t np = colring_pieces(a);
     int cs = 1;
-    while (cs < QGMM_COLPIPE_CSMAX && (np + cs - 1) / cs * 4 > QGMM_COLPIPE_U2) cs *= 2;
-    int64_t u = ((np + cs - 1) / cs * 4 + 7) / 8 * 8;
-    if (u > QGMM_COLPIPE_UMAX) u = QGMM_COLPIPE_UMAX;
-    *cs_out = cs;
-    *u_out = (int)u;
+    while (cs < QGMM_COLRING_CSMAX && (np + cs - 1) / cs * 4 > QGMM_COLRING_UNITS) cs *= 2;
+    return cs;
 }
 
-/* x read once by qgmm_kq_colpipe: sm_90, bf16 x with 16-byte rows, q R-contiguous, a
- * planned segment length. */
-static int colpipe_ok(const qgmm_cuda_ctx *c, const qgmm_kquant &a)
-{
-    const int64_t np = colpipe_pieces(a);
-    return c->cc_major >= 9 && a.x_dtype == QGMM_K_BF16 && qgmm_kquant_x_vec(&a) && a.q.s1 == 1 && a.C > 0 &&
-           a.R < ((int64_t)1 << 31) - 256 && a.C < ((int64_t)1 << 31) - 256 &&
-           (a.offs ? a.G : a.E) < ((int64_t)1 << 31) && (np + QGMM_COLPIPE_CSMAX - 1) / QGMM_COLPIPE_CSMAX * 4 <= QGMM_COLPIPE_UMAX;
-}
-
-/* colring plan (qgmm_kq_colring, colpipe's 8-warp block, one per SM): colpipe's
- * cluster, QGMM_COLRING_NSW slots per warp (56 units, 224 KiB: the shared memory of the
- * SM); taken where a warp's units of a segment leave at least one slot ahead. */
-#define QGMM_COLRING_NSW 7
-
-static int colring_plan(const qgmm_kquant &a, int *cs_out)
-{
-    const int64_t np = colpipe_pieces(a);
-    int cs = 1, u = 8;
-    colpipe_plan(a, &cs, &u);
-    const int nsw = QGMM_COLRING_NSW;
-    const int64_t pw = ((np + cs - 1) / cs * 4 + 7) / 8; /* units per warp, rank 0 */
-    *cs_out = cs;
-    return pw < nsw && nsw - pw <= 7 ? nsw : 0;
-}
-
-/* colpipe's conditions, fixed segments (no offs), a planned ring. */
+/* x read once by qgmm_kq_colring: sm_90, bf16 x with 16-byte rows, q R-contiguous, a
+ * planned segment length, 32-bit row / column / segment indices. */
 static int colring_ok(const qgmm_cuda_ctx *c, const qgmm_kquant &a)
 {
-    int cs;
-    return !a.offs && colpipe_ok(c, a) && colring_plan(a, &cs) > 0;
+    const int64_t np = colring_pieces(a);
+    return c->cc_major >= 9 && a.x_dtype == QGMM_K_BF16 && qgmm_kquant_x_vec(&a) && a.q.s1 == 1 && a.C > 0 &&
+           a.R < ((int64_t)1 << 31) - 256 && a.C < ((int64_t)1 << 31) - 256 &&
+           (a.C + 63) / 64 * (a.offs ? a.G : a.E) < ((int64_t)1 << 30) &&
+           (np + QGMM_COLRING_CSMAX - 1) / QGMM_COLRING_CSMAX * 4 <= QGMM_COLRING_UNITS;
 }
 
-/* The single-read kernel of a call (measured, docs/backends-cuda.md): fixed segments
- * (colwise, 3D) take colring where it has a plan, else colpipe;
- * jagged groups keep colstrip where it has a plan (short groups in one block, long ones
- * in 8-block clusters) and take colpipe between. */
-static int colwise_pick(const qgmm_cuda_ctx *c, const qgmm_kquant &a)
-{
-    if (a.offs && colstrip_ok(c, a)) return 1;
-    if (colring_ok(c, a)) return 3;
-    if (colpipe_ok(c, a)) return 2;
-    return colstrip_ok(c, a) ? 1 : 0;
-}
-
-/* Launches colring (one tensor, planned by colring_ok); 0 (nothing launched, no error
- * left) when the device cannot hold one cluster of the plan, so the caller takes colpipe. */
-static int colring_launch(qgmm_context *ctx, const qgmm_kquant &a, qgmm_status *st)
-{
-    qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
-    qgmm_kq_pair pr;
-    pr.t[0] = a;
-    pr.t[1] = a;
-    int cs = 1;
-    const int nsw = colring_plan(a, &cs);
-    /* 2: whole-sector stores (32-byte aligned columns), 1: 16-byte runs, 0: bytes */
-    int vec_out = ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
-    if (((uintptr_t)a.q.ptr % 32) == 0 && a.q.s2 % 32 == 0 && a.q.s0 % 32 == 0) vec_out = 2;
-    const int64_t segs = ((a.C + 63) / 64) * a.E;
-    const size_t smem = (size_t)nsw * QGMM_KQ_PIPE_WARPS * QGMM_KQ_UNIT_BYTES;
-    cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute at[1];
-    cluster_launch_config(c, cs, 32 * QGMM_KQ_PIPE_WARPS, smem, &cfg, at);
-    cudaError_t err = cudaSuccess;
-    int launched = 0;
-    QGMM_FMT_DISPATCH(a.fmt, {
-        launched = persistent_cluster_launch(qgmm_kq_colring<FMT>, &cfg, cs, segs, &err, pr, nsw, vec_out);
-    });
-    if (!launched) return 0;
-    *st = qgmm_cuda_check(ctx, err, "qgmm_kq_colring");
-    return 1;
-}
-
-/* Launches colpipe; 0 (nothing launched, no error left) when the device cannot hold one
- * cluster of the plan, so the caller takes the three passes. */
-static int colpipe_launch(qgmm_context *ctx, const qgmm_kquant *t, int n, qgmm_status *st)
+/* Launches colring over n (1 or 2) tensors with the cluster of the longer planned
+ * segment; 0 (nothing launched, no error left) when the device cannot hold one cluster,
+ * so the caller takes the three passes. */
+static int colring_launch(qgmm_context *ctx, const qgmm_kquant *t, int n, qgmm_status *st)
 {
     qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
     qgmm_kq_pair pr;
@@ -306,29 +171,30 @@ static int colpipe_launch(qgmm_context *ctx, const qgmm_kquant *t, int n, qgmm_s
     pr.t[1] = n > 1 ? t[1] : t[0];
     int vec_out[2] = {0, 0};
     int64_t segs = 0;
-    int cs = 1, U = 8;
+    int cs = 1;
     for (int i = 0; i < n; ++i) {
         const qgmm_kquant &a = t[i];
         segs += ((a.C + 63) / 64) * (a.offs ? a.G : a.E);
+        /* 2: whole-sector stores (32-byte aligned columns), 1: 16-byte runs, 0: bytes */
         vec_out[i] = ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
-        int cs_i, u_i;
-        colpipe_plan(a, &cs_i, &u_i);
+        if (((uintptr_t)a.q.ptr % 32) == 0 && a.q.s2 % 32 == 0 && a.q.s0 % 32 == 0) vec_out[i] = 2;
+        const int cs_i = colring_cluster(a);
         if (cs_i > cs) cs = cs_i;
-        if (u_i > U) U = u_i;
     }
     vec_out[1] = n > 1 ? vec_out[1] : vec_out[0];
-    const size_t smem = (size_t)U * QGMM_KQ_UNIT_BYTES;
+    const int nsw = QGMM_COLRING_NSW;
+    const size_t smem = (size_t)nsw * QGMM_KQ_PIPE_WARPS * QGMM_KQ_UNIT_BYTES;
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at[1];
     cluster_launch_config(c, cs, 32 * QGMM_KQ_PIPE_WARPS, smem, &cfg, at);
     cudaError_t err = cudaSuccess;
     int launched = 0;
     QGMM_FMT_DISPATCH(t[0].fmt, {
-        launched = persistent_cluster_launch(qgmm_kq_colpipe<FMT>, &cfg, cs, segs, &err, pr, n, U, vec_out[0],
+        launched = persistent_cluster_launch(qgmm_kq_colring<FMT>, &cfg, cs, segs, &err, pr, n, nsw, vec_out[0],
                                              vec_out[1]);
     });
     if (!launched) return 0;
-    *st = qgmm_cuda_check(ctx, err, "qgmm_kq_colpipe");
+    *st = qgmm_cuda_check(ctx, err, "qgmm_kq_colring");
     return 1;
 }
 #endif
@@ -365,16 +231,7 @@ qgmm_status qgmm_cuda_cast_rowwise(qgmm_context *ctx, qgmm_kquant a)
     }
 
 #if defined(QGMM_K_NVIDIA)
-    switch (colwise_pick(c, a)) {
-    case 1: return colstrip_launch(ctx, &a, 1);
-    case 3: /* colpipe (less shared memory) where no colring cluster fits */
-        if (colring_launch(ctx, a, &st) || colpipe_launch(ctx, &a, 1, &st)) return st;
-        break;
-    case 2:
-        if (colpipe_launch(ctx, &a, 1, &st)) return st;
-        break;
-    default: break;
-    }
+    if (colring_ok(c, a) && colring_launch(ctx, &a, 1, &st)) return st;
 #endif
     /* along R: amax pass, scale pass, cast+transpose pass; scratch = bits + table */
     const int64_t slots = jagged ? a.G : a.E;
@@ -429,7 +286,7 @@ static qgmm_kquant dual_half(qgmm_context *ctx, const qgmm_fp8_rowwise_params *p
     return qgmm_cuda_kquant_of(ctx, &pr);
 }
 
-/* The dual form (two tensors, one offs): one colstrip or colpipe launch over both when both
+/* The dual form (two tensors, one offs): one colring launch over both when both
  * scale along R into R-contiguous q with the same x dtype and fp8 format; otherwise two
  * casts. */
 extern "C" qgmm_status qgmm_cuda_quantize_fp8_rowwise_dual(qgmm_context *ctx,
@@ -448,10 +305,8 @@ extern "C" qgmm_status qgmm_cuda_quantize_fp8_rowwise_dual(qgmm_context *ctx,
         const qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
         if (!t[0].along_c && !t[1].along_c && t[0].x_dtype == t[1].x_dtype && t[0].fmt == t[1].fmt &&
             t[0].E == t[1].E && t[0].G == t[1].G && t[0].R == t[1].R && t[0].G > 0) {
-            const int k0 = colwise_pick(c, t[0]), k1 = colwise_pick(c, t[1]);
-            if (k0 == 1 && k1 == 1) return colstrip_launch(ctx, t, 2);
             qgmm_status lst;
-            if (k0 == 2 && k1 == 2 && colpipe_launch(ctx, t, 2, &lst)) return lst;
+            if (colring_ok(c, t[0]) && colring_ok(c, t[1]) && colring_launch(ctx, t, 2, &lst)) return lst;
         }
     }
 #endif
