@@ -13,11 +13,11 @@
 
 #define EP_MAX_RANKS 1024
 #define EP_MAX_TOPK 1024
-/* A transport that exchanges in chunks (exchange_chunk) gets chunks of about this many
- * bytes per peer, at most QGMM_EP_MAX_CHUNKS: large enough that each exchange's fixed cost
- * stays small, small enough that the first pack and the last unpack, which nothing
- * overlaps, are short. */
-#define EP_CHUNK_BYTES ((int64_t)16 << 20)
+/* A transport that exchanges in chunks (exchange_chunk) gets chunks of at least this many
+ * bytes per peer, at most QGMM_EP_MAX_CHUNKS: each NCCL exchange has a fixed cost that the
+ * overlap of the next pack and the last unpack repays only for large chunks, so slots
+ * below twice this size go in one exchange (docs/ep.md, "Reading of the figures"). */
+#define EP_CHUNK_BYTES ((int64_t)128 << 20)
 
 /* Sets the plan's wire window to chunk c of n ([0, cap) for c = 0 of 1). */
 static void set_window(qgmm_ep_desc *d, int c, int n)
@@ -302,6 +302,7 @@ qgmm_status qgmm_ep_plan_create(qgmm_ep_comm *comm, const qgmm_ep_plan_params *p
     }
     d->max_recv_rows = bound;
     set_window(d, 0, 1);
+    d->own_direct = comm->tvt->exchange_chunk != NULL; /* such a transport leaves the own slot alone */
     pl->local_ids = malloc((size_t)(d->local > 0 ? d->local : 1) * sizeof *pl->local_ids);
     st = pl->local_ids ? plan_alloc(pl, rank_of, local_of)
                        : qgmm_set_error(ctx, QGMM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
@@ -458,6 +459,7 @@ static qgmm_status dispatch_check(qgmm_ep_plan *plan, qgmm_context *ctx, const q
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "the plan was never routed (qgmm_ep_route)");
     QGMM_TRY(need_slot(ctx, ctx->vt->ep_pack, "pack"));
     QGMM_TRY(need_slot(ctx, ctx->vt->ep_unpack, "unpack"));
+    if (plan->d.own_direct) QGMM_TRY(need_slot(ctx, ctx->vt->ep_own_rows, "own-rows"));
     QGMM_TRY(qgmm_check_tensor(ctx, "x", x, QGMM_MASK_ANY, 2, 2));
     QGMM_TRY(qgmm_check_shape(ctx, "x", x, 2, d->tokens, x->shape[1], 0));
     QGMM_TRY(qgmm_check_rows_contiguous(ctx, "x", x));
@@ -510,35 +512,41 @@ static qgmm_status dispatch_check(qgmm_ep_plan *plan, qgmm_context *ctx, const q
     return qgmm_check_aliasing(ctx, NULL, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins));
 }
 
-/* How many chunks the wire exchange of rows of row_bytes takes (1: one alltoallv). */
+/* How many chunks the wire exchange of rows of row_bytes takes (1: one alltoallv, or one
+ * chunk where the plan runs own_direct). */
 static int chunks_of(const qgmm_ep_plan *plan, int64_t row_bytes)
 {
-    if (!plan->comm->tvt->exchange_chunk || !plan->comm->tvt->wait_chunk) return 1;
+    if (!plan->d.own_direct || plan->d.nranks == 1) return 1;
     int64_t n = plan->d.cap * row_bytes / EP_CHUNK_BYTES;
     if (n > QGMM_EP_MAX_CHUNKS) n = QGMM_EP_MAX_CHUNKS;
     if (n > plan->d.cap) n = plan->d.cap;
     return n > 1 ? (int)n : 1;
 }
 
-/* Packs and sends chunks 0..n-1 (each chunk's exchange runs while the next is packed). */
-static qgmm_status pack_and_send(qgmm_ep_plan *plan, qgmm_ep_dir dir, int n, const qgmm_tensor *x,
-                                 const qgmm_tensor *xs, const qgmm_tensor *w, const qgmm_tensor *sw,
-                                 const qgmm_tensor *rw, int64_t row_bytes)
+/* Packs window c of n of the peers' slots and starts its exchange. */
+static qgmm_status send_chunk(qgmm_ep_plan *plan, qgmm_ep_dir dir, int c, int n, const qgmm_tensor *x,
+                              const qgmm_tensor *xs, const qgmm_tensor *w, const qgmm_tensor *sw,
+                              const qgmm_tensor *rw, int64_t row_bytes)
 {
     qgmm_ep_desc *d = &plan->d;
     qgmm_context *ctx = plan->comm->ctx;
-    const qgmm_ep_transport_vtable *tvt = plan->comm->tvt;
+    set_window(d, c, n);
+    QGMM_TRY(ctx->vt->ep_pack(ctx, d, dir, x, xs, w, sw, row_bytes));
+    return plan->comm->tvt->exchange_chunk(plan->comm->t, ctx, sw, rw, row_bytes, d->cap, d->win_lo, d->win_hi, c);
+}
+
+/* Whole slots through the wire: pack, one alltoallv (the counts swap roles for the combine,
+ * which sends back what this rank received). */
+static qgmm_status send_whole(qgmm_ep_plan *plan, qgmm_ep_dir dir, const qgmm_tensor *x, const qgmm_tensor *xs,
+                              const qgmm_tensor *w, const qgmm_tensor *sw, const qgmm_tensor *rw,
+                              int64_t row_bytes)
+{
+    qgmm_ep_desc *d = &plan->d;
+    qgmm_context *ctx = plan->comm->ctx;
     const qgmm_tensor *counts = dir == QGMM_EP_DISPATCH ? &d->send_rows : &d->recv_rows;
     const qgmm_tensor *back = dir == QGMM_EP_DISPATCH ? &d->recv_rows : &d->send_rows;
-    qgmm_status st = QGMM_OK;
-    for (int c = 0; c < n && st == QGMM_OK; ++c) {
-        set_window(d, c, n);
-        st = ctx->vt->ep_pack(ctx, d, dir, x, xs, w, sw, row_bytes);
-        if (st != QGMM_OK) break;
-        if (n == 1) st = tvt->alltoallv(plan->comm->t, ctx, sw, rw, row_bytes, d->cap, counts, back);
-        else st = tvt->exchange_chunk(plan->comm->t, ctx, sw, rw, row_bytes, d->cap, d->win_lo, d->win_hi, c);
-    }
-    return st;
+    QGMM_TRY(ctx->vt->ep_pack(ctx, d, dir, x, xs, w, sw, row_bytes));
+    return plan->comm->tvt->alltoallv(plan->comm->t, ctx, sw, rw, row_bytes, d->cap, counts, back);
 }
 
 qgmm_status qgmm_ep_dispatch(qgmm_ep_plan *plan, const qgmm_tensor *x, const qgmm_tensor *x_scales,
@@ -557,13 +565,27 @@ qgmm_status qgmm_ep_dispatch(qgmm_ep_plan *plan, const qgmm_tensor *x, const qgm
     const qgmm_tensor none = {0};
     const qgmm_tensor *xs = qgmm_present(x_scales) ? x_scales : &none, *w = qgmm_present(weights) ? weights : &none;
     const qgmm_tensor *os = qgmm_present(out_scales) ? out_scales : &none, *of = qgmm_present(offs) ? offs : &none;
-    const int n = chunks_of(plan, row_bytes);
-    st = pack_and_send(plan, QGMM_EP_DISPATCH, n, x, xs, w, &sw, &rw, row_bytes);
-    /* each chunk is unpacked as it lands, while the later ones are still on the wire */
-    for (int c = 0; c < n && st == QGMM_OK; ++c) {
-        if (n > 1) st = plan->comm->tvt->wait_chunk(plan->comm->t, ctx, c);
-        set_window(d, c, n);
+    if (!d->own_direct) {
+        st = send_whole(plan, QGMM_EP_DISPATCH, x, xs, w, &sw, &rw, row_bytes);
         if (st == QGMM_OK) st = ctx->vt->ep_unpack(ctx, d, QGMM_EP_DISPATCH, &rw, row_bytes, &none, out, os, blocked, of);
+    } else {
+        /* chunk c goes on the wire, the own rows of window c move while it is there, then
+         * chunk c - 1 (landed by now, or soon) is unpacked, then chunk c + 1 is packed */
+        const int n = chunks_of(plan, row_bytes), peers = d->nranks > 1;
+        const qgmm_ep_transport_vtable *tvt = plan->comm->tvt;
+        for (int c = 0; c <= n && st == QGMM_OK; ++c) {
+            if (c < n && peers) st = send_chunk(plan, QGMM_EP_DISPATCH, c, n, x, xs, w, &sw, &rw, row_bytes);
+            if (c < n && st == QGMM_OK) {
+                set_window(d, c, n);
+                st = ctx->vt->ep_own_rows(ctx, d, QGMM_EP_DISPATCH, x, xs, w, &rw, row_bytes, out, os, blocked, of);
+            }
+            if (c > 0 && peers && st == QGMM_OK) {
+                st = tvt->wait_chunk(plan->comm->t, ctx, c - 1);
+                set_window(d, c - 1, n);
+                if (st == QGMM_OK)
+                    st = ctx->vt->ep_unpack(ctx, d, QGMM_EP_DISPATCH, &rw, row_bytes, &none, out, os, blocked, of);
+            }
+        }
     }
     set_window(d, 0, 1);
     if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
@@ -579,6 +601,7 @@ static qgmm_status combine_check(qgmm_ep_plan *plan, qgmm_context *ctx, const qg
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "the plan was never routed (qgmm_ep_route)");
     QGMM_TRY(need_slot(ctx, ctx->vt->ep_pack, "pack"));
     QGMM_TRY(need_slot(ctx, ctx->vt->ep_unpack, "unpack"));
+    if (plan->d.own_direct) QGMM_TRY(need_slot(ctx, ctx->vt->ep_own_rows, "own-rows"));
     QGMM_TRY(qgmm_check_tensor(ctx, "y", y, QGMM_MASK_HP, 2, 2));
     QGMM_TRY(qgmm_check_rows_contiguous(ctx, "y", y));
     QGMM_TRY(check_weights(ctx, plan, w, &has_w));
@@ -606,13 +629,22 @@ qgmm_status qgmm_ep_combine(qgmm_ep_plan *plan, const qgmm_tensor *y, const qgmm
     const qgmm_tensor rw = qgmm_tensor_make(plan->recv_wire, 0, y->dtype, 1, rn); /* rows of y's dtype */
     const qgmm_tensor none = {0};
     const qgmm_tensor *w = qgmm_present(weights) ? weights : &none;
-    /* the reverse exchange: what this rank received goes back, so the counts swap roles;
-     * a token's rows may land in any chunk, so the sums wait for all of them */
-    const int n = chunks_of(plan, row_bytes);
-    st = pack_and_send(plan, QGMM_EP_COMBINE, n, y, &none, &none, &sw, &rw, row_bytes);
-    for (int c = 0; c < n && n > 1 && st == QGMM_OK; ++c) st = plan->comm->tvt->wait_chunk(plan->comm->t, ctx, c);
+    /* the reverse exchange: what this rank received goes back; a token's rows may land in
+     * any chunk, so the sums wait for all of them (with own_direct the own rows are read
+     * from y) */
+    if (!d->own_direct) {
+        st = send_whole(plan, QGMM_EP_COMBINE, y, &none, &none, &sw, &rw, row_bytes);
+        if (st == QGMM_OK) st = ctx->vt->ep_unpack(ctx, d, QGMM_EP_COMBINE, &rw, row_bytes, w, out, &none, 0, &none);
+    } else {
+        const int n = chunks_of(plan, row_bytes), peers = d->nranks > 1;
+        for (int c = 0; c < n && peers && st == QGMM_OK; ++c)
+            st = send_chunk(plan, QGMM_EP_COMBINE, c, n, y, &none, &none, &sw, &rw, row_bytes);
+        for (int c = 0; c < n && peers && st == QGMM_OK; ++c) st = plan->comm->tvt->wait_chunk(plan->comm->t, ctx, c);
+        set_window(d, 0, 1);
+        if (st == QGMM_OK)
+            st = ctx->vt->ep_own_rows(ctx, d, QGMM_EP_COMBINE, y, &none, w, &rw, row_bytes, out, &none, 0, &none);
+    }
     set_window(d, 0, 1);
-    if (st == QGMM_OK) st = ctx->vt->ep_unpack(ctx, d, QGMM_EP_COMBINE, &rw, row_bytes, w, out, &none, 0, &none);
     if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
     return qgmm_device_check_enqueued(ctx, st, op, "y", "fewer rows than this rank received");
 }

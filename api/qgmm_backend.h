@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define QGMM_BACKEND_ABI_VERSION 4u
+#define QGMM_BACKEND_ABI_VERSION 5u
 #define QGMM_PLUGIN_ENTRY_SYMBOL "qgmm_plugin_entry"
 
 /* What context_create receives when the caller adopts the NULL stream (a valid
@@ -67,10 +67,16 @@ typedef struct qgmm_ep_desc {
     qgmm_tensor offs;         /* (max(L, 1)): padded cumulative end offsets of the local experts */
     qgmm_tensor state;        /* (1): 0, or 1 when this step is refused on this rank */
     /* The wire rows [win_lo, win_hi) of every slot that pack and the dispatch's unpack move
-     * (the dispatch's unpack zero-fills only when win_lo is 0). The API passes the whole
-     * slot [0, cap) except with a transport that exchanges in chunks (exchange_chunk),
-     * which only a backend of its own (CUDA with NCCL) has. */
+     * (the dispatch's unpack zero-fills only when win_lo is 0 and not own_direct). The API
+     * passes the whole slot [0, cap) except with a transport that exchanges in chunks
+     * (exchange_chunk), which only a backend of its own (CUDA with NCCL) has. */
     int64_t win_lo, win_hi;
+    /* 1: the own slot stays off the wire. The API sets it exactly when the transport has
+     * exchange_chunk (a backend's own, CUDA with NCCL; that backend must have ep_own_rows);
+     * then ep_pack and the transport skip slot `rank`, the dispatch's ep_unpack neither zero-fills nor reads slot
+     * `rank` (ep_own_rows does both), and ep_own_rows forms the combine's sums. 0: whole
+     * slots through the wire (every other backend and transport). */
+    int own_direct;
 } qgmm_ep_desc;
 
 typedef enum qgmm_ep_dir { QGMM_EP_DISPATCH = 0, QGMM_EP_COMBINE = 1 } qgmm_ep_dir;
@@ -94,10 +100,11 @@ typedef struct qgmm_ep_transport_vtable {
                              const qgmm_tensor *send_rows, const qgmm_tensor *recv_rows);
     void (*destroy)(qgmm_ep_transport *t);
     /* Optional, both or neither: the slotted all-to-all in chunks that overlap the pack and
-     * unpack around them. exchange_chunk moves rows [lo, hi) of every slot (whole, like
-     * alltoallv) once the context's stream has reached it, on a stream of the transport's
-     * own, and returns at once; wait_chunk makes the context's stream wait for chunk c.
-     * Chunk numbers c < QGMM_EP_MAX_CHUNKS; each is waited for before it is reused. */
+     * unpack around them. exchange_chunk moves rows [lo, hi) of every peer's slot (whole,
+     * like alltoallv; not the own slot: with it the plan runs own_direct, see qgmm_ep_desc)
+     * once the context's stream has reached it, on a stream of the transport's own, and
+     * returns at once; wait_chunk makes the context's stream wait for chunk c. Chunk
+     * numbers c < QGMM_EP_MAX_CHUNKS; each is waited for before it is reused. */
     qgmm_status (*exchange_chunk)(qgmm_ep_transport *t, qgmm_context *ctx, const qgmm_tensor *send,
                                   const qgmm_tensor *recv, int64_t row_bytes, int64_t cap_rows, int64_t lo,
                                   int64_t hi, int c);
@@ -174,7 +181,7 @@ struct qgmm_backend_vtable {
      * send_rows[p]) is x's row t = send_src / k (times weights[t, j] in f32, rounded to
      * x's dtype, when weights are given) followed by x_scales' row bytes. COMBINE: row
      * (p, i < recv_rows[p]) is x's row recv_dst[p * cap + i]; offs[L-1] above x's rows:
-     * raise, write nothing. */
+     * raise, write nothing. With own_direct, slot `rank` is left alone. */
     qgmm_status (*ep_pack)(qgmm_context *ctx, const qgmm_ep_desc *d, qgmm_ep_dir dir,
                            const qgmm_tensor *x, const qgmm_tensor *x_scales,
                            const qgmm_tensor *weights, const qgmm_tensor *wire, int64_t row_bytes);
@@ -183,11 +190,28 @@ struct qgmm_backend_vtable {
      * scales_blocked the M-groups blocked layout over offs), then receive row (r, i <
      * recv_rows[r]) to row recv_dst[r * cap + i]; offs_out (optional) = offs. COMBINE:
      * out[t] = sum over j in order of weights[t, j] (1 when absent) * the row at pos[t, j],
-     * in f32, for t < T; wire's dtype (bf16 or f32) is the rows' dtype. */
+     * in f32, for t < T; wire's dtype (bf16 or f32) is the rows' dtype. With own_direct
+     * the API calls it for the DISPATCH only, which then neither zero-fills nor reads slot
+     * `rank` (ep_own_rows does both). */
     qgmm_status (*ep_unpack)(qgmm_context *ctx, const qgmm_ep_desc *d, qgmm_ep_dir dir,
                              const qgmm_tensor *wire, int64_t row_bytes, const qgmm_tensor *weights,
                              const qgmm_tensor *out, const qgmm_tensor *out_scales,
                              int scales_blocked, const qgmm_tensor *offs_out);
+    /* Optional (own_direct): the own slot's rows, which never go on the wire (state
+     * nonzero: write nothing). DISPATCH (x, x_scales, weights, out, out_scales,
+     * scales_blocked, offs_out as in ep_pack and ep_unpack): with win_lo 0, out and
+     * out_scales' zero fill of ep_unpack first (and offs_out = offs); then row (rank, i) for
+     * i in [win_lo, win_hi), i < recv_rows[rank], straight from x's row send_src[rank * cap +
+     * i] / k (weighted, + scales: the bytes ep_pack would put on the wire) to out's row
+     * recv_dst[rank * cap + i]; offs[L-1] above out's rows: raise, write nothing. COMBINE:
+     * ep_unpack's sums over the whole step, the rows at pos[t, j] of slot `rank` read from
+     * x (y) at recv_dst[pos[t, j]] instead of the wire; offs[L-1] above x's rows: raise,
+     * write nothing. */
+    qgmm_status (*ep_own_rows)(qgmm_context *ctx, const qgmm_ep_desc *d, qgmm_ep_dir dir,
+                               const qgmm_tensor *x, const qgmm_tensor *x_scales,
+                               const qgmm_tensor *weights, const qgmm_tensor *wire, int64_t row_bytes,
+                               const qgmm_tensor *out, const qgmm_tensor *out_scales,
+                               int scales_blocked, const qgmm_tensor *offs_out);
     /* A transport of the backend's own (NCCL/RCCL): *vt and *out, the communicator's size
      * and this rank in *out_nranks and *out_rank. */
     qgmm_status (*ep_transport_create)(qgmm_context *ctx, qgmm_ep_transport_kind kind,

@@ -3,9 +3,9 @@
  * only when CMake finds NCCL (QGMM_HAVE_NCCL). Everything is enqueued in order with the
  * context's stream; nothing reads device memory on the host. The wire exchange moves whole
  * slots (cap_rows rows per peer) so the device-side counts never need a host read: one
- * ncclAlltoAll, or in chunks (exchange_chunk: rows [lo, hi) of every slot as grouped
- * ncclSend/ncclRecv, the own slot by a copy) on the transport's own stream, so the pack of
- * the next chunk and the unpack of the last run beside it; events order the two streams.
+ * ncclAlltoAll, or in chunks (exchange_chunk: rows [lo, hi) of every peer's slot as grouped
+ * ncclSend/ncclRecv; the own slot never moves) on the transport's own stream, so the pack
+ * of the next chunk and the unpack of the last run beside it; events order the two streams.
  * The counts go as grouped ncclSend/ncclRecv of per_peer ints.
  * NVLink multicast is left as NCCL's environment sets it; qgmm never enables it.
  */
@@ -85,11 +85,8 @@ qgmm_status exchange_chunk(qgmm_ep_transport *tp, qgmm_context *ctx, const qgmm_
     uint8_t *rcv = (uint8_t *)qgmm_tensor_data(recv);
     const size_t bytes = (size_t)((hi - lo) * row_bytes);
     const size_t at = (size_t)(lo * row_bytes), slot = (size_t)(cap_rows * row_bytes);
-    /* slot p goes to rank p's slot `rank`; the own slot stays here */
-    if (bytes)
-        st = qgmm_cuda_check(ctx, cudaMemcpyAsync(rcv + t->rank * slot + at, snd + t->rank * slot + at, bytes,
-                                                  cudaMemcpyDeviceToDevice, t->side), "cudaMemcpyAsync");
-    if (st != QGMM_OK) return st;
+    /* slot p goes to rank p's slot `rank`; the own slot is not moved (own_direct: the
+     * backend reads the own rows where they are) */
     ncclResult_t r = ncclGroupStart();
     for (int p = 0; p < t->nranks && r == ncclSuccess; ++p) {
         if (p == t->rank) continue;
