@@ -780,13 +780,17 @@ QGMM_KERNEL void qgmm_kq_colscale(qgmm_kquant a)
 /* ------------------------------------------------------------------ colring (sm_90)
  * Rowwise scale along R with x read once (colwise, jagged colwise, 3D transpose rhs; one
  * or two tensors: the dual form), bf16 x, q R-contiguous. A segment is (tensor of the
- * pair, slot = expert or group, 64-column strip: the 128 bytes of one line of x); its
- * rows [r0, r1) from r0 rounded down to 32 are cut into pieces of 128 rows, block `rank`
- * of a cluster of CS owning pieces rank, rank + CS, ... (each 128-byte run of a column of
- * q is written by one block), each piece four units of 32 rows (4 KiB). A persistent grid
- * (one cluster per resident slot) walks the segments cluster, cluster + clusters, ...
+ * pair, slot = expert or group, 16 >> LW strips of 64 columns: each strip the 128 bytes of
+ * one line of x); the block's W = QGMM_KQ_PIPE_WARPS warps are split among the strips,
+ * 2^LW warps each (LW 4: one strip; 3 or 2: short groups, so that one exchange and one
+ * barrier serve 2 or 4 strips). In each strip the rows [r0, r1) from r0 rounded down to
+ * 32 are cut into pieces of 128 rows, block `rank` of a cluster of CS owning pieces rank,
+ * rank + CS, ... (each 128-byte run of a column of q is written by one block), each piece
+ * four units of 32 rows (4 KiB). A persistent grid (one cluster per resident slot) walks
+ * the segments cluster, cluster + clusters, ... Below, a segment's units are those of the
+ * warp's strip and a warp's place is its place among the strip's 2^LW warps.
  *
- * The ring: unit k of a segment belongs to warp (k + rot) % W (W = QGMM_KQ_PIPE_WARPS; rot
+ * The ring: unit k of a segment belongs to the strip's warp (k + rot) % 2^LW (rot
  * carries on from the block's previous segment, so the units of short or uneven segments
  * go round the warps), which alone copies it (cp.async, each lane its own 16-byte runs;
  * rows outside [r0, r1) not copied, never read), takes its amax and casts it. Warp w owns
@@ -796,15 +800,16 @@ QGMM_KERNEL void qgmm_kq_colscale(qgmm_kquant a)
  * flight (or landed) through this one's amax, exchange and cast. The warp's share pw of
  * a segment varies with it (jagged groups, the dual form's two tensors, the rank, the
  * rotation): a share that fits the ring (pw <= NSW) is resident, all its units landed
- * before its amax; a longer one (a group far above the planned length)
- * passes through the ring twice, once for the amax (each unit consumed and its slot
- * refilled as it lands) and once for the cast (an L2 re-read). One cp.async group per
- * unit: waiting until (units issued after the one needed) remain completes it.
+ * before its amax; a longer one (the plan allows one unit more than the ring holds, and
+ * a group far above the mean takes more) passes through the ring twice, once for the amax
+ * (each unit consumed and its slot refilled as it lands) and once for the cast (an L2
+ * re-read). One cp.async group per unit: waiting until (units issued after the one
+ * needed) remain completes it.
  *
  * The exchange: lane l holds the packed 16-bit max of |x| of its two columns (bit order of
  * magnitudes is value order, NaN above inf); each warp publishes it into the segment's
- * set in shared memory (one word per column, shared-memory atomicMax; three sets in
- * turn) and the cluster barrier is split: arrive after the publish, wait just before
+ * set in shared memory (one word per column of its strip, shared-memory atomicMax; three
+ * sets in turn) and the cluster barrier is split: arrive after the publish, wait just before
  * the multipliers are needed, and in between the warp works. After the wait every lane
  * reads its two columns' words of the CS blocks (distributed shared memory, loads issued
  * together) and computes its two multipliers itself; no block barrier. Where two
@@ -814,8 +819,8 @@ QGMM_KERNEL void qgmm_kq_colscale(qgmm_kquant a)
  *   amax(0), publish, arrive; per j: amax(j + 1), wait(j), multipliers(j), publish(j + 1),
  *   arrive, cast(j).
  * Otherwise segment j's wait and cast come first and j + 1's amax after them. Set j % 3 is
- * zeroed by warp 0 after wait(j + 1) (every reader of it has arrived by then) and
- * published into again only after wait(j + 2).
+ * zeroed (each strip's words by the strip's first warp) after wait(j + 1) (every reader
+ * of it has arrived by then) and published into again only after wait(j + 2).
  * The cast (qgmm_kq_unit_cast) writes whole 32-byte sectors of q where a unit's 32 rows
  * are all in the segment and q is 32-byte aligned, 16-byte runs or bytes at group edges.
  * One block of W warps per SM (the slots fill its shared memory). Requires bf16 x with
@@ -827,6 +832,8 @@ QGMM_KERNEL void qgmm_kq_colscale(qgmm_kquant a)
  * slots measured as fast as 8 of 7 on the jagged casts and faster on the 3D weights
  * (docs/backends-cuda.md, colring). */
 #define QGMM_KQ_PIPE_WARPS 16
+/* Strips (of 64 columns) per segment at most: each strip takes 16 / strips warps. */
+#define QGMM_KQ_STRIPS_MAX 4
 
 typedef struct qgmm_kq_pair {
     qgmm_kquant t[2];
@@ -907,19 +914,21 @@ typedef struct qgmm_kq_seg {
 
 /* Segment s of the launch (tensors in order, then slots, then strips); 0 past the end.
  * nl counts the block's units up to r1 (the last piece's units past r1 are not taken). */
-QGMM_DEV int qgmm_kq_seg_of(const qgmm_kq_pair &pr, int n, int64_t s64, unsigned rank, unsigned cs, qgmm_kq_seg &g)
+QGMM_DEV int qgmm_kq_seg_of(const qgmm_kq_pair &pr, int n, int64_t s64, unsigned rank, unsigned cs, int lw,
+                            qgmm_kq_seg &g)
 {
     int s = (int)(s64 < 0x7FFFFFFF ? s64 : 0x7FFFFFFF);
+    const int wide = 64 * (QGMM_KQ_PIPE_WARPS >> lw); /* columns of a segment */
     for (int t = 0; t < n; ++t) {
         const qgmm_kquant &a = pr.t[t];
-        const int strips = (int)((a.C + 63) / 64), nseg = strips * (int)(a.offs ? a.G : a.E);
+        const int strips = (int)((a.C + wide - 1) / wide), nseg = strips * (int)(a.offs ? a.G : a.E);
         if (s >= nseg) {
             s -= nseg;
             continue;
         }
         g.t = t;
         g.slot = s / strips;
-        g.c0 = (s - g.slot * strips) * 64;
+        g.c0 = (s - g.slot * strips) * wide + 64 * (int)(QGMM_TID / 32 >> lw); /* this warp's strip */
         g.e = a.offs ? 0 : g.slot;
         g.r0 = 0;
         g.r1 = (int)a.R;
@@ -933,6 +942,7 @@ QGMM_DEV int qgmm_kq_seg_of(const qgmm_kq_pair &pr, int n, int64_t s64, unsigned
         if (np > 0 && (np - 1) % (int)cs == (int)rank) /* the last piece: its units up to r1 */
             g.nl -= 4 - (g.r1 - g.base - (np - 1) * QGMM_KQ_PIECE + QGMM_KQ_UNIT - 1) / QGMM_KQ_UNIT;
         g.nl0 = (np + (int)cs - 1) / (int)cs * 4;
+        if (g.c0 >= a.C) g.nl = 0; /* a strip past C: no units (nl0, the cluster's bound, kept) */
         g.rot = 0;
         return 1;
     }
@@ -1157,30 +1167,33 @@ QGMM_DEV void qgmm_kq_cp_wait_pending(int n)
 #endif
 }
 
-/* The units of a segment that fall to the warp at place w from the segment's first
- * (unit k belongs to place k % W); with nl0, w = 0 bounds every warp of the cluster. */
-QGMM_DEV int qgmm_kq_warp_units(int nl, int w)
+/* The units of a strip of a segment that fall to the warp at place w of the strip's
+ * 2^lw warps (unit k belongs to place k % 2^lw); with nl0, w = 0 bounds every warp of the
+ * cluster. */
+QGMM_DEV int qgmm_kq_warp_units(int nl, int w, int lw)
 {
-    return nl > w ? (nl - w + QGMM_KQ_PIPE_WARPS - 1) / QGMM_KQ_PIPE_WARPS : 0;
+    return nl > w ? (nl - w + (1 << lw) - 1) >> lw : 0;
 }
 
-/* The place of this warp in segment g (local unit k belongs to warp (k + g.rot) % W: the
- * units of short or uneven segments go round the warps) and its share. */
-QGMM_DEV int qgmm_kq_warp_place(const qgmm_kq_seg &g)
+/* The place of this warp among its strip's warps in segment g (local unit k belongs to
+ * the strip's warp (k + g.rot) % 2^lw: the units of short or uneven segments go round the
+ * warps) and its share. */
+QGMM_DEV int qgmm_kq_warp_place(const qgmm_kq_seg &g, int lw)
 {
-    return (QGMM_TID / 32 - g.rot) & (QGMM_KQ_PIPE_WARPS - 1);
+    return (QGMM_TID / 32 - g.rot) & ((1 << lw) - 1);
 }
-QGMM_DEV int qgmm_kq_warp_share(const qgmm_kq_seg &g)
+QGMM_DEV int qgmm_kq_warp_share(const qgmm_kq_seg &g, int lw)
 {
-    return qgmm_kq_warp_units(g.nl, qgmm_kq_warp_place(g));
+    return qgmm_kq_warp_units(g.nl, qgmm_kq_warp_place(g, lw), lw);
 }
 
-/* The segment after g of this block: s, its units going round the warps after g's. */
-QGMM_DEV int qgmm_kq_seg_next(const qgmm_kq_pair &pr, int n, int64_t s, unsigned rank, unsigned cs,
+/* The segment after g of this block: s, its units going round the strip's warps after
+ * g's. */
+QGMM_DEV int qgmm_kq_seg_next(const qgmm_kq_pair &pr, int n, int64_t s, unsigned rank, unsigned cs, int lw,
                               const qgmm_kq_seg &g, qgmm_kq_seg &nx)
 {
-    const int rot = (g.rot + g.nl) & (QGMM_KQ_PIPE_WARPS - 1);
-    const int have = qgmm_kq_seg_of(pr, n, s, rank, cs, nx);
+    const int rot = (g.rot + g.nl) & ((1 << lw) - 1);
+    const int have = qgmm_kq_seg_of(pr, n, s, rank, cs, lw, nx);
     nx.rot = rot;
     return have;
 }
@@ -1195,28 +1208,28 @@ typedef struct qgmm_kq_ring {
     qgmm_kq_seg g;
 } qgmm_kq_ring;
 
-QGMM_DEV void qgmm_kq_ring_share(qgmm_kq_ring &r, int nsw)
+QGMM_DEV void qgmm_kq_ring_share(qgmm_kq_ring &r, int nsw, int lw)
 {
-    r.pw = r.have ? qgmm_kq_warp_share(r.g) : 0;
+    r.pw = r.have ? qgmm_kq_warp_share(r.g, lw) : 0;
     r.npass = r.pw > nsw ? 2 : 1;
     r.t = 0;
 }
 
 /* Issues the warp's next unit (if any) into its slot, one cp.async group. */
 QGMM_DEV void qgmm_kq_ring_issue(const qgmm_kq_pair &pr, int n, qgmm_kq_ring &r, uint8_t *sm, int nsw,
-                                 int64_t ncl, unsigned rank, unsigned cs)
+                                 int64_t ncl, unsigned rank, unsigned cs, int lw)
 {
     const int warp = QGMM_TID / 32;
     while (r.have && r.t == r.npass * r.pw) { /* the warp's next segment with units */
         r.s += ncl;
         const qgmm_kq_seg g = r.g;
-        r.have = qgmm_kq_seg_next(pr, n, r.s, rank, cs, g, r.g);
-        qgmm_kq_ring_share(r, nsw);
+        r.have = qgmm_kq_seg_next(pr, n, r.s, rank, cs, lw, g, r.g);
+        qgmm_kq_ring_share(r, nsw, lw);
     }
     if (!r.have) return;
     const int k = r.t < r.pw ? r.t : r.t - r.pw;
     qgmm_kq_unit_copy(pr.t[r.g.t], r.g, sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * (r.iss % nsw)) * QGMM_KQ_UNIT_BYTES,
-                      qgmm_kq_warp_place(r.g) + QGMM_KQ_PIPE_WARPS * k, rank, cs);
+                      qgmm_kq_warp_place(r.g, lw) + (k << lw), rank, cs);
     qgmm_kq_cp_commit();
     ++r.iss;
     ++r.t;
@@ -1226,25 +1239,25 @@ QGMM_DEV void qgmm_kq_ring_issue(const qgmm_kq_pair &pr, int n, qgmm_kq_ring &r,
  * (its units all issued) or, for a share longer than the ring, streamed (each unit waited
  * for, reduced and its slot refilled; u0 advances past the share). */
 QGMM_DEV uint32_t qgmm_kq_ring_amax(const qgmm_kq_pair &pr, int n, const qgmm_kq_seg &g, qgmm_kq_ring &rg,
-                                    uint8_t *sm, int nsw, int64_t ncl, unsigned rank, unsigned cs, int &u0)
+                                    uint8_t *sm, int nsw, int64_t ncl, unsigned rank, unsigned cs, int lw, int &u0)
 {
-    const int warp = QGMM_TID / 32, pw = qgmm_kq_warp_share(g), place = qgmm_kq_warp_place(g);
+    const int warp = QGMM_TID / 32, pw = qgmm_kq_warp_share(g, lw), place = qgmm_kq_warp_place(g, lw);
     uint32_t m = 0;
     if (pw <= nsw) {
         if (pw) qgmm_kq_cp_wait_pending(rg.iss - (u0 + pw)); /* later units stay in flight */
         __syncwarp();
         for (int t = 0; t < pw; ++t)
             qgmm_kq_unit_amax(g, sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * ((u0 + t) % nsw)) * QGMM_KQ_UNIT_BYTES,
-                              qgmm_kq_unit_row(g, place + QGMM_KQ_PIPE_WARPS * t, rank, cs), m);
+                              qgmm_kq_unit_row(g, place + (t << lw), rank, cs), m);
         return m;
     }
     for (int t = 0; t < pw; ++t, ++u0) {
         qgmm_kq_cp_wait_pending(rg.iss - (u0 + 1));
         __syncwarp();
         qgmm_kq_unit_amax(g, sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * (u0 % nsw)) * QGMM_KQ_UNIT_BYTES,
-                          qgmm_kq_unit_row(g, place + QGMM_KQ_PIPE_WARPS * t, rank, cs), m);
+                          qgmm_kq_unit_row(g, place + (t << lw), rank, cs), m);
         __syncwarp(); /* the warp's reads of the slot are done */
-        qgmm_kq_ring_issue(pr, n, rg, sm, nsw, ncl, rank, cs);
+        qgmm_kq_ring_issue(pr, n, rg, sm, nsw, ncl, rank, cs, lw);
     }
     return m;
 }
@@ -1253,10 +1266,11 @@ QGMM_DEV uint32_t qgmm_kq_ring_amax(const qgmm_kq_pair &pr, int n, const qgmm_kq
  * each unit), refilling each slot; u0 advances past the share. */
 template <int FMT>
 QGMM_DEV void qgmm_kq_ring_cast(const qgmm_kq_pair &pr, int n, const qgmm_kq_seg &g, qgmm_kq_ring &rg, uint8_t *sm,
-                                int nsw, int64_t ncl, unsigned rank, unsigned cs, int &u0, const float mu[2],
-                                int vec_out)
+                                int nsw, int64_t ncl, unsigned rank, unsigned cs, int lw, int &u0,
+                                const float mu[2], int vec_out)
 {
-    const int warp = QGMM_TID / 32, pw = qgmm_kq_warp_share(g), two = pw > nsw, place = qgmm_kq_warp_place(g);
+    const int warp = QGMM_TID / 32, pw = qgmm_kq_warp_share(g, lw), two = pw > nsw;
+    const int place = qgmm_kq_warp_place(g, lw);
     for (int t = 0; t < pw; ++t, ++u0) {
         if (two) {
             qgmm_kq_cp_wait_pending(rg.iss - (u0 + 1));
@@ -1264,9 +1278,9 @@ QGMM_DEV void qgmm_kq_ring_cast(const qgmm_kq_pair &pr, int n, const qgmm_kq_seg
         }
         qgmm_kq_unit_cast<FMT>(pr.t[g.t], g,
                                sm + (size_t)(warp + QGMM_KQ_PIPE_WARPS * (u0 % nsw)) * QGMM_KQ_UNIT_BYTES,
-                               qgmm_kq_unit_row(g, place + QGMM_KQ_PIPE_WARPS * t, rank, cs), mu, vec_out);
+                               qgmm_kq_unit_row(g, place + (t << lw), rank, cs), mu, vec_out);
         __syncwarp(); /* the warp's reads of the slot are done */
-        qgmm_kq_ring_issue(pr, n, rg, sm, nsw, ncl, rank, cs);
+        qgmm_kq_ring_issue(pr, n, rg, sm, nsw, ncl, rank, cs, lw);
     }
 }
 
@@ -1280,12 +1294,13 @@ QGMM_DEV void qgmm_kq_ring_publish(uint32_t *part, uint32_t m)
     atomicMax(&part[2 * lane + 1], m >> 16);
 }
 
-/* Lane l's two multipliers of segment g from the cluster's sets `part` (after the wait):
- * the max over the cs blocks (distributed shared memory, one 8-byte load each), then the
- * rowwise rule per column; rank 0's warp 0 stores the scales. */
+/* Lane l's two multipliers of segment g from the cluster's sets `part` (this warp's
+ * strip, after the wait): the max over the cs blocks (distributed shared memory, one
+ * 8-byte load each), then the rowwise rule per column; in rank 0 the strip's first warp
+ * stores the scales. */
 template <int FMT>
 QGMM_DEV void qgmm_kq_ring_mult(const qgmm_kquant &a, const qgmm_kq_seg &g, const uint32_t *part, unsigned rank,
-                                unsigned cs, float mu[2])
+                                unsigned cs, int lw, float mu[2])
 {
     const int lane = QGMM_TID % 32;
     uint32_t v0 = 0, v1 = 0;
@@ -1301,7 +1316,7 @@ QGMM_DEV void qgmm_kq_ring_mult(const qgmm_kquant &a, const qgmm_kq_seg &g, cons
         }
     mu[0] = qgmm_kq_rowwise_mult(qgmm_bits_f32(v0 << 16), FMT, a.pow2);
     mu[1] = qgmm_kq_rowwise_mult(qgmm_bits_f32(v1 << 16), FMT, a.pow2);
-    if (rank == 0 && QGMM_TID < 32)
+    if (rank == 0 && (QGMM_TID / 32 & ((1 << lw) - 1)) == 0)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int64_t c = g.c0 + 2 * lane + h;
@@ -1311,19 +1326,22 @@ QGMM_DEV void qgmm_kq_ring_mult(const qgmm_kquant &a, const qgmm_kq_seg &g, cons
         }
 }
 
-template <int FMT>
+template <int FMT, int LW>
 QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1)
     qgmm_kq_colring(qgmm_kq_pair pr, int n, int nsw, int vec_out0, int vec_out1)
 {
+    const int lw = LW; /* 2^lw warps per strip: QGMM_KQ_PIPE_WARPS >> lw strips per segment */
     extern __shared__ __align__(16) uint8_t qgmm_kq_ring_sm[];
-    QGMM_SHARED __align__(8) uint32_t part[3][64]; /* segment j's column maxima in set j % 3 */
+    /* segment j's column maxima in set j % 3, 64 words per strip */
+    QGMM_SHARED __align__(8) uint32_t part[3][64 * QGMM_KQ_STRIPS_MAX];
     const unsigned cs = qgmm_kq_cluster_size(), rank = qgmm_kq_cluster_rank();
-    const int lane = QGMM_TID % 32;
+    const int lane = QGMM_TID % 32, strip = QGMM_TID / 32 >> lw;
     /* the pair shares one offs: every block decides alike, before any barrier */
     if (pr.t[0].offs && !qgmm_block_offsets_ok(pr.t[0].offs, pr.t[0].offs_stride, pr.t[0].G, pr.t[0].R, 1,
                                                pr.t[0].status, QGMM_BID_X == 0))
         return;
-    if (QGMM_TID < 3 * 64) part[QGMM_TID / 64][QGMM_TID % 64] = 0;
+    for (int i = QGMM_TID; i < 3 * 64 * QGMM_KQ_STRIPS_MAX; i += QGMM_NTHREADS)
+        part[i / (64 * QGMM_KQ_STRIPS_MAX)][i % (64 * QGMM_KQ_STRIPS_MAX)] = 0;
     QGMM_SYNC();
     uint8_t *sm = qgmm_kq_ring_sm;
     const int64_t ncl = QGMM_NBLOCKS_X / cs;
@@ -1331,42 +1349,45 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1)
     qgmm_kq_ring rg;
     rg.iss = 0;
     rg.s = s;
-    rg.have = qgmm_kq_seg_of(pr, n, s, rank, cs, rg.g);
-    qgmm_kq_ring_share(rg, nsw);
-    for (int i = 0; i < nsw; ++i) qgmm_kq_ring_issue(pr, n, rg, sm, nsw, ncl, rank, cs);
+    rg.have = qgmm_kq_seg_of(pr, n, s, rank, cs, lw, rg.g);
+    qgmm_kq_ring_share(rg, nsw, lw);
+    for (int i = 0; i < nsw; ++i) qgmm_kq_ring_issue(pr, n, rg, sm, nsw, ncl, rank, cs, lw);
     int u0 = 0, set = 0; /* u0: units of the warp's stream consumed; set: g's */
     qgmm_kq_seg g, nx;
-    int have = qgmm_kq_seg_of(pr, n, s, rank, cs, g);
+    int have = qgmm_kq_seg_of(pr, n, s, rank, cs, lw, g);
     if (have) {
-        qgmm_kq_ring_publish(part[0], qgmm_kq_ring_amax(pr, n, g, rg, sm, nsw, ncl, rank, cs, u0));
+        qgmm_kq_ring_publish(part[0] + 64 * strip, qgmm_kq_ring_amax(pr, n, g, rg, sm, nsw, ncl, rank, cs, lw, u0));
         qgmm_kq_cluster_arrive();
     }
     while (have) {
         s += ncl;
-        const int hn = qgmm_kq_seg_next(pr, n, s, rank, cs, g, nx);
+        const int hn = qgmm_kq_seg_next(pr, n, s, rank, cs, lw, g, nx);
         const int nset = set == 2 ? 0 : set + 1;
         /* both shares in the ring at once (the bound: the cluster decides alike) */
-        const int early = hn && qgmm_kq_warp_units(g.nl0, 0) + qgmm_kq_warp_units(nx.nl0, 0) <= nsw;
+        const int early = hn && qgmm_kq_warp_units(g.nl0, 0, lw) + qgmm_kq_warp_units(nx.nl0, 0, lw) <= nsw;
         uint32_t mn = 0;
         if (early) {
-            int un = u0 + qgmm_kq_warp_share(g); /* nx's share follows g's in the stream */
-            mn = qgmm_kq_ring_amax(pr, n, nx, rg, sm, nsw, ncl, rank, cs, un);
+            int un = u0 + qgmm_kq_warp_share(g, lw); /* nx's share follows g's in the stream */
+            mn = qgmm_kq_ring_amax(pr, n, nx, rg, sm, nsw, ncl, rank, cs, lw, un);
         }
         qgmm_kq_cluster_wait(); /* every partial of g visible; every reader of the set before g's done */
         float mu[2];
-        qgmm_kq_ring_mult<FMT>(pr.t[g.t], g, part[set], rank, cs, mu);
-        if (QGMM_TID < 32) { /* the set before g's: rewritten two segments on, after a wait this precedes */
-            uint32_t *old = part[nset == 2 ? 0 : nset + 1];
+        qgmm_kq_ring_mult<FMT>(pr.t[g.t], g, part[set] + 64 * strip, rank, cs, lw, mu);
+        /* the strip's words of the set before g's (its first warp): rewritten two segments
+         * on, after a wait this precedes */
+        if ((QGMM_TID / 32 & ((1 << lw) - 1)) == 0) {
+            uint32_t *old = part[nset == 2 ? 0 : nset + 1] + 64 * strip;
             old[2 * lane] = 0;
             old[2 * lane + 1] = 0;
         }
         if (early) {
-            qgmm_kq_ring_publish(part[nset], mn);
+            qgmm_kq_ring_publish(part[nset] + 64 * strip, mn);
             qgmm_kq_cluster_arrive();
         }
-        qgmm_kq_ring_cast<FMT>(pr, n, g, rg, sm, nsw, ncl, rank, cs, u0, mu, g.t ? vec_out1 : vec_out0);
+        qgmm_kq_ring_cast<FMT>(pr, n, g, rg, sm, nsw, ncl, rank, cs, lw, u0, mu, g.t ? vec_out1 : vec_out0);
         if (hn && !early) {
-            qgmm_kq_ring_publish(part[nset], qgmm_kq_ring_amax(pr, n, nx, rg, sm, nsw, ncl, rank, cs, u0));
+            qgmm_kq_ring_publish(part[nset] + 64 * strip,
+                                 qgmm_kq_ring_amax(pr, n, nx, rg, sm, nsw, ncl, rank, cs, lw, u0));
             qgmm_kq_cluster_arrive();
         }
         g = nx;

@@ -5,8 +5,8 @@
  *     rowwise and other rows: qgmm_kq_rowseg, a warp per (row, group) segment.
  *   scale along R (colwise, jagged colwise, 3D transpose rhs) with q R-contiguous, bf16 x,
  *     on sm_90: qgmm_kq_colring, x read once (persistent clusters walking the (tensor,
- *     expert or group, 128-byte column strip) segments, each warp's copies issued ahead
- *     through a ring of slots deeper than its share of a segment, the column amax across
+ *     expert or group, 1, 2 or 4 128-byte column strips) segments, each warp's copies
+ *     issued ahead through a ring of slots, the column amax across
  *     the cluster through distributed shared memory behind a split cluster barrier, whole
  *     32-byte sectors of q per store); the dual form runs both tensors in one launch.
  *     Otherwise (other GPUs, HIP, other layouts): qgmm_kq_colamax (partial column amax,
@@ -104,17 +104,34 @@ static void cluster_launch_config(const qgmm_cuda_ctx *c, int cs, unsigned threa
  * at most one per segment. Returns 0 (nothing launched, no error left) when not even one
  * cluster fits; otherwise 1 with the launch's status in *err. */
 template <typename... P, typename... A>
-static int persistent_cluster_launch(void (*k)(P...), cudaLaunchConfig_t *cfg, int cs, int64_t segs,
+static int persistent_cluster_launch(int dev, void (*k)(P...), cudaLaunchConfig_t *cfg, int cs, int64_t segs,
                                      cudaError_t *err, A... args)
 {
-    cudaError_t e = qgmm_cuda_allow_max_smem(k, cfg->dynamicSmemBytes);
-    if (e == cudaSuccess && cs > 8) e = cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    /* The attributes and the occupancy query cost more host time than a short cast takes
+     * on the device: done once per (device, kernel, cluster, shared memory) and thread. */
+    struct occ {
+        int dev, cs, active;
+        const void *k;
+        size_t smem;
+    };
+    static thread_local occ seen[32];
+    static thread_local int nseen;
     int active = 0;
-    cfg->gridDim = dim3((unsigned)cs, 1, 1);
-    if (e == cudaSuccess) e = cudaOccupancyMaxActiveClusters(&active, k, cfg);
-    if (e != cudaSuccess || active < 1) {
-        (void)cudaGetLastError();
-        return 0;
+    for (int i = 0; i < nseen && !active; ++i)
+        if (seen[i].dev == dev && seen[i].k == (const void *)k && seen[i].cs == cs &&
+            seen[i].smem == cfg->dynamicSmemBytes)
+            active = seen[i].active;
+    if (!active) {
+        cudaError_t e = qgmm_cuda_allow_max_smem(k, cfg->dynamicSmemBytes);
+        if (e == cudaSuccess && cs > 8)
+            e = cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+        cfg->gridDim = dim3((unsigned)cs, 1, 1);
+        if (e == cudaSuccess) e = cudaOccupancyMaxActiveClusters(&active, k, cfg);
+        if (e != cudaSuccess || active < 1) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+        if (nseen < 32) seen[nseen++] = occ{dev, cs, active, (const void *)k, cfg->dynamicSmemBytes};
     }
     const int64_t ncl = segs < active ? segs : active;
     cfg->gridDim = dim3((unsigned)(ncl * cs), 1, 1);
@@ -124,29 +141,41 @@ static int persistent_cluster_launch(void (*k)(P...), cudaLaunchConfig_t *cfg, i
 #include "cuda_smem_optin.h"
 /* colring plan (qgmm_kq_colring: blocks of QGMM_KQ_PIPE_WARPS = 16 warps, one per SM,
  * QGMM_COLRING_NSW = 3 unit slots per warp: 48 units, 192 KiB of the SM's shared memory).
- * The segment it is planned for: R, or for jagged groups 1.5x the mean group (the kernel
- * takes any group: a longer one passes through the ring twice), as pieces of 128 rows
- * (+1: a group's first piece starts at its first row rounded down to 32). The cluster:
- * the smallest (1-16 blocks, 16 non-portable) whose blocks hold at most
- * QGMM_COLRING_UNITS units of that segment; segments longer than 16 such blocks hold
- * keep the three passes (the ring's second pass would re-read x from HBM). */
+ * The segment it is planned for: R, or for jagged groups the mean group (the kernel takes
+ * any group: a share above the ring passes through it twice), as pieces of 128 rows (+1: a
+ * group's first piece starts at its first row rounded down to 32). The cluster: the
+ * smallest (1-16 blocks, 16 non-portable) whose warps take at most QGMM_COLRING_SHARE units
+ * each of that segment, one more than the ring holds: each segment costs its cluster an
+ * exchange and a barrier, and halving the segments per block (the cluster) paid more than
+ * the L2 re-read of the shares that pass twice (docs/backends-cuda.md, colring). Where one
+ * block holds the segment, its strips are widened (2 or 4 strips of 64 columns, the
+ * block's warps split among them) while the warps still take at most that many units.
+ * Segments longer than 16 blocks of 3 units per warp keep the three passes (the ring's
+ * second pass would re-read x from HBM). */
 #define QGMM_COLRING_NSW 3
-#define QGMM_COLRING_UNITS 48
+#define QGMM_COLRING_SHARE 4
 #define QGMM_COLRING_CSMAX 16
 
 static int64_t colring_pieces(const qgmm_kquant &a)
 {
-    int64_t r = a.offs ? (a.R * 3 / 2 + a.G - 1) / a.G + 16 : a.R;
-    if (r > a.R + 16) r = a.R + 16;
+    const int64_t r = a.offs ? (a.R + a.G - 1) / a.G : a.R;
     return (r + QGMM_KQ_PIECE - 1) / QGMM_KQ_PIECE + (a.offs ? 1 : 0);
 }
 
-static int colring_cluster(const qgmm_kquant &a)
+/* The units each warp takes of np pieces split over cs blocks of 2^lw warps per strip. */
+static int64_t colring_share(int64_t np, int cs, int lw)
+{
+    return ((np + cs - 1) / cs * 4 + (1 << lw) - 1) >> lw;
+}
+
+/* The cluster (*cs) and 2^*lw warps per strip for tensor a. */
+static void colring_plan(const qgmm_kquant &a, int *cs, int *lw)
 {
     const int64_t np = colring_pieces(a);
-    int cs = 1;
-    while (cs < QGMM_COLRING_CSMAX && (np + cs - 1) / cs * 4 > QGMM_COLRING_UNITS) cs *= 2;
-    return cs;
+    *cs = 1;
+    while (*cs < QGMM_COLRING_CSMAX && colring_share(np, *cs, 4) > QGMM_COLRING_SHARE) *cs *= 2;
+    *lw = 4;
+    while (*cs == 1 && *lw > 2 && colring_share(np, 1, *lw - 1) <= QGMM_COLRING_SHARE) --*lw;
 }
 
 /* x read once by qgmm_kq_colring: sm_90, bf16 x with 16-byte rows, q R-contiguous, a
@@ -157,7 +186,7 @@ static int colring_ok(const qgmm_cuda_ctx *c, const qgmm_kquant &a)
     return c->cc_major >= 9 && a.x_dtype == QGMM_K_BF16 && qgmm_kquant_x_vec(&a) && a.q.s1 == 1 && a.C > 0 &&
            a.R < ((int64_t)1 << 31) - 256 && a.C < ((int64_t)1 << 31) - 256 &&
            (a.C + 63) / 64 * (a.offs ? a.G : a.E) < ((int64_t)1 << 30) &&
-           (np + QGMM_COLRING_CSMAX - 1) / QGMM_COLRING_CSMAX * 4 <= QGMM_COLRING_UNITS;
+           colring_share(np, QGMM_COLRING_CSMAX, 4) <= QGMM_COLRING_NSW;
 }
 
 /* Launches colring over n (1 or 2) tensors with the cluster of the longer planned
@@ -171,15 +200,20 @@ static int colring_launch(qgmm_context *ctx, const qgmm_kquant *t, int n, qgmm_s
     pr.t[1] = n > 1 ? t[1] : t[0];
     int vec_out[2] = {0, 0};
     int64_t segs = 0;
-    int cs = 1;
+    int cs = 1, lw = 2;
+    for (int i = 0; i < n; ++i) { /* the dual form: the larger cluster, the narrower segment */
+        int cs_i, lw_i;
+        colring_plan(t[i], &cs_i, &lw_i);
+        if (cs_i > cs) cs = cs_i;
+        if (lw_i > lw) lw = lw_i;
+    }
     for (int i = 0; i < n; ++i) {
         const qgmm_kquant &a = t[i];
-        segs += ((a.C + 63) / 64) * (a.offs ? a.G : a.E);
+        const int64_t wide = 64 * (QGMM_KQ_PIPE_WARPS >> lw);
+        segs += ((a.C + wide - 1) / wide) * (a.offs ? a.G : a.E);
         /* 2: whole-sector stores (32-byte aligned columns), 1: 16-byte runs, 0: bytes */
         vec_out[i] = ((uintptr_t)a.q.ptr % 16) == 0 && a.q.s2 % 16 == 0 && a.q.s0 % 16 == 0;
         if (((uintptr_t)a.q.ptr % 32) == 0 && a.q.s2 % 32 == 0 && a.q.s0 % 32 == 0) vec_out[i] = 2;
-        const int cs_i = colring_cluster(a);
-        if (cs_i > cs) cs = cs_i;
     }
     vec_out[1] = n > 1 ? vec_out[1] : vec_out[0];
     const int nsw = QGMM_COLRING_NSW;
@@ -190,8 +224,15 @@ static int colring_launch(qgmm_context *ctx, const qgmm_kquant *t, int n, qgmm_s
     cudaError_t err = cudaSuccess;
     int launched = 0;
     QGMM_FMT_DISPATCH(t[0].fmt, {
-        launched = persistent_cluster_launch(qgmm_kq_colring<FMT>, &cfg, cs, segs, &err, pr, n, nsw, vec_out[0],
-                                             vec_out[1]);
+        if (lw == 4)
+            launched = persistent_cluster_launch(c->device, qgmm_kq_colring<FMT, 4>, &cfg, cs, segs, &err, pr, n, nsw,
+                                                 vec_out[0], vec_out[1]);
+        else if (lw == 3)
+            launched = persistent_cluster_launch(c->device, qgmm_kq_colring<FMT, 3>, &cfg, cs, segs, &err, pr, n, nsw,
+                                                 vec_out[0], vec_out[1]);
+        else
+            launched = persistent_cluster_launch(c->device, qgmm_kq_colring<FMT, 2>, &cfg, cs, segs, &err, pr, n, nsw,
+                                                 vec_out[0], vec_out[1]);
     });
     if (!launched) return 0;
     *st = qgmm_cuda_check(ctx, err, "qgmm_kq_colring");
