@@ -327,6 +327,45 @@ static qgmm_status r_3d_rw(void *ud, int rot)
     return qgmm_quantize_fp8_rowwise(g_ctx, &c->rw, &c->x, NULL, &c->qcol, &c->s);
 }
 
+/* The dual form of an MoE layer's wgrad: dy (M, K0) and x (M, K1), one offs of G token
+ * groups, both q column-major (quantize_fp8_rowwise_dual dy x). */
+typedef struct cdual {
+    qgmm_fp8_rowwise_params rw;
+    qgmm_tensor x[2], q[2], s[2], offs;
+} cdual;
+
+static qgmm_status r_dual2(void *ud, int rot)
+{
+    cdual *c = (cdual *)ud;
+    (void)rot;
+    return qgmm_quantize_fp8_rowwise_dual(g_ctx, &c->rw, &c->x[0], &c->q[0], &c->s[0], &c->rw, &c->x[1], &c->q[1],
+                                          &c->s[1], &c->offs);
+}
+
+static void case_dual(int64_t M, int64_t K0, int64_t K1, int64_t G)
+{
+    char shape[96], op[64];
+    snprintf(shape, sizeof shape, "%lldx%lld+%lldx%lld", (long long)M, (long long)K0, (long long)M, (long long)K1);
+    snprintf(op, sizeof op, "fp8_jagged_colwise_dual_g%lld", (long long)G);
+    cdual c;
+    memset(&c, 0, sizeof c);
+    c.rw = (qgmm_fp8_rowwise_params){0, 0, QGMM_SCALE_RECIPROCAL};
+    qgmm_buffer *b[7];
+    const int64_t K[2] = {K0, K1};
+    for (int i = 0; i < 2; ++i) {
+        b[3 * i] = rand_buf((size_t)(M * K[i] * 2), 1);
+        b[3 * i + 1] = out_buf((size_t)(M * K[i]));
+        b[3 * i + 2] = out_buf((size_t)(G * K[i] * 4));
+        c.x[i] = T(b[3 * i], QGMM_BF16, 2, M, K[i], 0);
+        c.q[i] = qgmm_tensor_make_colmajor(b[3 * i + 1], 0, QGMM_F8E4M3FN, M, K[i]);
+        c.s[i] = T(b[3 * i + 2], QGMM_F32, 2, G, K[i], 0);
+    }
+    b[6] = offs_buf(M, G, 16, 11);
+    c.offs = T(b[6], QGMM_I32, 1, G, 0, 0);
+    bench(op, shape, (2.0 + 1.0) * M * (K0 + K1) + 4.0 * G * (K0 + K1), r_dual2, &c, 1);
+    for (int i = 0; i < 7; ++i) qgmm_buffer_free(b[i]);
+}
+
 static void cases_3d(int64_t E, int64_t N, int64_t K)
 {
     char shape[64];
@@ -489,11 +528,11 @@ static void cases_pad(int64_t T_, int64_t D, int64_t G)
 int main(int argc, char **argv)
 {
     int quick = 0, focus = 0;
-    int64_t shape3d[3] = {0, 0, 0}, shape2d[2] = {0, 0};
+    int64_t shape3d[3] = {0, 0, 0}, shape2d[2] = {0, 0}, dual[4] = {0, 0, 0, 0};
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: qgmm-cuda-casts-bench [--reps N] [--quick|--focus|--shape3d E,N,K|--shape2d M,K,G]\n"
-                   "       [--filter SUBSTR]...\n"
+            printf("usage: qgmm-cuda-casts-bench [--reps N] [--quick|--focus|--shape3d E,N,K|--shape2d M,K,G|\n"
+                   "       --dual M,K0,K1,G] [--filter SUBSTR]...\n"
                    "Times every CUDA cast/layout/padding op at the ops-spec section 8 shapes with\n"
                    "device events (median of N runs after 5 warm-ups, default 50) and prints CSV:\n"
                    "op,shape,us,GB/s,%% of the measured device-to-device copy bandwidth,bytes,status.\n"
@@ -503,6 +542,8 @@ int main(int argc, char **argv)
                    "--shape3d E,N,K: only the 3D weight casts of (E, N, K) bf16 (e.g. 64,4096,7168).\n"
                    "--shape2d M,K,G: only the 2D casts of (M, K) bf16, the jagged colwise and dual\n"
                    "forms with G groups (e.g. 65536,2048,16: the wgrad casts of an MoE layer).\n"
+                   "--dual M,K0,K1,G: only the dual jagged colwise form of (M, K0) and (M, K1) bf16 with\n"
+                   "G groups (e.g. 16384,2048,7168,8: quantize_fp8_rowwise_dual dy x of an MoE wgrad).\n"
                    "Exit 77 without a CUDA device.\n");
             return 0;
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
@@ -532,6 +573,17 @@ int main(int argc, char **argv)
             shape2d[0] = m_;
             shape2d[1] = k_;
             g_groups = g_;
+        } else if (!strcmp(argv[i], "--dual") && i + 1 < argc) {
+            long long m_, k0_, k1_, g_;
+            if (sscanf(argv[++i], "%lld,%lld,%lld,%lld", &m_, &k0_, &k1_, &g_) != 4 || m_ < 1 || k0_ < 128 ||
+                k0_ % 128 != 0 || k1_ < 128 || k1_ % 128 != 0 || g_ < 1 || g_ > m_) {
+                fprintf(stderr, "--dual wants M,K0,K1,G (K0, K1 multiples of 128, 1 <= G <= M), got %s\n", argv[i]);
+                return 2;
+            }
+            dual[0] = m_;
+            dual[1] = k0_;
+            dual[2] = k1_;
+            dual[3] = g_;
         } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
             if (g_nfilter == 16) {
                 fprintf(stderr, "at most 16 --filter arguments\n");
@@ -579,6 +631,12 @@ int main(int argc, char **argv)
     }
     printf("op,shape,us,gbps,pct_copy,bytes,status\n");
     const int64_t toks[3] = {16384, 65536, 131072}, dims[3] = {2048, 5120, 7168};
+    if (dual[0]) {
+        case_dual(dual[0], dual[1], dual[2], dual[3]);
+        qgmm_context_destroy(g_ctx);
+        free(g_tile);
+        return 0;
+    }
     if (shape2d[0]) {
         cases_2d(shape2d[0], shape2d[1], 0);
         qgmm_context_destroy(g_ctx);
