@@ -145,9 +145,12 @@ static int persistent_cluster_launch(int dev, void (*k)(P...), cudaLaunchConfig_
  * any group: a share above the ring passes through it twice), as pieces of 128 rows (+1: a
  * group's first piece starts at its first row rounded down to 32). The cluster: the
  * smallest (1-16 blocks, 16 non-portable) whose warps take at most QGMM_COLRING_SHARE units
- * each of that segment, one more than the ring holds: each segment costs its cluster an
- * exchange and a barrier, and halving the segments per block (the cluster) paid more than
- * the L2 re-read of the shares that pass twice (docs/backends-cuda.md, colring). Where one
+ * each of a jagged group's segment, one more than the ring holds: each segment costs its
+ * cluster an exchange and a barrier, and for the short segments of jagged groups halving
+ * the segments per block (the cluster) paid more than the L2 re-read of the shares that
+ * pass twice; segments of R rows (colwise, 3D weights) are long, and their shares stay
+ * resident in the ring (at most QGMM_COLRING_NSW units per warp), where the re-read cost
+ * more than it saved (docs/backends-cuda.md, colring). Where one
  * block holds the segment, its strips are widened (2 or 4 strips of 64 columns, the
  * block's warps split among them) while the warps still take at most that many units.
  * Segments longer than 16 blocks of 3 units per warp keep the three passes (the ring's
@@ -171,11 +174,11 @@ static int64_t colring_share(int64_t np, int cs, int lw)
 /* The cluster (*cs) and 2^*lw warps per strip for tensor a. */
 static void colring_plan(const qgmm_kquant &a, int *cs, int *lw)
 {
-    const int64_t np = colring_pieces(a);
+    const int64_t np = colring_pieces(a), most = a.offs ? QGMM_COLRING_SHARE : QGMM_COLRING_NSW;
     *cs = 1;
-    while (*cs < QGMM_COLRING_CSMAX && colring_share(np, *cs, 4) > QGMM_COLRING_SHARE) *cs *= 2;
+    while (*cs < QGMM_COLRING_CSMAX && colring_share(np, *cs, 4) > most) *cs *= 2;
     *lw = 4;
-    while (*cs == 1 && *lw > 2 && colring_share(np, 1, *lw - 1) <= QGMM_COLRING_SHARE) --*lw;
+    while (*cs == 1 && *lw > 2 && colring_share(np, 1, *lw - 1) <= most) --*lw;
 }
 
 /* x read once by qgmm_kq_colring: sm_90, bf16 x with 16-byte rows, q R-contiguous, a
