@@ -258,25 +258,29 @@ __device__ __forceinline__ int lane_id() { return threadIdx.x & 31; }
 __device__ __forceinline__ int64_t warp_id() { return ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; }
 __device__ __forceinline__ int64_t warp_count() { return ((int64_t)gridDim.x * blockDim.x) >> 5; }
 
+/* One warp moves n16 16-byte units from f to o through op, U loads in flight per lane
+ * before their stores. */
+template <int U, typename Op>
+__device__ __forceinline__ void warp_map16(uint4 *o, const uint4 *f, int64_t n16, Op op)
+{
+    for (int64_t b = lane_id(); b < n16; b += U * 32) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = b + u * 32 < n16 ? __ldg(f + b + u * 32) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+            if (b + u * 32 < n16) o[b + u * 32] = op(v[u]);
+    }
+}
+
 /* One warp copies n bytes: 16-byte units where both ends and n allow it, else bytes. */
 __device__ void warp_copy(uint8_t *to, const uint8_t *from, int64_t n)
 {
-    const int lane = lane_id();
     if ((((uintptr_t)to | (uintptr_t)from | (uintptr_t)n) & 15) == 0) {
-        const uint4 *f = (const uint4 *)from;
-        uint4 *o = (uint4 *)to;
-        const int64_t n16 = n / 16;
-        for (int64_t b = lane; b < n16; b += kUnroll * 32) {
-            uint4 v[kUnroll];
-#pragma unroll
-            for (int u = 0; u < kUnroll; ++u) v[u] = b + u * 32 < n16 ? __ldg(f + b + u * 32) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-            for (int u = 0; u < kUnroll; ++u)
-                if (b + u * 32 < n16) o[b + u * 32] = v[u];
-        }
+        warp_map16<kUnroll>((uint4 *)to, (const uint4 *)from, n / 16, [](uint4 v) { return v; });
         return;
     }
-    for (int64_t i = lane; i < n; i += 32) to[i] = from[i];
+    for (int64_t i = lane_id(); i < n; i += 32) to[i] = from[i];
 }
 
 /* 16 bytes of bf16 (8) or f32 (4) elements, each times wt: the f32 product (__fmul_rn, no
@@ -300,24 +304,13 @@ __device__ __forceinline__ uint4 scale16(uint4 v, int f32, float wt)
 /* One warp writes the D elements of `from` times wt (bf16 or f32) to `to`. */
 __device__ void warp_scale(uint8_t *to, const uint8_t *from, int64_t D, int f32, float wt)
 {
-    const int lane = lane_id();
     const int64_t n = D * (f32 ? 4 : 2);
     if ((((uintptr_t)to | (uintptr_t)from | (uintptr_t)n) & 15) == 0) {
-        constexpr int U = kUnroll / 2;
-        const uint4 *f = (const uint4 *)from;
-        uint4 *o = (uint4 *)to;
-        const int64_t n16 = n / 16;
-        for (int64_t b = lane; b < n16; b += U * 32) {
-            uint4 v[U];
-#pragma unroll
-            for (int u = 0; u < U; ++u) v[u] = b + u * 32 < n16 ? __ldg(f + b + u * 32) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-            for (int u = 0; u < U; ++u)
-                if (b + u * 32 < n16) o[b + u * 32] = scale16(v[u], f32, wt);
-        }
+        warp_map16<kUnroll / 2>((uint4 *)to, (const uint4 *)from, n / 16,
+                                [=](uint4 v) { return scale16(v, f32, wt); });
         return;
     }
-    for (int64_t c = lane; c < D; c += 32) store_hp(to, c, f32, __fmul_rn(load_hp(from, c, f32), wt));
+    for (int64_t c = lane_id(); c < D; c += 32) store_hp(to, c, f32, __fmul_rn(load_hp(from, c, f32), wt));
 }
 
 /* Row s (t * k + j) of the dispatch: x's row t, times weights[t, j] when given, to `to`. */
