@@ -364,11 +364,16 @@ int qg_mx_dequant(const qg_problem *p, const qg_mx_ws &w, cudaStream_t stream, i
         *why = "Hopper grouped GEMM: cudaFuncSetAttribute failed (MX dequantize)";
         return 2;
     }
-    /* threads: MN one per row pair and 32-element block, K-major a warp per row segment */
+    /* threads: MN one per row pair and 32-element block, K-major a warp per row; a grid the
+     * SMs hold at once (the threads stride over the rest) */
     const int64_t items = MN ? (p->kdim + 31) / 32 * ((w.rows_a + 1) / 2 + (w.rows_b + 1) / 2)
-                             : (p->kdim + QG_DQ_SEG - 1) / QG_DQ_SEG * (w.rows_a + w.rows_b) * 32;
+                             : (w.rows_a + w.rows_b) * 32;
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, qg_mx_dequant_kernel<E, MN>, 256, smem) != cudaSuccess ||
+        per_sm < 1)
+        per_sm = 1;
     int64_t blocks = (items + 255) / 256;
-    if (blocks > (int64_t)sms * 8) blocks = (int64_t)sms * 8;
+    if (blocks > (int64_t)sms * per_sm) blocks = (int64_t)sms * per_sm;
     if (blocks < 1) blocks = 1;
     qg_mx_dequant_kernel<E, MN><<<(unsigned)blocks, 256, smem, stream>>>(*p, w);
     if (cudaGetLastError() != cudaSuccess) {

@@ -149,15 +149,46 @@ __device__ __forceinline__ void qg_dq_convert(const uint32_t (&w)[NW], float sc,
     }
 }
 
-/* Contraction elements per K-major work unit: a warp's lanes take 8 each, QG_DQ_SEG / 256
+/* Contraction elements per K-major step of a warp: its lanes take 8 each, QG_DQ_SEG / 256
  * times. */
 constexpr int QG_DQ_SEG = 1024, QG_DQ_NC = QG_DQ_SEG / 256;
 
+/* What a K-major (M-grouped) operand row needs for every contraction block: its source
+ * row, its scales' row in the blocked layout and their base, or none (a token row past
+ * the last group: zeros). The same places qg_dq_where / qg_mx_offset find, once per row. */
+struct qg_dq_row {
+    const uint8_t *src, *sc;
+    int64_t srow;
+    bool owned;
+};
+
+__device__ __forceinline__ qg_dq_row qg_dq_row_of(const qg_problem &p, const qg_sched &s, int which, int64_t row,
+                                                  int64_t cols_pad)
+{
+    qg_dq_row r;
+    r.owned = true;
+    if (!which) { /* token row: its group's rows of the M-groups blocked scales */
+        r.owned = row < s.bounds[s.groups];
+        const int g = r.owned ? qg_dq_group(s, row) : 0;
+        r.src = p.a.ptr + row * p.a.s_row;
+        r.srow = (int64_t)s.mxpref[g] + (row - s.bounds[g]);
+        r.sc = (const uint8_t *)p.sa.ptr;
+    } else {      /* expert g's row n: expert g's blocked matrix */
+        const int64_t g = row / p.cols, n = row - g * p.cols;
+        r.src = p.b.ptr + g * p.b.s_grp + n * p.b.s_row;
+        r.srow = n;
+        r.sc = (const uint8_t *)p.sb.ptr + g * qgmm_blocked_rows(p.cols) * cols_pad;
+    }
+    return r;
+}
+
 /* Both operands of an MX problem into the workspace layout w. Dynamic shared memory: the
  * schedule's qg_sched_smem_ints(p.groups) ints.
- * K-major: a warp takes QG_DQ_SEG contraction elements of one row, each lane 8 elements
- * (8 bytes in, 16 out) at lane * 8 + 256 c, c < QG_DQ_NC, all its loads issued before the
- * first store, so every load and store instruction of the warp covers contiguous bytes.
+ * K-major: a warp takes a row (M-grouped: its group, source and scale row found once; the
+ * K-grouped benchmark variant finds them per block of the contraction) and walks its
+ * contraction QG_DQ_SEG elements at a time, each lane 8 elements (8 bytes in,
+ * 16 out) at lane * 8 + 256 c, c < QG_DQ_NC, all its loads issued before the first store,
+ * so every load and store instruction of the warp covers contiguous bytes.
  * MN-major: consecutive threads take consecutive row pairs of one 32-element block (two
  * 32-byte loads; 32 four-byte stores, one per contraction index, a warp's 128 bytes
  * contiguous). */
@@ -169,34 +200,40 @@ __global__ void __launch_bounds__(256) qg_mx_dequant_kernel(const qg_problem p, 
     if (!qg_sched_build<128, 128>(p, qg_dq_smem, s)) return;
     uint16_t *const base = (uint16_t *)p.ws;
     if constexpr (!MN) {
-        const int64_t nseg = (p.kdim + QG_DQ_SEG - 1) / QG_DQ_SEG;
-        const int64_t per_a = nseg * w.rows_a, total = per_a + nseg * w.rows_b;
+        const int64_t cols_pad = qgmm_blocked_cols(p.kdim / 32);
         const int lane = threadIdx.x & 31;
-        for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; u < total;
+        for (int64_t u = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; u < w.rows_a + w.rows_b;
              u += ((int64_t)gridDim.x * blockDim.x) >> 5) {
-            const int which = u >= per_a;
-            const int64_t uu = which ? u - per_a : u;
-            const int64_t row = uu / nseg, k00 = (uu - row * nseg) * QG_DQ_SEG + lane * 8;
-            float sc[QG_DQ_NC];
-            uint32_t raw[QG_DQ_NC][2];
-#pragma unroll
-            for (int c = 0; c < QG_DQ_NC; ++c) {
-                const uint8_t *src = nullptr;
-                const int64_t k0 = k00 + c * 256;
-                sc[c] = 0.f;
-                raw[c][0] = raw[c][1] = 0u;
-                if (qg_dq_where(p, s, which, row, k0, sc[c], src))
-                    qg_dq_load<8>(src, (which ? p.b : p.a).s_k, p.kdim - k0, raw[c]);
-            }
+            const int which = u >= w.rows_a;
+            const int64_t row = which ? u - w.rows_a : u, s_k = which ? p.b.s_k : p.a.s_k;
+            const bool mg = p.kind == QG_M_GROUPED; /* K-grouped K-major: a benchmark variant */
+            const qg_dq_row r = mg ? qg_dq_row_of(p, s, which, row, cols_pad) : qg_dq_row{nullptr, nullptr, 0, false};
             const int64_t ld = which ? w.ld_b : w.ld_a;
             uint16_t *dst = base + (which ? w.off_b / 2 : 0) + row * ld;
+            for (int64_t k00 = lane * 8; k00 < ld; k00 += QG_DQ_SEG) {
+                float sc[QG_DQ_NC];
+                uint32_t raw[QG_DQ_NC][2];
 #pragma unroll
-            for (int c = 0; c < QG_DQ_NC; ++c) {
-                const int64_t k0 = k00 + c * 256;
-                if (k0 >= ld) continue; /* ld: a multiple of 8 */
-                uint32_t v[4];
-                qg_dq_convert<E>(raw[c], sc[c], v);
-                *(uint4 *)(dst + k0) = make_uint4(v[0], v[1], v[2], v[3]);
+                for (int c = 0; c < QG_DQ_NC; ++c) {
+                    const int64_t k0 = k00 + c * 256;
+                    sc[c] = 0.f;
+                    raw[c][0] = raw[c][1] = 0u;
+                    const uint8_t *src = nullptr;
+                    if (mg && r.owned && k0 < p.kdim) {
+                        sc[c] = qgmm_e8m0_to_f32(__ldg(r.sc + qgmm_blocked_offset(r.srow, k0 / 32, cols_pad)));
+                        qg_dq_load<8>(r.src + k0 * s_k, s_k, p.kdim - k0, raw[c]);
+                    } else if (!mg && qg_dq_where(p, s, which, row, k0, sc[c], src)) {
+                        qg_dq_load<8>(src, s_k, p.kdim - k0, raw[c]);
+                    }
+                }
+#pragma unroll
+                for (int c = 0; c < QG_DQ_NC; ++c) {
+                    const int64_t k0 = k00 + c * 256;
+                    if (k0 >= ld) continue; /* ld: a multiple of 8 */
+                    uint32_t v[4];
+                    qg_dq_convert<E>(raw[c], sc[c], v);
+                    *(uint4 *)(dst + k0) = make_uint4(v[0], v[1], v[2], v[3]);
+                }
             }
         }
     } else {
