@@ -192,44 +192,102 @@ __device__ __forceinline__ void qg_wg_bar(int id)
     asm volatile("barrier.sync %0, 128;\n" ::"r"(id) : "memory");
 }
 
+/* Shared-memory accesses by 32-bit shared addresses (h_smem): the generic pointers the
+ * compiler cannot prove shared become generic loads and stores. Volatile with a memory
+ * clobber, so they stay on their side of the barriers around them. */
+__device__ __forceinline__ void st_shared_u32(uint32_t at, uint32_t v)
+{
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(at), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_shared_v2f32(uint32_t at, float x, float y)
+{
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(x), "f"(y) : "memory");
+}
+__device__ __forceinline__ void st_shared_v4u32(uint32_t at, uint4 v)
+{
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+__device__ __forceinline__ uint4 ld_shared_v4u32(uint32_t at)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(at)
+                 : "memory");
+    return v;
+}
+__device__ __forceinline__ float ld_shared_f32(uint32_t at)
+{
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(at) : "memory");
+    return v;
+}
+__device__ __forceinline__ float2 ld_shared_v2f32(uint32_t at)
+{
+    float2 v;
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(at) : "memory");
+    return v;
+}
+
+/* v0 (low half) and v1 as bf16x2, round to nearest even, by the hardware conversion: the
+ * bits of qgmm_f32_to_bf16 for every finite and infinite value, and for the NaN the
+ * kernels' arithmetic produces (0x7FFFFFFF, the canonical NaN, gives 0x7FFF either way). */
+__device__ __forceinline__ uint32_t qg_bf16x2(float v0, float v1)
+{
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(v1), "f"(v0));
+    return r;
+}
+
 /* K-grouped: in one ring slot, zero what belongs to the neighbouring groups, so that only the
  * group's tokens [lo, hi) of the slice (bytes [lo_b, hi_b) of a K-major row) feed the wgmma.
  * AR rows of A at a_st and BR rows of B at b_st, one warpgroup (lt: its thread). MN-major: a
  * row is one token (64 per box) and is cleared whole. K-major: each 128-byte row is
  * 128B-swizzled (16-byte chunk c of row r sits at chunk c ^ (r % 8)); chunks wholly inside
  * the group stay, chunks wholly outside are zeroed, the one or two straddling chunks per row
- * are masked per byte. The caller fences the async proxy and meets the other warps after. */
+ * are masked per byte. A thread takes one chunk column (lt % 8) of every 16th row from
+ * lt / 8: whether that chunk is inside, outside or straddling, and where the swizzle puts
+ * it, is the same in all its rows. The caller fences the async proxy and meets the other
+ * warps after. */
 template <bool A_MN, bool B_MN, int AR, int BR>
 __device__ __forceinline__ void qg_zero_outside_group(uint8_t *a_st, uint8_t *b_st, int lo, int hi, int lo_b, int hi_b,
                                                       int lt)
 {
-    for (int i = lt; i < (AR + BR) * 8; i += 128) {
-        const int row = i >> 3, ch = i & 7, c_lo = ch * 16;
-        const bool is_a = row < AR;
-        const int rr = is_a ? row : row - AR;
-        uint4 *chunk = (uint4 *)((is_a ? a_st : b_st) + rr * 128 + ((ch ^ (rr & 7)) << 4));
-        if (is_a ? A_MN : B_MN) {
-            const int tok = rr & 63;
-            if (tok < lo || tok >= hi) *chunk = make_uint4(0u, 0u, 0u, 0u);
-            continue;
-        }
-        if (c_lo >= lo_b && c_lo + 16 <= hi_b) continue;
-        uint4 v = make_uint4(0u, 0u, 0u, 0u);
-        if (c_lo + 16 > lo_b && c_lo < hi_b) {
-            v = *chunk;
-            uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    static_assert(AR % 16 == 0 && BR % 16 == 0, "rows in steps of 16 (128 threads, 8 chunks a row)");
+    const int ch = lt & 7, r0 = lt >> 3, c_lo = ch * 16;
+    const uint32_t sw = (uint32_t)((ch ^ (r0 & 7)) << 4); /* r0 + 16 k: the same row % 8 */
+    const bool inside = c_lo >= lo_b && c_lo + 16 <= hi_b;
+    const bool outside = c_lo + 16 <= lo_b || c_lo >= hi_b;
+    /* straddling: keep bytes [lo_b, hi_b) of the chunk, word q's bytes [kl, kh); found per
+     * row rather than held through the loop (registers are short in the promoting kernels) */
+    const auto masked = [&](uint4 v) {
+        uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-            for (int q = 0; q < 4; ++q) { /* keep bytes [kl, kh) of word q */
-                const int kl = min(max(lo_b - c_lo - 4 * q, 0), 4);
-                const int kh = min(max(hi_b - c_lo - 4 * q, 0), 4);
-                const uint32_t mh = kh >= 4 ? 0xFFFFFFFFu : (1u << (8 * kh)) - 1u;
-                const uint32_t ml = kl >= 4 ? 0xFFFFFFFFu : (1u << (8 * kl)) - 1u;
-                w[q] &= mh & ~ml;
-            }
-            v = make_uint4(w[0], w[1], w[2], w[3]);
+        for (int q = 0; q < 4; ++q) {
+            const int kl = min(max(lo_b - c_lo - 4 * q, 0), 4);
+            const int kh = min(max(hi_b - c_lo - 4 * q, 0), 4);
+            const uint32_t mh = kh >= 4 ? 0xFFFFFFFFu : (1u << (8 * kh)) - 1u;
+            const uint32_t ml = kl >= 4 ? 0xFFFFFFFFu : (1u << (8 * kl)) - 1u;
+            w[q] &= mh & ~ml;
         }
-        *chunk = v;
-    }
+        return make_uint4(w[0], w[1], w[2], w[3]);
+    };
+    const auto clear = [&](uint32_t base, int rows, bool mn) {
+        if (!mn && inside) return;
+#pragma unroll 1
+        for (int r = r0; r < rows; r += 16) {
+            const uint32_t at = base + (uint32_t)r * 128u + sw;
+            if (mn) {
+                const int tok = r & 63;
+                if (tok < lo || tok >= hi) st_shared_v4u32(at, make_uint4(0u, 0u, 0u, 0u));
+            } else {
+                st_shared_v4u32(at, outside ? make_uint4(0u, 0u, 0u, 0u) : masked(ld_shared_v4u32(at)));
+            }
+        }
+    };
+    clear(h_smem(a_st), AR, A_MN);
+    clear(h_smem(b_st), BR, B_MN);
 }
 
 /* TMA store of one 128-byte-wide box of the output (3D map: column, row, group). */
@@ -343,13 +401,15 @@ __device__ __forceinline__ void qg_epi_tma(const qg_problem &p, const qg_epi &e,
         /* scaled in place, the same products as qg_epi_scale (scales past the extents are 0:
          * those values are clipped by the store) */
         if (!e.zero) {
+            const uint32_t ss_at = h_smem(ss);
             float va[2];
 #pragma unroll
-            for (int h = 0; h < 2; ++h) va[h] = ss[warp * 16 + lane / 4 + h * 8];
+            for (int h = 0; h < 2; ++h) va[h] = ld_shared_f32(ss_at + 4u * (warp * 16 + lane / 4 + h * 8));
 #pragma unroll
             for (int j = 0; j < NJ; ++j) {
                 const int cl = j * 8 + (lane % 4) * 2;
-                const float s0 = ss[64 + cl], s1 = ss[64 + cl + 1];
+                const float2 sc = ld_shared_v2f32(ss_at + 4u * (64 + cl));
+                const float s0 = sc.x, s1 = sc.y;
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     acc[j * 4 + h * 2] = acc[j * 4 + h * 2] * va[h] * s0;
@@ -358,6 +418,7 @@ __device__ __forceinline__ void qg_epi_tma(const qg_problem &p, const qg_epi &e,
             }
         }
     }
+    const uint32_t stage_at = h_smem(stage);
     for (int ps = 0; ps < npass; ++ps) {
         const int pc0 = ps * cpp;
         if (lt == 0) {
@@ -374,9 +435,9 @@ __device__ __forceinline__ void qg_epi_tma(const qg_problem &p, const qg_epi &e,
             for (int h = 0; h < 2; ++h) {
                 const int row = warp * 16 + lane / 4 + h * 8;
                 const float v0 = e.zero ? 0.f : acc[j * 4 + h * 2], v1 = e.zero ? 0.f : acc[j * 4 + h * 2 + 1];
-                uint8_t *dst = stage + box * 8192 + row * 128 + ((((inb >> 4) ^ (row & 7)) << 4) | (inb & 15));
-                if (osz == 4) *(float2 *)dst = make_float2(v0, v1);
-                else *(uint32_t *)dst = (uint32_t)qgmm_f32_to_bf16(v0) | ((uint32_t)qgmm_f32_to_bf16(v1) << 16);
+                const uint32_t dst = stage_at + box * 8192 + row * 128 + ((((inb >> 4) ^ (row & 7)) << 4) | (inb & 15));
+                if (osz == 4) st_shared_v2f32(dst, v0, v1);
+                else st_shared_u32(dst, qg_bf16x2(v0, v1));
             }
         }
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
