@@ -228,9 +228,11 @@ enum { QG_CONF_STAGED = 0, /* TMA-store epilogue, one CTA */
        QG_CONF_PK_STAGED = 4, /* fast kernel, FP8 rowwise, coarse promotion (every QG_PK slices):
                                * one CTA */
        QG_CONF_PK_CLUSTER = 5, /* the same on a pair of CTAs */
-       QG_CONF_PK_SMALL = 6 /* the same, one CTA, 2 stages: where 3 do not fit beside the
-                             * schedule of many groups (the staging area holds the f32 sums, so
-                             * there is no register-epilogue form) */ };
+       QG_CONF_PK_SMALL = 6, /* the same, one CTA, 2 stages: where 3 do not fit beside the
+                              * schedule of many groups (the staging area holds the f32 sums, so
+                              * there is no register-epilogue form) */
+       QG_CONF_DEEP = 7 /* fast kernel, BF16: 4 stages + 16 KiB staging (two store passes per
+                         * half), one CTA: fits only without the rowwise scales */ };
 /* Slices (128 tokens each) the tensor cores sum between two promotions of the coarse-
  * promotion configurations: 64 = 8192 tokens, whose error (measured 2.6e-3 at any length,
  * the fast kernel's at 8192 tokens) is a quarter of the bf16-output bound, at the fast
@@ -239,10 +241,11 @@ enum { QG_CONF_STAGED = 0, /* TMA-store epilogue, one CTA */
 constexpr int QG_PK = 64;
 constexpr qg_hconf QG_FAST_CONFS[] = {{false, 3, 32768, 1}, {false, 4, 0, 1}, {false, 3, 32768, 2},
                                       {false, 4, 32768, 1, 0, true}, {false, 3, 32768, 1, 0, false, QG_PK},
-                                      {false, 3, 32768, 2, 0, false, QG_PK}, {false, 2, 32768, 1, 0, false, QG_PK}};
+                                      {false, 3, 32768, 2, 0, false, QG_PK}, {false, 2, 32768, 1, 0, false, QG_PK},
+                                      {false, 4, 16384, 1}};
 constexpr qg_hconf QG_PROMO_CONFS[] = {{true, 5, 16384, 1, 128}, {true, 6, 0, 1, 128}, {true, 5, 16384, 2, 128},
                                        {true, 4, 24576, 1, 192}, {true, 4, 24576, 2, 192}};
-constexpr int QG_NFAST = 7, QG_NPROMO = 5;
+constexpr int QG_NFAST = 8, QG_NPROMO = 5;
 /* K-grouped FP8 rowwise whose contraction (the problem's M tokens, of which any one group
  * may hold all: the group sizes are on the device) is longer than this takes the coarse
  * promotion: the fast kernel's tensor-core accumulation over a whole group loses precision
@@ -250,16 +253,26 @@ constexpr int QG_NFAST = 7, QG_NPROMO = 5;
  * bf16-output bound (docs/numerics.md, "FP8 accumulation on Hopper"). */
 constexpr int64_t QG_ROW_PROMO_TOKENS = 32768;
 
-size_t qg_conf_smem(const qg_hconf &c, int groups)
+size_t qg_conf_smem(const qg_hconf &c, int groups, int scale_mode)
 {
     const size_t fixed = c.promo ? qg_smem_fixed(c.stages, PA_BYTES, c.bn * HBKB, c.sb, qg_promo_sf(c.stages, c.bn))
                          : c.pp  ? qg_smem_fixed(c.stages, PP_A_BYTES, PP_B_BYTES, c.sb, 2 * PP_SCALE_FLOATS)
                                  : qg_smem_fixed(c.stages, HA_BYTES, HB_BYTES, c.sb,
-                                                 2 * QG_SCALE_FLOATS + (c.pk ? QG_PK_XFLOATS : 0));
+                                                 qg_fast_scale_floats(scale_mode, c.pk));
     return fixed + (size_t)qg_sched_smem_ints(groups) * 4;
 }
 
-/* The default configuration of a problem. M-grouped FP8 rowwise takes the ping-pong kernel,
+/* BF16 with an MN-major operand takes the deep ring (QG_CONF_DEEP) where K-grouped groups
+ * hold at least this many tokens on average: its two store passes per half cost more than
+ * the deeper ring gains on short tiles. */
+constexpr int64_t QG_DEEP_MIN_GROUP_TOKENS = 1024;
+
+/* The default configuration of a problem. BF16 with an MN-major operand (the MoE layer's
+ * dgrad weights, its wgrad dy and x) and bf16 output takes the deep ring: an MN-major slice
+ * is up to six TMA boxes instead of two, and four slices in flight measured 1.04-1.23x
+ * the speed of three on 9 of the 12 such issue-20 problems, 0.97-0.99x on two and 0.92x on
+ * K-grouped 64 groups of 512 tokens (hence QG_DEEP_MIN_GROUP_TOKENS); K-major BF16 measured
+ * slower with it on 4 of 6 M-grouped shapes (docs/backends-cuda-gemm.md). M-grouped FP8 rowwise takes the ping-pong kernel,
  * which measured faster than the cooperative kernel on every issue-20 shape. K-grouped FP8
  * rowwise (wgrad) takes the 2-CTA cluster, with the coarse promotion past
  * QG_ROW_PROMO_TOKENS: its tiles are short (a group's tokens deep) and both CTAs of a pair
@@ -273,6 +286,9 @@ size_t qg_conf_smem(const qg_hconf &c, int groups)
 int qg_default_conf(const qg_problem *p, bool promo, bool long_row)
 {
     if (long_row) return QG_CONF_PK_CLUSTER;
+    if (p->elem == QG_ELEM_BF16 && p->scale_mode == QG_SC_NONE && !p->out_f32 && (p->a.s_k != 1 || p->b.s_k != 1) &&
+        (p->kind == QG_M_GROUPED || p->kdim >= QG_DEEP_MIN_GROUP_TOKENS * (int64_t)p->groups))
+        return QG_CONF_DEEP;
     if (p->scale_mode == QG_SC_ROW && p->kind == QG_K_GROUPED) return QG_CONF_CLUSTER;
     if (promo) return QG_CONF_STAGED;
     if (p->scale_mode == QG_SC_ROW) return QG_CONF_PINGPONG;
@@ -310,6 +326,7 @@ int qg_launch_conf(const qg_hconf &c, const qg_problem *p, cudaStream_t stream, 
     QG_LC(false, 3, 32768, 1, 0, QG_PK)
     QG_LC(false, 3, 32768, 2, 0, QG_PK)
     QG_LC(false, 2, 32768, 1, 0, QG_PK)
+    if constexpr (SC == QG_SC_NONE) QG_LC(false, 4, 16384, 1, 0, 0)
     QG_LC(true, 5, 16384, 1, 128, 0)
     QG_LC(true, 6, 0, 1, 128, 0)
     QG_LC(true, 5, 16384, 2, 128, 0)
@@ -466,8 +483,9 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
      * rowwise with more than QG_ROW_PROMO_TOKENS tokens takes its coarse-promotion
      * configuration (the tensor-core sums added into f32 every QG_PK slices).
      * M-grouped contractions are K (a few thousand): the fast kernel as it is.
-     * Benchmark variants: FP8 rowwise 1..QG_NFAST (the fast kernel's configurations), BF16
-     * the first four, MXFP8 its operands' layouts (qg_mx_mn). */
+     * Benchmark variants: FP8 rowwise 1..QG_NFAST (the fast kernel's configurations; the
+     * last is built for BF16 only), BF16 those without the coarse promotion, MXFP8 its
+     * operands' layouts (qg_mx_mn). */
     const bool row = p->scale_mode == QG_SC_ROW && !p->out_f32;
     const bool fast = p->scale_mode == QG_SC_NONE || row;
     const bool long_row = row && p->kind == QG_K_GROUPED && p->kdim > QG_ROW_PROMO_TOKENS;
@@ -495,7 +513,9 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
                "or strides not 16-byte aligned";
         return 1;
     }
-    if (p->variant < 0 || p->variant > (row ? QG_NFAST : promo ? QG_NPROMO : QG_CONF_PINGPONG + 1)) {
+    /* BF16: the configurations without the coarse promotion */
+    const bool bf16_ok = p->variant <= QG_CONF_PINGPONG + 1 || p->variant == QG_CONF_DEEP + 1;
+    if (p->variant < 0 || p->variant > (promo ? QG_NPROMO : QG_NFAST) || (!row && !promo && !bf16_ok)) {
         *why = "Hopper grouped GEMM: no such variant";
         return 1;
     }
@@ -506,9 +526,9 @@ int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char *
      * fit beside the schedule of many groups, or one CTA where no cluster can be placed */
     const qg_hconf *confs = promo ? QG_PROMO_CONFS : QG_FAST_CONFS;
     qg_hconf c = confs[variant > 0 ? variant - 1 : qg_default_conf(p, promo, long_row)];
-    if (variant == 0 && qg_conf_smem(c, p->groups) > (size_t)maxsm)
+    if (variant == 0 && qg_conf_smem(c, p->groups, p->scale_mode) > (size_t)maxsm)
         c = confs[c.pk ? QG_CONF_PK_SMALL : QG_CONF_REGS];
-    const size_t smem = qg_conf_smem(c, p->groups);
+    const size_t smem = qg_conf_smem(c, p->groups, p->scale_mode);
     if (smem > (size_t)maxsm) { *why = "Hopper grouped GEMM: too many groups for shared memory"; return 1; }
     const int rc = qg_launch_recipe(c, p, stream, smem, sms, why);
     if (rc == 1 && p->variant == 0 && c.cl > 1) /* the cluster could not be placed */

@@ -15,6 +15,12 @@ namespace {
  * 64, ptxas spilled 12-16 bytes), and the floats of those beyond the staging area's 64 per
  * thread (after the rowwise scales, for both warpgroups' 256 threads). */
 constexpr int QG_PK_HREG = 56, QG_PK_XFLOATS = (128 - 64 - QG_PK_HREG) * 256;
+/* Shared-memory floats of the fast kernel after the staging areas: FP8 rowwise scales of both
+ * halves, and with the coarse promotion the f32 sums beyond the staging area; none for BF16. */
+constexpr int qg_fast_scale_floats(int sc, int pk)
+{
+    return (sc == QG_SC_ROW ? 2 * QG_SCALE_FLOATS : 0) + (pk > 0 ? QG_PK_XFLOATS : 0);
+}
 
 /* The fast kernel: STAGES ring slots, SB staging bytes per consumer warpgroup (0: every
  * tile stored from registers), CL CTAs per cluster. With CL == 2 the two CTAs of a
@@ -50,7 +56,7 @@ qg_hopper_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
     uint64_t *full, *empty;
     qg_sched s;
     if (!qg_pipe_init<STAGES, HA_BYTES, HB_BYTES, SB, HBM * CL, HBN, CL,
-                      2 * QG_SCALE_FLOATS + (PK > 0 ? QG_PK_XFLOATS : 0)>(smem_raw, p, sA, sB, sO, sS, full, empty, s))
+                      qg_fast_scale_floats(SC, PK)>(smem_raw, p, sA, sB, sO, sS, full, empty, s))
         return;
     const uint32_t rank = CL > 1 ? cluster_rank() : 0;
     const int t_first = blockIdx.x / CL, t_step = gridDim.x / CL;
