@@ -388,7 +388,10 @@ __device__ __forceinline__ void qg_epi_regs(const qg_problem &p, const qg_epi &e
  * between r_end and the output's last row. Thread lt == 0 of the warpgroup owns the bulk
  * group: it waits for the previous pass's reads before the staging area is rewritten, or
  * with PEND (a caller alternating between two staging areas, one pass each) for all but
- * the latest group's, the one that read the other area. */
+ * the latest group's, the one that read the other area. An empty K-grouped group (e.zero)
+ * ran no slice, so its accumulators are the zeros they started as and are stored as they
+ * are (a select per element there cost the kernels a 128-bit predicate mask rebuilt every
+ * tile). */
 template <int SC, int NJ, int SB, bool PEND = false>
 __device__ __forceinline__ void qg_epi_tma(const qg_problem &p, const qg_epi &e, float (&acc)[NJ * 4],
                                            const float *ss, const CUtensorMap *tmO, uint8_t *stage, int bar_id,
@@ -434,7 +437,7 @@ __device__ __forceinline__ void qg_epi_tma(const qg_problem &p, const qg_epi &e,
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int row = warp * 16 + lane / 4 + h * 8;
-                const float v0 = e.zero ? 0.f : acc[j * 4 + h * 2], v1 = e.zero ? 0.f : acc[j * 4 + h * 2 + 1];
+                const float v0 = acc[j * 4 + h * 2], v1 = acc[j * 4 + h * 2 + 1];
                 const uint32_t dst = stage_at + box * 8192 + row * 128 + ((((inb >> 4) ^ (row & 7)) << 4) | (inb & 15));
                 if (osz == 4) st_shared_v2f32(dst, v0, v1);
                 else st_shared_u32(dst, qg_bf16x2(v0, v1));
