@@ -230,16 +230,6 @@ __device__ __forceinline__ float2 ld_shared_v2f32(uint32_t at)
     return v;
 }
 
-/* v0 (low half) and v1 as bf16x2, round to nearest even, by the hardware conversion: the
- * bits of qgmm_f32_to_bf16 for every finite and infinite value, and for the NaN the
- * kernels' arithmetic produces (0x7FFFFFFF, the canonical NaN, gives 0x7FFF either way). */
-__device__ __forceinline__ uint32_t qg_bf16x2(float v0, float v1)
-{
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(v1), "f"(v0));
-    return r;
-}
-
 /* K-grouped: in one ring slot, zero what belongs to the neighbouring groups, so that only the
  * group's tokens [lo, hi) of the slice (bytes [lo_b, hi_b) of a K-major row) feed the wgmma.
  * AR rows of A at a_st and BR rows of B at b_st, one warpgroup (lt: its thread). MN-major: a

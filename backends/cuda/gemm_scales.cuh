@@ -58,6 +58,18 @@ __device__ __forceinline__ float qg_mx_scale(const qg_problem &p, const qg_sched
     return qgmm_e8m0_to_f32(__ldg(base + qg_mx_offset(p, s, which_b, g, i, kbl)));
 }
 
+/* v0 (low half) and v1 as bf16x2, round to nearest even, by the hardware conversion: the
+ * bits of qgmm_f32_to_bf16 for every finite and infinite value (checked over all 2^32
+ * inputs on the H100), and for the NaN the kernels' arithmetic produces (0x7FFFFFFF, the
+ * canonical NaN, gives 0x7FFF either way; a NaN with the sign bit set would give 0x7FFF
+ * here and 0xFFFF there). */
+__device__ __forceinline__ uint32_t qg_bf16x2(float v0, float v1)
+{
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(v1), "f"(v0));
+    return r;
+}
+
 /* Stores v0 (column c) and v1 (column c+1) of row r in group g, masked to the extents. */
 __device__ __forceinline__ void qg_store2(const qg_problem &p, int pair_ok, int g, int64_t r, int64_t c,
                                           float v0, float v1)
@@ -74,12 +86,12 @@ __device__ __forceinline__ void qg_store2(const qg_problem &p, int pair_ok, int 
         }
     } else {
         uint16_t *o = (uint16_t *)p.out + idx;
-        const uint16_t h0 = qgmm_f32_to_bf16(v0), h1 = qgmm_f32_to_bf16(v1);
+        const uint32_t h = qg_bf16x2(v0, v1);
         if (pair_ok && has1) {
-            *(uint32_t *)o = (uint32_t)h0 | ((uint32_t)h1 << 16);
+            *(uint32_t *)o = h;
         } else {
-            o[0] = h0;
-            if (has1) o[p.so_c] = h1;
+            o[0] = (uint16_t)(h & 0xFFFFu);
+            if (has1) o[p.so_c] = (uint16_t)(h >> 16);
         }
     }
 }
