@@ -446,26 +446,30 @@ static int qg_mx_via_bf16(const qg_problem *p, cudaStream_t stream, int sms, con
     return qgmm_cuda_gemm_hopper(&q, stream, why);
 }
 
+/* Whether the current device (its ordinal in *dev) is an sm_90 GPU, the Hopper kernels'. */
+static bool qg_current_is_sm90(int *dev)
+{
+    int maj = 0, min = 0;
+    cudaGetDevice(dev);
+    cudaDeviceGetAttribute(&maj, cudaDevAttrComputeCapabilityMajor, *dev);
+    cudaDeviceGetAttribute(&min, cudaDevAttrComputeCapabilityMinor, *dev);
+    return maj == 9 && min == 0;
+}
+
 size_t qgmm_cuda_gemm_ws_bytes(const qg_problem *p)
 {
     if (p->scale_mode != QG_SC_MX32 || p->elem == QG_ELEM_BF16) return 0;
-    int dev = 0, maj = 0, min = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&maj, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&min, cudaDevAttrComputeCapabilityMinor, dev);
+    int dev = 0;
     const int mn = qg_mx_mn(p);
-    if (maj != 9 || min != 0 || mn < 0) return 0;
+    if (mn < 0 || !qg_current_is_sm90(&dev)) return 0;
     return qg_mx_ws_of(*p, mn).bytes;
 }
 
 /* The one place that decides whether and how the Hopper kernels take a problem. */
 int qgmm_cuda_gemm_hopper(const qg_problem *p, cudaStream_t stream, const char **why)
 {
-    int dev = 0, maj = 0, min = 0, sms = 0, maxsm = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&maj, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&min, cudaDevAttrComputeCapabilityMinor, dev);
-    if (maj != 9 || min != 0) { *why = "Hopper grouped GEMM: needs an sm_90 GPU"; return 1; }
+    int dev = 0, sms = 0, maxsm = 0;
+    if (!qg_current_is_sm90(&dev)) { *why = "Hopper grouped GEMM: needs an sm_90 GPU"; return 1; }
     if (p->scale_mode == QG_SC_MX32) {
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
         return qg_mx_via_bf16(p, stream, sms, why);
