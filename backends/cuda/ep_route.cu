@@ -430,13 +430,10 @@ __device__ void blocked_starts(const unpack_k &k, int64_t *mx_start)
     __syncthreads();
 }
 
-/* One warp: a row's payload (at `from`) to out's row `to`, its scales (at `sc`) beside it,
- * plain or at their M-groups blocked place. */
-__device__ void put_out_row(const unpack_k &k, const int64_t *mx_start, int64_t to, const uint8_t *from,
-                            const uint8_t *sc)
+/* One warp: a row's scales (at `sc`) to the scales of out's row `to`, plain or at their
+ * M-groups blocked place. */
+__device__ void put_out_scales(const unpack_k &k, const int64_t *mx_start, int64_t to, const uint8_t *sc)
 {
-    warp_copy(k.out + to * k.out_rs, from, k.payload);
-    if (!k.os) return;
     if (!k.blocked) {
         warp_copy(k.os + to * k.os_rs, sc, k.srow);
         return;
@@ -449,6 +446,14 @@ __device__ void put_out_row(const unpack_k &k, const int64_t *mx_start, int64_t 
         const int64_t at = mx_start[grp] * cols_pad + qgmm_blocked_offset(to - r0, c, cols_pad);
         if (at < k.os_bytes) k.os[at] = sc[c];
     }
+}
+
+/* One warp: a row's payload (at `from`) to out's row `to`, its scales (at `sc`) beside it. */
+__device__ void put_out_row(const unpack_k &k, const int64_t *mx_start, int64_t to, const uint8_t *from,
+                            const uint8_t *sc)
+{
+    warp_copy(k.out + to * k.out_rs, from, k.payload);
+    if (k.os) put_out_scales(k, mx_start, to, sc);
 }
 
 /* One warp per received wire row of the window (the walked slots): the payload to its row,
@@ -489,19 +494,7 @@ __global__ void own_dispatch(pack_k a, unpack_k k)
         const int64_t t = s / e.top_k;
         uint8_t *orow = k.out + to * k.out_rs;
         put_payload(a, orow, s, t);
-        if (!k.os) continue;
-        const uint8_t *sc = a.xs + t * a.xs_rs;
-        if (!k.blocked) {
-            warp_copy(k.os + to * k.os_rs, sc, k.srow);
-            continue;
-        }
-        const int64_t grp = qgmm_group_of(e.offs, e.L, to);
-        if (grp < 0) continue; /* unreachable: rows below offs[L-1] */
-        const int64_t r0 = grp ? e.offs[grp - 1] : 0, cols_pad = qgmm_blocked_cols(k.scols);
-        for (int64_t c = lane_id(); c < k.scols; c += 32) {
-            const int64_t at = mx_start[grp] * cols_pad + qgmm_blocked_offset(to - r0, c, cols_pad);
-            if (at < k.os_bytes) k.os[at] = sc[c];
-        }
+        if (k.os) put_out_scales(k, mx_start, to, a.xs + t * a.xs_rs);
     }
 }
 
