@@ -272,12 +272,12 @@ constexpr int64_t QG_DEEP_MIN_GROUP_TOKENS = 1024;
  * is up to six TMA boxes instead of two, and four slices in flight measured 1.04-1.23x
  * the speed of three on 9 of the 12 such issue-20 problems, 0.97-0.99x on two and 0.92x on
  * K-grouped 64 groups of 512 tokens (hence QG_DEEP_MIN_GROUP_TOKENS); K-major BF16 measured
- * slower with it on 4 of 6 M-grouped shapes (docs/backends-cuda-gemm.md). M-grouped FP8 rowwise takes the ping-pong kernel,
- * which measured faster than the cooperative kernel on every issue-20 shape. K-grouped FP8
- * rowwise (wgrad) takes the 2-CTA cluster, with the coarse promotion past
- * QG_ROW_PROMO_TOKENS: its tiles are short (a group's tokens deep) and both CTAs of a pair
- * share every B slice, so the multicast halves that operand's L2 reads. Everything else stays on the cooperative
- * kernel on one CTA: M-grouped pairs of 128-row tiles waste more rows at group ends and
+ * slower with it on 4 of 6 M-grouped shapes (docs/backends-cuda-gemm.md). M-grouped FP8
+ * rowwise takes the ping-pong kernel, which measured faster than the cooperative kernel on
+ * every issue-20 shape. K-grouped FP8 rowwise (wgrad) takes the 2-CTA cluster, with the
+ * coarse promotion past QG_ROW_PROMO_TOKENS: its tiles are short (a group's tokens deep) and
+ * both CTAs of a pair share every B slice, so the multicast halves that operand's L2 reads.
+ * Everything else stays on the cooperative kernel on one CTA: M-grouped pairs of 128-row tiles waste more rows at group ends and
  * leave half as many scheduling units, and the cluster measured slower there and no faster
  * for K-grouped BF16 or FP8 blockwise; the ping-pong kernel was slower K-grouped
  * (both recipes, every shape) and within noise or slower for BF16 M-grouped. The promoted
