@@ -204,13 +204,12 @@ int qg_launch_tma_kernel(K kern, const qg_problem *p, cudaStream_t stream, int b
 }
 
 /* One Hopper kernel configuration: which kernel, ring depth, staging bytes per consumer,
- * CTAs per cluster, promoted tile width, ping-pong. */
+ * CTAs per cluster, ping-pong, coarse promotion. */
 struct qg_hconf {
-    bool promo;  /* the 128 x bn promoted kernel (FP8 blockwise), else the 128x256 fast one */
+    bool promo;  /* the 128x128 promoted kernel (FP8 blockwise), else the 128x256 fast one */
     int stages;
     int sb;      /* 0: epilogue from registers */
     int cl;      /* 2: B tiles multicast to a pair of CTAs */
-    int bn;      /* promoted kernel: 128, or 192 (FP8 blockwise only) */
     bool pp;     /* fast kernel: ping-pong consumers, a 128x128 tile each (one CTA) */
     int pk;      /* fast kernel, FP8 rowwise: promotion into f32 every pk slices (0: none) */
 };
@@ -223,8 +222,6 @@ enum { QG_CONF_STAGED = 0, /* TMA-store epilogue, one CTA */
        QG_CONF_CLUSTER = 2, /* TMA-store epilogue, B tiles multicast to a pair of CTAs */
        QG_CONF_PINGPONG = 3, /* fast kernel: ping-pong consumers, 4 stages x 32 KiB + 2 x 32 KiB
                               * staging */
-       QG_CONF_WIDE = 3,    /* promoted kernel, FP8 blockwise: 128x192 tiles, TMA-store epilogue */
-       QG_CONF_WIDE_CLUSTER = 4, /* the same on a pair of CTAs */
        QG_CONF_PK_STAGED = 4, /* fast kernel, FP8 rowwise, coarse promotion (every QG_PK slices):
                                * one CTA */
        QG_CONF_PK_CLUSTER = 5, /* the same on a pair of CTAs */
@@ -240,12 +237,11 @@ enum { QG_CONF_STAGED = 0, /* TMA-store epilogue, one CTA */
  * (docs/backends-cuda-gemm.md, "FP8 precision on Hopper"). */
 constexpr int QG_PK = 64;
 constexpr qg_hconf QG_FAST_CONFS[] = {{false, 3, 32768, 1}, {false, 4, 0, 1}, {false, 3, 32768, 2},
-                                      {false, 4, 32768, 1, 0, true}, {false, 3, 32768, 1, 0, false, QG_PK},
-                                      {false, 3, 32768, 2, 0, false, QG_PK}, {false, 2, 32768, 1, 0, false, QG_PK},
+                                      {false, 4, 32768, 1, true}, {false, 3, 32768, 1, false, QG_PK},
+                                      {false, 3, 32768, 2, false, QG_PK}, {false, 2, 32768, 1, false, QG_PK},
                                       {false, 4, 16384, 1}};
-constexpr qg_hconf QG_PROMO_CONFS[] = {{true, 5, 16384, 1, 128}, {true, 6, 0, 1, 128}, {true, 5, 16384, 2, 128},
-                                       {true, 4, 24576, 1, 192}, {true, 4, 24576, 2, 192}};
-constexpr int QG_NFAST = 8, QG_NPROMO = 5;
+constexpr qg_hconf QG_PROMO_CONFS[] = {{true, 5, 16384, 1}, {true, 6, 0, 1}, {true, 5, 16384, 2}};
+constexpr int QG_NFAST = 8, QG_NPROMO = 3;
 /* K-grouped FP8 rowwise whose contraction (the problem's M tokens, of which any one group
  * may hold all: the group sizes are on the device) is longer than this takes the coarse
  * promotion: the fast kernel's tensor-core accumulation over a whole group loses precision
@@ -255,7 +251,7 @@ constexpr int64_t QG_ROW_PROMO_TOKENS = 32768;
 
 size_t qg_conf_smem(const qg_hconf &c, int groups, int scale_mode)
 {
-    const size_t fixed = c.promo ? qg_smem_fixed(c.stages, PA_BYTES, c.bn * HBKB, c.sb, qg_promo_sf(c.stages, c.bn))
+    const size_t fixed = c.promo ? qg_smem_fixed(c.stages, PA_BYTES, PB_BYTES, c.sb, qg_promo_sf(c.stages))
                          : c.pp  ? qg_smem_fixed(c.stages, PP_A_BYTES, PP_B_BYTES, c.sb, 2 * PP_SCALE_FLOATS)
                                  : qg_smem_fixed(c.stages, HA_BYTES, HB_BYTES, c.sb,
                                                  qg_fast_scale_floats(scale_mode, c.pk));
@@ -308,30 +304,27 @@ int qg_launch_conf(const qg_hconf &c, const qg_problem *p, cudaStream_t stream, 
         *why = "Hopper grouped GEMM: configuration not built";
         return 1;
     }
-#define QG_LC(PROMO, ST, SB, CL, BN, PK)                                                              \
-    if (c.promo == PROMO && c.stages == ST && c.sb == SB && c.cl == CL && (!PROMO || c.bn == BN) &&  \
-        c.pk == PK) {                                                                                \
+#define QG_LC(PROMO, ST, SB, CL, PK)                                                                  \
+    if (c.promo == PROMO && c.stages == ST && c.sb == SB && c.cl == CL && c.pk == PK) {              \
         if constexpr (PROMO) {                                                                       \
             if constexpr (SC == QG_SC_BLOCK128)                                                      \
-                return qg_launch_tma_kernel(qg_hopper_promo_kernel<E, SC, ST, SB, CL, BN>, p, stream, PBM, BN, CL, \
+                return qg_launch_tma_kernel(qg_hopper_promo_kernel<E, SC, ST, SB, CL>, p, stream, PBM, PBN, CL, \
                                             smem, sms, why);                                         \
         } else if constexpr ((SC == QG_SC_NONE && PK == 0) || SC == QG_SC_ROW) {                     \
             return qg_launch_tma_kernel(qg_hopper_kernel<E, SC, ST, SB, CL, MN, PK>, p, stream, HBM, HBN, CL,  \
                                         smem, sms, why);                                             \
         }                                                                                            \
     }
-    QG_LC(false, 3, 32768, 1, 0, 0)
-    QG_LC(false, 4, 0, 1, 0, 0)
-    QG_LC(false, 3, 32768, 2, 0, 0)
-    QG_LC(false, 3, 32768, 1, 0, QG_PK)
-    QG_LC(false, 3, 32768, 2, 0, QG_PK)
-    QG_LC(false, 2, 32768, 1, 0, QG_PK)
-    if constexpr (SC == QG_SC_NONE) QG_LC(false, 4, 16384, 1, 0, 0)
-    QG_LC(true, 5, 16384, 1, 128, 0)
-    QG_LC(true, 6, 0, 1, 128, 0)
-    QG_LC(true, 5, 16384, 2, 128, 0)
-    QG_LC(true, 4, 24576, 1, 192, 0)
-    QG_LC(true, 4, 24576, 2, 192, 0)
+    QG_LC(false, 3, 32768, 1, 0)
+    QG_LC(false, 4, 0, 1, 0)
+    QG_LC(false, 3, 32768, 2, 0)
+    QG_LC(false, 3, 32768, 1, QG_PK)
+    QG_LC(false, 3, 32768, 2, QG_PK)
+    QG_LC(false, 2, 32768, 1, QG_PK)
+    if constexpr (SC == QG_SC_NONE) QG_LC(false, 4, 16384, 1, 0)
+    QG_LC(true, 5, 16384, 1, 0)
+    QG_LC(true, 6, 0, 1, 0)
+    QG_LC(true, 5, 16384, 2, 0)
 #undef QG_LC
     *why = "Hopper grouped GEMM: configuration not built";
     return 1;
