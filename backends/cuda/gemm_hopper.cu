@@ -276,8 +276,7 @@ constexpr int64_t QG_DEEP_MIN_GROUP_TOKENS = 1024;
  * Everything else stays on the cooperative kernel on one CTA: M-grouped pairs of 128-row tiles waste more rows at group ends and
  * leave half as many scheduling units, and the cluster measured slower there and no faster
  * for K-grouped BF16 or FP8 blockwise; the ping-pong kernel was slower K-grouped
- * (both recipes, every shape) and within noise or slower for BF16 M-grouped. The promoted
- * kernel keeps 128x128 tiles: its 128x192 ones measured slower (figures:
+ * (both recipes, every shape) and within noise or slower for BF16 M-grouped (figures:
  * docs/backends-cuda-gemm.md). */
 int qg_default_conf(const qg_problem *p, bool promo, bool long_row)
 {
