@@ -212,7 +212,9 @@ __device__ __forceinline__ void qg_promo_consume(const qg_problem &p, const qg_s
         for (int i = 0; i < PNA; ++i) acc[i] = 0.f;
         if (nkt > 0) {
             issue(pA, scA);
-            for (int kt = 0;; kt += 2) {
+            /* the two halves stay written out: the same step as one lambda taking the
+             * partials by reference made ptxas serialise every wgmma (C7518) */
+            for (int kt = 0;; kt += 2) { /* slice kt in pA, kt + 1 in pB */
                 if (kt + 1 < nkt) {
                     issue(pB, scB);
                     qg_wgmma_wait<1>();
