@@ -30,8 +30,9 @@ constexpr int PBM = 128, PBN = 128;
 constexpr int PA_BYTES = PBM * HBKB, PB_BYTES = PBN * HBKB;
 constexpr int PNA = PBN / 2; /* accumulator floats per thread of a 64 x 128 half */
 constexpr int QG_SCALE_LOADERS = 96; /* threads 32..127 */
+constexpr int PSS = PBM + PBN; /* floats of one slot's staged scales (K-grouped): rows, then columns */
 /* Floats of the scale ring of a promoted kernel with `stages` slots. */
-__host__ __device__ constexpr int qg_promo_sf(int stages) { return stages * (PBM + PBN); }
+__host__ __device__ constexpr int qg_promo_sf(int stages) { return stages * PSS; }
 
 #ifdef QG_HAS_WGMMA
 /* Token range of tile t's group along the contraction: slices start at kbase, nkt of them,
@@ -69,7 +70,7 @@ struct qg_block_loader {
             const bool col = x >= PBM;
             const qg_scales &sc = col ? p.sb : p.sa;
             const int64_t i = col ? c0 + (x - PBM) : r0 + x;
-            const bool in = x < PBM + PBN && i < (col ? p.cols : p.rows);
+            const bool in = x < PSS && i < (col ? p.cols : p.rows);
             src[q] = (const float *)sc.ptr + (in ? (i / sc.i_div) * sc.s_row + kb * sc.s_k : 0);
             ok |= (unsigned)in << q;
         }
@@ -81,7 +82,7 @@ struct qg_block_loader {
 #pragma unroll
         for (int q = 0; q < PER; ++q) {
             const int x = lt + q * QG_SCALE_LOADERS;
-            if (x >= PBM + PBN) continue;
+            if (x >= PSS) continue;
             const bool in = (ok >> q) & 1;
             asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(h_smem(ss + x)), "l"(src[q]),
                          "r"(in ? 4 : 0)
@@ -138,7 +139,7 @@ __device__ __forceinline__ void qg_promo_consume(const qg_problem &p, const qg_s
                                                  const CUtensorMap *tmO, int pair_ok, int tma_out, uint32_t rank,
                                                  int t_first, int t_step, int cw)
 {
-    constexpr int NJ = PBN / 8, SSTAGE = PBM + PBN;
+    constexpr int NJ = PBN / 8;
     const int lt = threadIdx.x % 128, warp = lt / 32, lane = lt % 32;
     const int row0 = cw * 64 + warp * 16 + lane / 4; /* this thread's rows: row0, row0 + 8 */
     /* stage st's descriptors: stage 0's plus st slots (the address field counts 16 bytes) */
@@ -192,7 +193,7 @@ __device__ __forceinline__ void qg_promo_consume(const qg_problem &p, const qg_s
                 acc[j * 4 + 3] += m1 * part[j * 4 + 3];
             }
         } else {
-            const uint32_t ss = ss0 + 4u * (uint32_t)(rout.st * SSTAGE);
+            const uint32_t ss = ss0 + 4u * (uint32_t)(rout.st * PSS);
             const float sa0 = ld_shared_f32(ss + 4u * row0), sa1 = ld_shared_f32(ss + 4u * (row0 + 8));
 #pragma unroll
             for (int j = 0; j < NJ; ++j) {
@@ -256,7 +257,6 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
     static_assert(SC == QG_SC_BLOCK128, "the promoted kernel serves FP8 blockwise");
     static_assert(SB == 0 || PBN % (SB > 0 ? SB / 128 : 1) == 0, "an epilogue pass must not reach past the tile");
 #ifdef QG_HAS_WGMMA
-    constexpr int SSTAGE = PBM + PBN;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *sA, *sB, *sO;
     float *sS;
@@ -307,7 +307,7 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
             }
         } else if (loaders && threadIdx.x >= 32) { /* the scale loaders */
             const int lt = (int)threadIdx.x - 32;
-            qg_block_loader<(SSTAGE + QG_SCALE_LOADERS - 1) / QG_SCALE_LOADERS> bl;
+            qg_block_loader<(PSS + QG_SCALE_LOADERS - 1) / QG_SCALE_LOADERS> bl;
             qg_ring<STAGES> r;
             for (int t = t_first; t < s.total; t += t_step) {
                 int g; int64_t r0, c0;
@@ -320,7 +320,7 @@ qg_hopper_promo_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_con
                     const int st = r.st;
                     mbar_wait(&empty[st], r.ph ^ 1);
                     /* the arrival comes when this thread's copies have landed */
-                    bl.slot(p, sS + st * SSTAGE, lt);
+                    bl.slot(p, sS + st * PSS, lt);
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(h_smem(&full[st]))
                                  : "memory");
                 }
