@@ -112,26 +112,8 @@ static qgmm_status step_done(arena *a, const char *name, qgmm_status st)
               (a)->mode == ARENA_CHECK ? step_checked((a), #op, qgmm_validate_##op((a)->ctx, __VA_ARGS__)) \
                                        : qgmm_##op((a)->ctx, __VA_ARGS__))
 
-static qgmm_tensor transposed_2d(const qgmm_tensor *t)
-{
-    qgmm_tensor r = *t;
-    r.shape[0] = t->shape[1];
-    r.shape[1] = t->shape[0];
-    r.strides[0] = t->strides[1];
-    r.strides[1] = t->strides[0];
-    return r;
-}
-
 /* (E, N, K) viewed as (E, K, N): no copy. */
-static qgmm_tensor transposed_3d(const qgmm_tensor *t)
-{
-    qgmm_tensor r = *t;
-    r.shape[1] = t->shape[2];
-    r.shape[2] = t->shape[1];
-    r.strides[1] = t->strides[2];
-    r.strides[2] = t->strides[1];
-    return r;
-}
+static qgmm_tensor transposed_3d(const qgmm_tensor *t) { return qgmm_tensor_swap_dims(t, 1, 2); }
 
 static qgmm_dtype fp8_of(const qgmm_moe_params *p)
 {
@@ -313,14 +295,10 @@ static qgmm_status wgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
         qgmm_tensor dys = arena_tensor(a, QGMM_F32, 2, N, P / 128, 0), xs = arena_tensor(a, QGMM_F32, 2, K, P / 128, 0);
         if (size_only) return QGMM_OK;
         QGMM_TRY(preset_padded_offsets(a, &poffs));
-        QGMM_TRY(STEP(a, "dy", pad_token_groups, A, dy, offs, &dyp, NULL, &poffs));
-        QGMM_TRY(STEP(a, "x", pad_token_groups, A, x, offs, &xp, NULL, NULL));
-        /* 1x128 blocks along the tokens: quantize the (N, P) / (K, P) transposed views */
-        const qgmm_fp8_blockwise_params blk = {QGMM_BLOCK_1X128};
-        const qgmm_tensor dypt = transposed_2d(&dyp), xpt = transposed_2d(&xp);
-        const qgmm_tensor dyqt = transposed_2d(&dyq), xqt = transposed_2d(&xq);
-        QGMM_TRY(STEP(a, "dy", quantize_fp8_blockwise, &blk, &dypt, &dyqt, &dys));
-        QGMM_TRY(STEP(a, "x", quantize_fp8_blockwise, &blk, &xpt, &xqt, &xs));
+        /* 1x128 blocks along the tokens (of the (N, P) / (K, P) transposed views) */
+        const qgmm_quant_format blk = QGMM_QUANT_FORMAT_FP8_BLOCKWISE_INIT(QGMM_BLOCK_1X128);
+        QGMM_TRY(STEP(a, "dy", quantize_tokens_padded, &blk, dy, offs, &dyp, &poffs, &dyq, &dys));
+        QGMM_TRY(STEP(a, "x", quantize_tokens_padded, &blk, x, offs, &xp, &poffs, &xq, &xs));
         return STEP(a, "dyq xq", grouped_gemm, &gp, &dyq, &xq, &dys, &xs, &poffs, dw);
     }
     /* MXFP8: 32x1 blocks along the tokens, scales written in the K-groups layout */
@@ -328,11 +306,11 @@ static qgmm_status wgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
     qgmm_tensor xsb = arena_blocked(a, QGMM_BLOCKED_K_GROUPS, E, K, P / 32);
     if (size_only) return QGMM_OK;
     QGMM_TRY(preset_padded_offsets(a, &poffs));
-    QGMM_TRY(STEP(a, "dy", pad_token_groups, A, dy, offs, &dyp, NULL, &poffs));
-    QGMM_TRY(STEP(a, "x", pad_token_groups, A, x, offs, &xp, NULL, NULL));
-    const qgmm_mxfp8_params along_tokens = {0, p->mx_mode, QGMM_SCALES_BLOCKED_K_GROUPS};
-    QGMM_TRY(STEP(a, "dy", quantize_mxfp8_grouped, &along_tokens, &dyp, &poffs, &dyq, &dysb));
-    QGMM_TRY(STEP(a, "x", quantize_mxfp8_grouped, &along_tokens, &xp, &poffs, &xq, &xsb));
+    qgmm_quant_format along_tokens = QGMM_QUANT_FORMAT_MXFP8_INIT(0);
+    along_tokens.mx.mode = p->mx_mode;
+    along_tokens.mx.scale_layout = QGMM_SCALES_BLOCKED_K_GROUPS;
+    QGMM_TRY(STEP(a, "dy", quantize_tokens_padded, &along_tokens, dy, offs, &dyp, &poffs, &dyq, &dysb));
+    QGMM_TRY(STEP(a, "x", quantize_tokens_padded, &along_tokens, x, offs, &xp, &poffs, &xq, &xsb));
     return STEP(a, "dyq xq", grouped_gemm, &gp, &dyq, &xq, &dysb, &xsb, &poffs, dw);
 }
 

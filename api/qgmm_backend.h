@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define QGMM_BACKEND_ABI_VERSION 5u
+#define QGMM_BACKEND_ABI_VERSION 6u
 #define QGMM_PLUGIN_ENTRY_SYMBOL "qgmm_plugin_entry"
 
 /* What context_create receives when the caller adopts the NULL stream (a valid
@@ -232,6 +232,15 @@ struct qgmm_backend_vtable {
                                              const qgmm_fp8_rowwise_params *p1,
                                              const qgmm_tensor *x1, const qgmm_tensor *q1,
                                              const qgmm_tensor *s1, const qgmm_tensor *offs);
+    /* Optional: pad x's token groups and quantize the padded rows along the tokens in one
+     * pass, without the padded tensor (api/ops_pad_cast.c, the composite's wgrad operands).
+     * p is the cast of the padded rows (MXFP8 K-groups, or FP8 blockwise 1x128 of the
+     * transposed view), except that p->x is the unpadded source: its r index is a token of
+     * x, and padded position j reads token src(j) of g->offs's groups (or zero), as
+     * qgmm_pad_token_groups would have placed it. Writes g->padded_offs first (the offsets
+     * p->offs refers to for MXFP8), then q and the scales; bad g->offs: raise, write
+     * nothing. QGMM_ERR_UNSUPPORTED before enqueuing anything: the API runs the two ops. */
+    qgmm_status (*pad_cast)(qgmm_context *ctx, const qgmm_cast_problem *p, const qgmm_pad_gather *g);
     qgmm_status (*scales_to_blocked)(qgmm_context *ctx, qgmm_blocked_variant v,
                                      const qgmm_tensor *in, const qgmm_tensor *offs,
                                      const qgmm_tensor *out, const qgmm_tensor *group_starts);

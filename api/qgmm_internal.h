@@ -9,6 +9,8 @@
 
 /* Where t's element 0 lives (buffer NULL when t is absent): the problems' qgmm_ref. */
 qgmm_ref qgmm_ref_of(const qgmm_tensor *t);
+/* tensor.c: the view of t with dims a and b exchanged (shape and strides; no copy). */
+qgmm_tensor qgmm_tensor_swap_dims(const qgmm_tensor *t, int a, int b);
 
 #define QGMM_ERROR_CAP 1024
 /* The largest extent of any tensor dimension the API accepts. */

@@ -117,6 +117,18 @@ typedef struct qgmm_cast_problem {
     int rceil;           /* MXFP8: QGMM_MX_RCEIL */
 } qgmm_cast_problem;
 
+/* The fused pad of a cast (the pad_cast slot): x's token groups padded to `alignment` as
+ * ops-spec §5 pads them. Padded position j of group g (padded_start_g <= j <
+ * padded_offs[g]) holds token offs[g-1] + j - padded_start_g while that is below offs[g];
+ * every other position (the groups' padding, the tail past padded_offs[G-1]) is zero. */
+typedef struct qgmm_pad_gather {
+    qgmm_ref offs;        /* i32 (G), contiguous: the tokens' group end offsets */
+    int64_t groups;       /* G */
+    int64_t tokens;       /* T, the rows of x (the extent offs is checked against) */
+    int alignment;        /* 32 (MXFP8) or 128 (FP8 blockwise) */
+    qgmm_ref padded_offs; /* i32 (G), contiguous, written: the padded group end offsets */
+} qgmm_pad_gather;
+
 #ifdef __cplusplus
 }
 #endif

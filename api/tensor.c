@@ -204,3 +204,13 @@ qgmm_status qgmm_blockwise_scales_view(qgmm_block_shape block, qgmm_blockwise_la
     if (bytes) *bytes = (size_t)total;
     return QGMM_OK;
 }
+
+qgmm_tensor qgmm_tensor_swap_dims(const qgmm_tensor *t, int a, int b)
+{
+    qgmm_tensor r = *t;
+    r.shape[a] = t->shape[b];
+    r.shape[b] = t->shape[a];
+    r.strides[a] = t->strides[b];
+    r.strides[b] = t->strides[a];
+    return r;
+}

@@ -83,6 +83,17 @@ qgmm_status qgmm_validate_pad_token_groups(qgmm_context *ctx, int alignment, con
                                            const qgmm_tensor *offs, const qgmm_tensor *out,
                                            const qgmm_tensor *padded_start,
                                            const qgmm_tensor *padded_offs);
+/* ops_pad_cast.c: the composite's wgrad operand of FP8 blockwise (f: 1x128) and MXFP8 (f:
+ * block_dim 0, K-groups blocked scales): qgmm_pad_token_groups(128 or 32, x, offs, xp, NULL,
+ * padded_offs) then the cast along the tokens of the padded rows into q (P, D) and scales
+ * (blockwise: of the transposed views). A backend with the pad_cast slot leaves xp alone. */
+qgmm_status qgmm_validate_quantize_tokens_padded(qgmm_context *ctx, const qgmm_quant_format *f, const qgmm_tensor *x,
+                                              const qgmm_tensor *offs, const qgmm_tensor *xp,
+                                              const qgmm_tensor *padded_offs, const qgmm_tensor *q,
+                                              const qgmm_tensor *scales);
+qgmm_status qgmm_quantize_tokens_padded(qgmm_context *ctx, const qgmm_quant_format *f, const qgmm_tensor *x,
+                                     const qgmm_tensor *offs, const qgmm_tensor *xp, const qgmm_tensor *padded_offs,
+                                     const qgmm_tensor *q, const qgmm_tensor *scales);
 qgmm_status qgmm_validate_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
                                        const qgmm_tensor *a, const qgmm_tensor *b,
                                        const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,

@@ -78,7 +78,28 @@ typedef struct qgmm_kquant {
     uint32_t *status;
     float *table;            /* colscale -> transpose: multipliers (E or G) x C */
     uint32_t *amax_bits;     /* colamax -> colscale: (E or G) x C */
+    /* The fused pad (qgmm_kq_transpose only; qgmm_problem.h, qgmm_pad_gather): x holds the
+     * tokens unpadded, R counts padded positions, and padded row r reads x's row src(r)
+     * (qgmm_kq_gather_block). gsrc: the tokens' group ends (NULL: no gather); gpad: the
+     * padded ends, written by an earlier launch; gG groups over gT tokens. */
+    const int32_t *gsrc, *gpad;
+    int64_t gG_src, gT;
 } qgmm_kquant;
+
+/* The fused pad: padded rows [p0, p0 + 32) lie in one padded group (the token block is 32
+ * or 128). They read x's rows base + i for i < valid; the others are zero. */
+QGMM_DEV void qgmm_kq_gather_block(const qgmm_kquant &a, int64_t p0, int64_t &base, int &valid)
+{
+    base = 0;
+    valid = 0;
+    const int64_t g = qgmm_k_group_of(a.gpad, 1, a.gG_src, p0);
+    if (g < 0) return;
+    const int64_t pstart = g == 0 ? 0 : a.gpad[g - 1], s0 = g == 0 ? 0 : a.gsrc[g - 1];
+    const int64_t i = p0 - pstart, left = a.gsrc[g] - s0 - i;
+    if (left <= 0) return;
+    base = s0 + i;
+    valid = left < 32 ? (int)left : 32;
+}
 
 /* Scale index conventions (host fills s accordingly):
  *   ROWWISE:   outer * s.s0 + inner * s.s1 (outer = g if jagged else e; inner = other idx)
@@ -1432,23 +1453,39 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int
     QGMM_SHARED float qamax[4][QGMM_KQ_TC];
     if (qgmm_kq_groups_bad(a)) return;
     if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.R, 1, a.status, 0)) return;
+    if (a.gsrc && !qgmm_block_offsets_ok(a.gsrc, 1, a.gG_src, a.gT, 1, a.status, 0)) return;
     const int64_t c0 = QGMM_BID_X * QGMM_KQ_TC, r0 = QGMM_BID_Y * QGMM_KQ_TR, e = QGMM_BID_Z;
     const int tid = QGMM_TID;
-    /* load: 1024 chunks of 8 columns, four per thread, all four loads issued first */
+    /* load: 1024 chunks of 8 columns, four per thread, all four loads issued first; chunk u
+     * of a thread lies in tile row tid / 8 + 32 u, so in the tile's u-th 32-row block. xr[u]:
+     * the x row it reads, -1 for zeros (past R, or padding of the fused pad) */
+    int64_t xr[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+        const int64_t r = r0 + tid / (QGMM_KQ_TC / 8) + 32 * u;
+        xr[u] = r < a.R ? r : -1;
+        if (a.gsrc) {
+            int64_t base;
+            int valid;
+            qgmm_kq_gather_block(a, r0 + 32 * u, base, valid);
+            const int i = tid / (QGMM_KQ_TC / 8);
+            xr[u] = i < valid ? base + i : -1;
+        }
+    }
     if (sizeof(TT) == 2) {
         uint4 w[4];
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
             const int ch = tid + u * QGMM_NTHREADS;
-            const int rr = ch / (QGMM_KQ_TC / 8), cc = (ch % (QGMM_KQ_TC / 8)) * 8;
-            const int64_t r = r0 + rr, c = c0 + cc;
+            const int cc = (ch % (QGMM_KQ_TC / 8)) * 8;
+            const int64_t r = xr[u], c = c0 + cc;
             const uint16_t *xs = (const uint16_t *)a.x.ptr;
-            if (r < a.R && vec_in && c + 8 <= a.C) {
+            if (r >= 0 && vec_in && c + 8 <= a.C) {
                 w[u] = QGMM_LDG((const uint4 *)(xs + qgmm_kidx(a.x, e, r, c)));
             } else {
                 uint16_t h[8];
 #pragma unroll
-                for (int k = 0; k < 8; ++k) h[k] = (r < a.R && c + k < a.C) ? xs[qgmm_kidx(a.x, e, r, c + k)] : 0;
+                for (int k = 0; k < 8; ++k) h[k] = (r >= 0 && c + k < a.C) ? xs[qgmm_kidx(a.x, e, r, c + k)] : 0;
                 w[u] = make_uint4(h[0] | ((uint32_t)h[1] << 16), h[2] | ((uint32_t)h[3] << 16),
                                   h[4] | ((uint32_t)h[5] << 16), h[6] | ((uint32_t)h[7] << 16));
             }
@@ -1464,14 +1501,14 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
             const int ch = tid + u * QGMM_NTHREADS;
-            const int rr = ch / (QGMM_KQ_TC / 8), cc = (ch % (QGMM_KQ_TC / 8)) * 8;
-            const int64_t r = r0 + rr, c = c0 + cc;
-            if (r < a.R && vec_in && c + 8 <= a.C) {
+            const int cc = (ch % (QGMM_KQ_TC / 8)) * 8;
+            const int64_t r = xr[u], c = c0 + cc;
+            if (r >= 0 && vec_in && c + 8 <= a.C) {
                 qgmm_kload8(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, c), v[u]);
             } else {
 #pragma unroll
                 for (int k = 0; k < 8; ++k)
-                    v[u][k] = (r < a.R && c + k < a.C) ? qgmm_kload(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, c + k)) : 0.0f;
+                    v[u][k] = (r >= 0 && c + k < a.C) ? qgmm_kload(a.x.ptr, a.x_dtype, qgmm_kidx(a.x, e, r, c + k)) : 0.0f;
             }
         }
 #pragma unroll
