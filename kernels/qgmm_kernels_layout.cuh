@@ -303,6 +303,38 @@ QGMM_KERNEL void qgmm_kp_pad(qgmm_kpad p)
     }
 }
 
+/* The fused pad's plan (backends/cuda_hip/cast_pad.cu), one block: the offsets checked
+ * (bad: raise, map[0] = 0, nothing else written), the padded ends written to padded_offs,
+ * and for each 32-row block j < nblk of the padded rows (the token block is 32 or 128, so
+ * a block lies in one padded group) map[2 + 2j] = the x row of its first row and
+ * map[3 + 2j] = how many of its rows hold tokens; map[0] = 1. */
+QGMM_KERNEL void qgmm_kp_gather_plan(qgmm_kpad p, int32_t *map, int64_t nblk)
+{
+    QGMM_SHARED int32_t start[QGMM_KL_MAX_GROUPS + 1];
+    QGMM_SHARED int64_t tmp[QGMM_MAX_THREADS];
+    if (!qgmm_block_offsets_ok(p.offs, p.offs_stride, p.G, p.src_rows, 1, p.status, 1)) {
+        if (QGMM_TID == 0) map[0] = 0;
+        return;
+    }
+    qgmm_kl_padded_starts(p.offs, p.offs_stride, p.G, 1, p.align, start, tmp);
+    for (int64_t g = QGMM_TID; g < p.G; g += QGMM_NTHREADS) p.padded_offs[g * p.po_stride] = start[g + 1];
+    for (int64_t j = QGMM_TID; j < nblk; j += QGMM_NTHREADS) {
+        const int64_t pr = 32 * j, g = qgmm_kl_owner(start, p.G, pr);
+        int64_t base = 0, valid = 0;
+        if (g >= 0) {
+            const int64_t b0 = g == 0 ? 0 : p.offs[(g - 1) * p.offs_stride];
+            const int64_t left = p.offs[g * p.offs_stride] - b0 - (pr - start[g]);
+            if (left > 0) {
+                base = b0 + pr - start[g];
+                valid = left < 32 ? left : 32;
+            }
+        }
+        map[2 + 2 * j] = (int32_t)base;
+        map[3 + 2 * j] = (int32_t)valid;
+    }
+    if (QGMM_TID == 0) map[0] = 1;
+}
+
 /* unpad: out row t (of dst_rows = T) from padded row start_g + t - begin_g; rows past
  * offs[G-1] are zero. Bad when the padded groups do not fit in src_rows. */
 QGMM_KERNEL void qgmm_kp_unpad(qgmm_kpad p)

@@ -79,33 +79,13 @@ typedef struct qgmm_kquant {
     float *table;            /* colscale -> transpose: multipliers (E or G) x C */
     uint32_t *amax_bits;     /* colamax -> colscale: (E or G) x C */
     /* The fused pad (qgmm_kq_transpose only; qgmm_problem.h, qgmm_pad_gather): x holds the
-     * tokens unpadded, R counts padded positions, and padded row r reads x's row src(r)
-     * (qgmm_kq_gather_block). gsrc: the tokens' group ends (NULL: no gather); gpad: the
-     * padded ends, written by an earlier launch; gG groups over gT tokens. */
-    const int32_t *gsrc, *gpad;
-    int64_t gG_src, gT;
+     * tokens unpadded and R counts padded rows. gmap (NULL: no gather), written by an
+     * earlier launch (qgmm_kp_gather_plan): word 0 is 1 when the token offsets were good
+     * (else nothing may be written); words 2 + 2j and 3 + 2j: for 32-row block j of the
+     * padded rows, the x row of its first row and how many of its rows hold tokens (the
+     * others are zero). */
+    const int32_t *gmap;
 } qgmm_kquant;
-
-/* The fused pad: padded rows [p0, p0 + 32) lie in one padded group (the token block is 32
- * or 128). They read x's rows base + i for i < valid; the others are zero. */
-QGMM_DEV void qgmm_kq_gather_block(const qgmm_kquant &a, int64_t p0, int64_t &base, int &valid)
-{
-    base = 0;
-    valid = 0;
-    const int64_t g = qgmm_k_group_of(a.gpad, 1, a.gG_src, p0);
-    if (g < 0) return;
-    const int64_t pstart = g == 0 ? 0 : a.gpad[g - 1], s0 = g == 0 ? 0 : a.gsrc[g - 1];
-    const int64_t i = p0 - pstart, left = a.gsrc[g] - s0 - i;
-    if (left <= 0) return;
-    base = s0 + i;
-    valid = left < 32 ? (int)left : 32;
-}
-
-/* Scale index conventions (host fills s accordingly):
- *   ROWWISE:   outer * s.s0 + inner * s.s1 (outer = g if jagged else e; inner = other idx)
- *   MX plain:  e * s.s0 + o * s.s1 + b * s.s2;   MX blocked: (e*per_expert + off) * s.s0
- *   BLOCKWISE: e * s.s0 + rt * s.s1 + ct * s.s2; along R (128x1 blocks, qgmm_kq_transpose):
- *              e * s.s0 + c * s.s1 + (r / 128) * s.s2 */
 
 QGMM_DEV void qgmm_kq_store_scale_f32(const qgmm_kquant &a, int64_t idx, float v)
 {
@@ -1453,7 +1433,7 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int
     QGMM_SHARED float qamax[4][QGMM_KQ_TC];
     if (qgmm_kq_groups_bad(a)) return;
     if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.R, 1, a.status, 0)) return;
-    if (a.gsrc && !qgmm_block_offsets_ok(a.gsrc, 1, a.gG_src, a.gT, 1, a.status, 0)) return;
+    if (a.gmap && a.gmap[0] == 0) return; /* the fused pad's offsets were bad */
     const int64_t c0 = QGMM_BID_X * QGMM_KQ_TC, r0 = QGMM_BID_Y * QGMM_KQ_TR, e = QGMM_BID_Z;
     const int tid = QGMM_TID;
     /* load: 1024 chunks of 8 columns, four per thread, all four loads issued first; chunk u
@@ -1464,12 +1444,10 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int
     for (int u = 0; u < 4; ++u) {
         const int64_t r = r0 + tid / (QGMM_KQ_TC / 8) + 32 * u;
         xr[u] = r < a.R ? r : -1;
-        if (a.gsrc) {
-            int64_t base;
-            int valid;
-            qgmm_kq_gather_block(a, r0 + 32 * u, base, valid);
+        if (a.gmap && r < a.R) {
+            const int2 m = *(const int2 *)(a.gmap + 2 + 2 * ((r0 >> 5) + u)); /* 8-byte aligned pairs */
             const int i = tid / (QGMM_KQ_TC / 8);
-            xr[u] = i < valid ? base + i : -1;
+            xr[u] = i < m.y ? (int64_t)m.x + i : -1;
         }
     }
     if (sizeof(TT) == 2) {

@@ -43,7 +43,9 @@ static qgmm_status mx_grouped(qgmm_context *ctx, const qgmm_cast_problem *p, qgm
     qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
     qgmm_status st;
     const int64_t T = a.R, other = p->o, blocks = p->nseg;
-    int32_t *plan = (int32_t *)qgmm_cuda_scratch(ctx, (size_t)(a.gG + 2) * sizeof(int32_t));
+    /* the plan's words: given (the fused pad keeps its map after them in the one scratch
+     * area), or the scratch area */
+    int32_t *plan = a.gplan ? (int32_t *)a.gplan : (int32_t *)qgmm_cuda_scratch(ctx, (size_t)(a.gG + 2) * sizeof(int32_t));
     if (!plan) return QGMM_ERR_OUT_OF_MEMORY;
     a.gplan = plan;
     qgmm_kq_mx_groups_plan<<<1, 256, 0, c->stream>>>(a, plan, T);

@@ -113,9 +113,10 @@ qgmm_status qgmm_cuda_pad_token_groups(qgmm_context *ctx, int alignment, const q
                                        const qgmm_tensor *padded_offs);
 /* The fused pad and cast of the composite's wgrad operands (cast_pad.cu). */
 qgmm_status qgmm_cuda_pad_cast(qgmm_context *ctx, const qgmm_cast_problem *p, const qgmm_pad_gather *g);
-/* g's padded offsets written by one block that checks g's offsets first (layout_pad.cu);
- * QGMM_ERR_UNSUPPORTED, nothing enqueued, past QGMM_KL_MAX_GROUPS groups. */
-qgmm_status qgmm_cuda_padded_offsets(qgmm_context *ctx, const qgmm_pad_gather *g);
+/* The fused pad's plan (qgmm_kp_gather_plan: g's offsets checked, its padded offsets
+ * written, map filled for nblk 32-row blocks; layout_pad.cu); QGMM_ERR_UNSUPPORTED, nothing
+ * enqueued, past QGMM_KL_MAX_GROUPS groups. */
+qgmm_status qgmm_cuda_pad_gather_plan(qgmm_context *ctx, const qgmm_pad_gather *g, int32_t *map, int64_t nblk);
 qgmm_status qgmm_cuda_unpad_token_groups(qgmm_context *ctx, int alignment,
                                          const qgmm_tensor *x_padded, const qgmm_tensor *offs,
                                          const qgmm_tensor *out);

@@ -64,10 +64,11 @@ extern "C" qgmm_status qgmm_cuda_pad_token_groups(qgmm_context *ctx, int alignme
     return qgmm_cuda_launch_check(ctx, "qgmm_kp_pad");
 }
 
-extern "C" qgmm_status qgmm_cuda_padded_offsets(qgmm_context *ctx, const qgmm_pad_gather *g)
+extern "C" qgmm_status qgmm_cuda_pad_gather_plan(qgmm_context *ctx, const qgmm_pad_gather *g, int32_t *map,
+                                                 int64_t nblk)
 {
     if (g->groups > QGMM_KL_MAX_GROUPS)
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "cuda padded offsets: %lld groups; at most %d",
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "cuda pad_cast: %lld groups; at most %d",
                               (long long)g->groups, QGMM_KL_MAX_GROUPS);
     qgmm_kpad p;
     __builtin_memset(&p, 0, sizeof p);
@@ -79,8 +80,8 @@ extern "C" qgmm_status qgmm_cuda_padded_offsets(qgmm_context *ctx, const qgmm_pa
     p.padded_offs = (int32_t *)qgmm_ref_data(&g->padded_offs);
     p.po_stride = 1;
     p.status = qgmm_cuda_ctx_of(ctx)->status_dev;
-    qgmm_kp_pad<<<1, 256, 0, qgmm_cuda_ctx_of(ctx)->stream>>>(p); /* dst_rows 0: no rows */
-    return qgmm_cuda_launch_check(ctx, "qgmm_kp_pad");
+    qgmm_kp_gather_plan<<<1, 256, 0, qgmm_cuda_ctx_of(ctx)->stream>>>(p, map, nblk);
+    return qgmm_cuda_launch_check(ctx, "qgmm_kp_gather_plan");
 }
 
 extern "C" qgmm_status qgmm_cuda_unpad_token_groups(qgmm_context *ctx, int alignment,
