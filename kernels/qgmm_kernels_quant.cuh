@@ -1445,9 +1445,9 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int
         const int64_t r = r0 + tid / (QGMM_KQ_TC / 8) + 32 * u;
         xr[u] = r < a.R ? r : -1;
         if (a.gmap && r < a.R) {
-            const int2 m = *(const int2 *)(a.gmap + 2 + 2 * ((r0 >> 5) + u)); /* 8-byte aligned pairs */
+            const int32_t *m = a.gmap + 2 + 2 * ((r0 >> 5) + u);
             const int i = tid / (QGMM_KQ_TC / 8);
-            xr[u] = i < m.y ? (int64_t)m.x + i : -1;
+            xr[u] = i < m[1] ? (int64_t)m[0] + i : -1;
         }
     }
     if (sizeof(TT) == 2) {
