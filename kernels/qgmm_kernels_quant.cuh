@@ -421,6 +421,37 @@ QGMM_DEV uint2 qgmm_kq_bf16_cast(const uint4 &u, float mu, int fast)
     return qgmm_kpack8(o);
 }
 
+/* Eight widened values scaled by mu to fp8 bytes: the hardware pair conversion where
+ * qgmm_kq_bf16_fast held for every value of their block, else the header rule. */
+template <int FMT>
+QGMM_DEV void qgmm_kq_cast8(const float v[8], float mu, int fast, uint8_t o[8])
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if ((FMT == QGMM_FMT_E4M3FN || FMT == QGMM_FMT_E5M2) && fast) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const float p0 = v[2 * k] * mu, p1 = v[2 * k + 1] * mu;
+            unsigned short b;
+            if (FMT == QGMM_FMT_E4M3FN) asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p1), "f"(p0));
+            else asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p1), "f"(p0));
+            o[2 * k] = (uint8_t)(b & 0xFFu);
+            o[2 * k + 1] = (uint8_t)(b >> 8);
+        }
+        return;
+    }
+#endif
+    (void)fast;
+    qgmm_k_quantize8<FMT>(v, mu, o);
+}
+
+/* bf16 bits h folded into a running min of (magnitude - 1) mod 2^16 (zero -> 0xFFFF), the
+ * packed statistic qgmm_kq_bf16_fast reads. */
+QGMM_DEV uint32_t qgmm_kq_min_mag1(uint32_t mn, uint32_t h)
+{
+    const uint32_t t = ((h & 0x7FFFu) + 0xFFFFu) & 0xFFFFu;
+    return t < mn ? t : mn;
+}
+
 /* ------------------------------------------------------------------ rowblock
  * Scale blocks along a contiguous last dim (MX dim0: 32 elements, blockwise 1x128): a
  * lane owns V consecutive units (8V elements, its V loads issued together) and LPB
@@ -1431,6 +1462,7 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int
     QGMM_SHARED __align__(16) TT tile[QGMM_KQ_TR][QGMM_KQ_TC + qgmm_kq_tile<IN>::PAD];
     QGMM_SHARED int32_t rgrp[QGMM_KQ_TR];
     QGMM_SHARED float qamax[4][QGMM_KQ_TC];
+    QGMM_SHARED uint32_t qmin[4][QGMM_KQ_TC]; /* blockwise, bf16: the quarters' packed min statistics */
     if (qgmm_kq_groups_bad(a)) return;
     if (a.offs && !qgmm_block_offsets_ok(a.offs, a.offs_stride, a.G, a.R, 1, a.status, 0)) return;
     if (a.gmap && a.gmap[0] == 0) return; /* the fused pad's offsets were bad */
@@ -1511,17 +1543,24 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int
         const int64_t c = c0 + cc, rb = r0 + mb * 32;
         if (mb < 4 && c < a.C && rb < a.R) {
             float amax = 0.0f;
+            uint32_t hn = 0xFFFFu;
 #pragma unroll 8
-            for (int k = 0; k < 32; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_kq_tv<IN>(tile[mb * 32 + k][cc])));
+            for (int k = 0; k < 32; ++k) {
+                const TT t = tile[mb * 32 + k][cc];
+                amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_kq_tv<IN>(t)));
+                if (IN == QGMM_K_BF16) hn = qgmm_kq_min_mag1(hn, (uint32_t)t);
+            }
             const uint8_t code = qgmm_mx_scale(amax, FMT, a.rceil);
             const float rec = qgmm_e8m0_reciprocal(code);
+            /* bf16: an exact bf16 amax, so its top half is the packed max */
+            const int fast = IN == QGMM_K_BF16 && qgmm_kq_bf16_fast<FMT>(qgmm_f32_bits(amax) >> 16, hn, rec);
             uint8_t o[32];
 #pragma unroll
             for (int h = 0; h < 4; ++h) {
                 float v[8];
 #pragma unroll
                 for (int k = 0; k < 8; ++k) v[k] = qgmm_kq_tv<IN>(tile[mb * 32 + 8 * h + k][cc]);
-                qgmm_k_quantize8<FMT>(v, rec, o + 8 * h);
+                qgmm_kq_cast8<FMT>(v, rec, fast, o + 8 * h);
             }
             const int64_t qi = e * a.q.s0 + c * a.q.s2 + rb;
             if (vec_out) {
@@ -1541,21 +1580,31 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(256, 4) qgmm_kq_transpose(qgmm_kquant a, int
         const int cc = tid % QGMM_KQ_TC, qr = tid / QGMM_KQ_TC;
         const int64_t c = c0 + cc;
         float amax = 0.0f;
+        uint32_t hn = 0xFFFFu;
 #pragma unroll 8
-        for (int k = 0; k < 32; ++k) amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_kq_tv<IN>(tile[qr * 32 + k][cc])));
+        for (int k = 0; k < 32; ++k) {
+            const TT t = tile[qr * 32 + k][cc];
+            amax = qgmm_amax_combine(amax, qgmm_fabs_f32(qgmm_kq_tv<IN>(t)));
+            if (IN == QGMM_K_BF16) hn = qgmm_kq_min_mag1(hn, (uint32_t)t);
+        }
         qamax[qr][cc] = amax;
+        qmin[qr][cc] = hn;
         QGMM_SYNC();
         amax = qgmm_amax_combine(qgmm_amax_combine(qamax[0][cc], qamax[1][cc]),
                                  qgmm_amax_combine(qamax[2][cc], qamax[3][cc]));
+        hn = qmin[0][cc] < qmin[1][cc] ? qmin[0][cc] : qmin[1][cc];
+        hn = qmin[2][cc] < hn ? qmin[2][cc] : hn;
+        hn = qmin[3][cc] < hn ? qmin[3][cc] : hn;
         if (c < a.C) {
             const float mult = qgmm_blockwise_scale(amax, FMT);
+            const int fast = IN == QGMM_K_BF16 && qgmm_kq_bf16_fast<FMT>(qgmm_f32_bits(amax) >> 16, hn, mult);
             uint8_t o[32];
 #pragma unroll
             for (int h = 0; h < 4; ++h) {
                 float v[8];
 #pragma unroll
                 for (int k = 0; k < 8; ++k) v[k] = qgmm_kq_tv<IN>(tile[qr * 32 + 8 * h + k][cc]);
-                qgmm_k_quantize8<FMT>(v, mult, o + 8 * h);
+                qgmm_kq_cast8<FMT>(v, mult, fast, o + 8 * h);
             }
             const int64_t rq = r0 + qr * 32;
             if (vec_out) {
