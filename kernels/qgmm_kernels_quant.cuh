@@ -87,6 +87,12 @@ typedef struct qgmm_kquant {
     const int32_t *gmap;
 } qgmm_kquant;
 
+/* Scale index conventions (host fills s accordingly):
+ *   ROWWISE:   outer * s.s0 + inner * s.s1 (outer = g if jagged else e; inner = other idx)
+ *   MX plain:  e * s.s0 + o * s.s1 + b * s.s2;   MX blocked: (e*per_expert + off) * s.s0
+ *   BLOCKWISE: e * s.s0 + rt * s.s1 + ct * s.s2; along R (128x1 blocks, qgmm_kq_transpose):
+ *              e * s.s0 + c * s.s1 + (r / 128) * s.s2 */
+
 QGMM_DEV void qgmm_kq_store_scale_f32(const qgmm_kquant &a, int64_t idx, float v)
 {
     ((float *)a.s.ptr)[idx] = v;
@@ -1433,13 +1439,16 @@ QGMM_KERNEL void QGMM_LAUNCH_BOUNDS(QGMM_KQ_PIPE_WARPS * 32, 1)
 #endif /* QGMM_K_NVIDIA */
 
 /* ------------------------------------------------------------------ transpose tile
- * Block = 256 threads (exactly: the load and work split assume it), tile 128 rows (R) x 64 columns (C) of expert blockIdx.z.
- * Output q has q.s1 == 1 (R contiguous). kind MX: amax over 32 rows in the tile; kind
- * BLOCKWISE (R a multiple of 128): amax over the tile's 128 rows, four quarters of 32
- * combined in order; kind ROWWISE: multiplier a.table[(g or e) * C + c], g the group of
- * the row (rows past the
- * last group are not written). vec_in: 16-byte loads allowed; vec_out: q.s1 == 1 and
- * 16-byte aligned columns, so 16-byte stores; otherwise byte stores through q's strides. */
+ * Block = 256 threads (exactly: the load and work split assume it), tile 128 rows (R) x
+ * 64 columns (C) of expert blockIdx.z. Output q has q.s1 == 1 (R contiguous). kind MX:
+ * amax over 32 rows in the tile; kind BLOCKWISE (R a multiple of 128): amax over the
+ * tile's 128 rows, four quarters of 32 combined in order; both cast bf16 blocks through
+ * the hardware pair conversion where qgmm_kq_bf16_fast allows (the min magnitude kept
+ * beside the amax). kind ROWWISE: multiplier a.table[(g or e) * C + c], g the group of the
+ * row (rows past the last group are not written). With gmap (the fused pad) the rows are
+ * padded positions read through the map. vec_in: 16-byte loads allowed; vec_out: q.s1 ==
+ * 1 and 16-byte aligned columns, so 16-byte stores; otherwise byte stores through q's
+ * strides. */
 #define QGMM_KQ_TR 128
 #define QGMM_KQ_TC 64
 

@@ -4,8 +4,9 @@
  * A plan comes first (qgmm_kp_gather_plan, one block: the offsets checked, the padded
  * offsets written, and a map giving each 32-row block of the padded rows its x rows); then
  * the cast of the padded rows runs as the plain cast would, with qgmm_kq_transpose reading
- * every padded row through the map straight from x instead of from a padded copy. Layouts that cast would not give to qgmm_kq_transpose are
- * declined before anything is enqueued, and the API runs the two ops.
+ * every padded row through the map straight from x instead of from a padded copy. Layouts
+ * the casts would not give to qgmm_kq_transpose are declined before anything is enqueued,
+ * and the API runs the two ops.
  */
 #include "cuda_internal.h"
 #include "qgmm_kernels_quant.cuh"
