@@ -23,7 +23,9 @@ QGMM_KERNEL void qgmm_kq_mx_groups_plan(qgmm_kquant a, int32_t *plan, int64_t to
 {
     QGMM_SHARED int64_t tmp[QGMM_MAX_THREADS];
     const int mg = a.glayout == QGMM_KQ_MG;
-    const int ok = qgmm_block_offsets_ok(a.goffs, a.goffs_stride, a.gG, tokens, mg ? 1 : 32, a.status, 1);
+    /* the fused pad: its token offsets were bad, so the padded ones (goffs) were not written */
+    const int ok = (!a.gmap || a.gmap[0] != 0) &&
+                   qgmm_block_offsets_ok(a.goffs, a.goffs_stride, a.gG, tokens, mg ? 1 : 32, a.status, 1);
     if (QGMM_TID == 0) plan[0] = ok;
     if (!ok) return; /* block-uniform */
     qgmm_kl_padded_starts(a.goffs, a.goffs_stride, a.gG, mg ? 1 : 32, mg ? 128 : 4, plan + 1, tmp);
