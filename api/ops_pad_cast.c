@@ -9,8 +9,6 @@
  */
 #include "validate.h"
 
-#include <stdio.h>
-
 static const char op_name[] = "qgmm_quantize_tokens_padded";
 
 static int is_blockwise(const qgmm_quant_format *f) { return f->kind == QGMM_QUANT_FP8_BLOCKWISE; }
