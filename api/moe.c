@@ -45,7 +45,21 @@ typedef struct arena {
     const char *phase; /* "forward", "dgrad", "wgrad": names the step a validator refused */
     int steps;         /* ARENA_CHECK: the steps validated (events a profile needs, less one) */
     qgmm_moe_profile *prof; /* ARENA_RUN: an event recorded after each step, or NULL */
+    int mx_as_bf16;    /* MXFP8 forward and dgrad as round trips and BF16 GEMMs (mx_as_bf16) */
 } arena;
+
+/* MXFP8 on a backend whose MXFP8 GEMM multiplies its operands dequantized to bf16 (it has
+ * the mx_round_trip slot, qgmm_backend.h): the forward and dgrad operands are round-tripped
+ * to bf16 in one pass each and the BF16 GEMM multiplies them, the same values without the
+ * fp8 bytes and scales written, read back and expanded by the GEMM. The wgrad operands keep
+ * the padded cast (their round trip would not save a pass). The one place this is chosen. */
+static int mx_as_bf16(const qgmm_context *ctx) { return ctx && ctx->vt->mx_round_trip != NULL; }
+
+static arena arena_make(qgmm_context *ctx, qgmm_buffer *buf, arena_mode mode, const char *phase)
+{
+    arena a = {ctx, buf, 0, 0, mode, phase, 0, NULL, mx_as_bf16(ctx)};
+    return a;
+}
 
 static size_t arena_take(arena *a, size_t bytes)
 {
@@ -184,6 +198,16 @@ static qgmm_status forward_steps(arena *a, const qgmm_moe_params *p, const qgmm_
         return STEP(a, "xq wq", grouped_gemm, &gp, &xq, &wq, &xs, &ws, offs, y);
     }
     case QGMM_RECIPE_MXFP8: {
+        if (a->mx_as_bf16) {
+            qgmm_tensor xb = arena_tensor(a, QGMM_BF16, 2, M, K, 0), wb = arena_tensor(a, QGMM_BF16, 3, E, N, K);
+            if (size_only) return QGMM_OK;
+            const qgmm_mxfp8_params x_along_k = {1, p->mx_mode, QGMM_SCALES_PLAIN};
+            const qgmm_mxfp8_params w_along_k = {2, p->mx_mode, QGMM_SCALES_PLAIN};
+            const qgmm_grouped_gemm_params gb = {QGMM_GEMM_M_GROUPED, QGMM_RECIPE_BF16};
+            QGMM_TRY(STEP(a, "x", mx_round_trip, &x_along_k, f8, x, &xb));
+            QGMM_TRY(STEP(a, "w", mx_round_trip, &w_along_k, f8, w, &wb));
+            return STEP(a, "xb wb", grouped_gemm, &gb, &xb, &wb, NULL, NULL, offs, y);
+        }
         qgmm_tensor xq = arena_tensor(a, f8, 2, M, K, 0), wq = arena_tensor(a, f8, 3, E, N, K);
         qgmm_tensor xsb = arena_blocked(a, QGMM_BLOCKED_M_GROUPS, E, M, K / 32);
         qgmm_tensor wsb = arena_blocked(a, QGMM_BLOCKED_3D, E, N, K / 32);
@@ -234,6 +258,16 @@ static qgmm_status dgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
         return STEP(a, "dyq wq", grouped_gemm, &gp, &dyq, &wtq, &dys, &wts, offs, dx);
     }
     case QGMM_RECIPE_MXFP8: {
+        if (a->mx_as_bf16) { /* dy and w (E, N, K) in blocks along N; the GEMM reads w's (E, K, N) view */
+            qgmm_tensor dyb = arena_tensor(a, QGMM_BF16, 2, M, N, 0), wb = arena_tensor(a, QGMM_BF16, 3, E, N, K);
+            if (size_only) return QGMM_OK;
+            const qgmm_mxfp8_params along_n = {1, p->mx_mode, QGMM_SCALES_PLAIN};
+            const qgmm_grouped_gemm_params gb = {QGMM_GEMM_M_GROUPED, QGMM_RECIPE_BF16};
+            const qgmm_tensor wbt = transposed_3d(&wb);
+            QGMM_TRY(STEP(a, "dy", mx_round_trip, &along_n, f8, dy, &dyb));
+            QGMM_TRY(STEP(a, "w", mx_round_trip, &along_n, f8, w, &wb));
+            return STEP(a, "dyb wb", grouped_gemm, &gb, &dyb, &wbt, NULL, NULL, offs, dx);
+        }
         qgmm_tensor dyq = arena_tensor(a, f8, 2, M, N, 0), wtq = arena_tensor(a, f8, 3, E, K, N);
         qgmm_tensor dysb = arena_blocked(a, QGMM_BLOCKED_M_GROUPS, E, M, N / 32);
         qgmm_tensor wtsb = arena_blocked(a, QGMM_BLOCKED_3D, E, K, N / 32);
@@ -319,17 +353,23 @@ static qgmm_status wgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
  * when a temporary's size does not fit. */
 static size_t workspace_need(const qgmm_moe_params *p, int64_t M, int64_t N, int64_t K, int64_t E)
 {
-    arena fa = {NULL, NULL, 0, 0, ARENA_SIZE, "forward", 0, NULL}, da = fa, wa = fa;
     qgmm_tensor none;
     memset(&none, 0, sizeof none);
     none.dtype = QGMM_BF16;
-    forward_steps(&fa, p, &none, &none, &none, &none, M, N, K, E);
-    dgrad_steps(&da, p, &none, &none, &none, &none, M, N, K, E);
-    wgrad_steps(&wa, p, &none, &none, &none, &none, M, N, K, E);
-    if (fa.overflow || da.overflow || wa.overflow) return SIZE_MAX;
-    /* forward and backward reuse the same workspace; backward runs dgrad then wgrad */
-    size_t need = fa.used > da.used ? fa.used : da.used;
-    if (wa.used > need) need = wa.used;
+    /* forward and backward reuse the same workspace; backward runs dgrad then wgrad. No
+     * context here: the MXFP8 forward and dgrad are sized both ways (mx_as_bf16). */
+    size_t need = 0;
+    for (int as_bf16 = 0; as_bf16 < 2; ++as_bf16) {
+        arena fa = arena_make(NULL, NULL, ARENA_SIZE, "forward"), da = fa, wa = fa;
+        fa.mx_as_bf16 = da.mx_as_bf16 = as_bf16;
+        forward_steps(&fa, p, &none, &none, &none, &none, M, N, K, E);
+        dgrad_steps(&da, p, &none, &none, &none, &none, M, N, K, E);
+        wgrad_steps(&wa, p, &none, &none, &none, &none, M, N, K, E);
+        if (fa.overflow || da.overflow || wa.overflow) return SIZE_MAX;
+        if (fa.used > need) need = fa.used;
+        if (da.used > need) need = da.used;
+        if (wa.used > need) need = wa.used;
+    }
     return need;
 }
 
@@ -429,7 +469,7 @@ static qgmm_status forward_check(qgmm_context *ctx, const qgmm_moe_params *p, co
     const qgmm_arg outs[] = {{"y", y}, {"workspace", &wst}};
     const qgmm_arg ins[] = {{"x", x}, {"w", w}, {"offs", offs}};
     QGMM_TRY(qgmm_check_aliasing(ctx, NULL, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
-    arena a = {ctx, workspace, 0, 0, ARENA_CHECK, "forward", 0, NULL};
+    arena a = arena_make(ctx, workspace, ARENA_CHECK, "forward");
     QGMM_TRY(forward_steps(&a, p, x, w, offs, y, M, N, K, E));
     return check_profile(ctx, prof, a.steps, "forward");
 }
@@ -442,7 +482,7 @@ qgmm_status qgmm_moe_experts_forward_profiled(qgmm_context *ctx, const qgmm_moe_
     static const char op[] = "qgmm_moe_experts_forward";
     qgmm_status st = forward_check(ctx, p, x, w, offs, y, workspace, prof);
     if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
-    arena a = {ctx, workspace, 0, 0, ARENA_RUN, "forward", 0, NULL};
+    arena a = arena_make(ctx, workspace, ARENA_RUN, "forward");
     st = start_profile(&a, prof);
     if (st != QGMM_OK) return st;
     qgmm_offsets_owner(ctx, op, "offs");
@@ -486,9 +526,9 @@ static qgmm_status backward_check(qgmm_context *ctx, const qgmm_moe_params *p, c
     const qgmm_arg outs[] = {{"dx", dx}, {"dw", dw}, {"workspace", &wst}};
     const qgmm_arg ins[] = {{"x", x}, {"w", w}, {"dy", dy}, {"offs", offs}};
     QGMM_TRY(qgmm_check_aliasing(ctx, NULL, outs, QGMM_NARGS(outs), ins, QGMM_NARGS(ins)));
-    arena a = {ctx, workspace, 0, 0, ARENA_CHECK, "dgrad", 0, NULL};
+    arena a = arena_make(ctx, workspace, ARENA_CHECK, "dgrad");
     QGMM_TRY(dgrad_steps(&a, p, w, dy, offs, dx, M, N, K, E));
-    arena b = {ctx, workspace, 0, 0, ARENA_CHECK, "wgrad", 0, NULL};
+    arena b = arena_make(ctx, workspace, ARENA_CHECK, "wgrad");
     QGMM_TRY(wgrad_steps(&b, p, x, dy, offs, dw, M, N, K, E));
     return check_profile(ctx, prof, a.steps + b.steps, "backward");
 }
@@ -503,14 +543,14 @@ qgmm_status qgmm_moe_experts_backward_profiled(qgmm_context *ctx, const qgmm_moe
     qgmm_status st = backward_check(ctx, p, x, w, dy, offs, dx, dw, workspace, prof);
     if (st != QGMM_OK) return qgmm_error_prefix(ctx, st, "%s: ", op);
     const int64_t M = x->shape[0], K = x->shape[1], E = w->shape[0], N = w->shape[1];
-    arena a = {ctx, workspace, 0, 0, ARENA_RUN, "dgrad", 0, NULL};
+    arena a = arena_make(ctx, workspace, ARENA_RUN, "dgrad");
     st = start_profile(&a, prof);
     if (st != QGMM_OK) return st;
     qgmm_offsets_owner(ctx, op, "offs");
     st = dgrad_steps(&a, p, w, dy, offs, dx, M, N, K, E);
     /* The wgrad temporaries reuse the workspace from offset 0: ops on one context run in
      * order, so dgrad's reads are finished before wgrad's first write. */
-    arena b = {ctx, workspace, 0, 0, ARENA_RUN, "wgrad", 0, NULL};
+    arena b = arena_make(ctx, workspace, ARENA_RUN, "wgrad");
     b.prof = prof;
     if (st == QGMM_OK) st = wgrad_steps(&b, p, x, dy, offs, dw, M, N, K, E);
     qgmm_offsets_owner(ctx, NULL, NULL);

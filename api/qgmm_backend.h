@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define QGMM_BACKEND_ABI_VERSION 6u
+#define QGMM_BACKEND_ABI_VERSION 7u
 #define QGMM_PLUGIN_ENTRY_SYMBOL "qgmm_plugin_entry"
 
 /* What context_create receives when the caller adopts the NULL stream (a valid
@@ -241,6 +241,15 @@ struct qgmm_backend_vtable {
      * p->offs refers to for MXFP8), then q and the scales; bad g->offs: raise, write
      * nothing. QGMM_ERR_UNSUPPORTED before enqueuing anything: the API runs the two ops. */
     qgmm_status (*pad_cast)(qgmm_context *ctx, const qgmm_cast_problem *p, const qgmm_pad_gather *g);
+    /* Optional: the MXFP8 round trip, out = bf16(dequantize(quantize_mxfp8(x))), in one pass
+     * (api/ops_mx_round_trip.c). p is the quantize of bf16 x into q with plain scales; q and
+     * the scales are not written (q's dtype names the format); out (bf16) is indexed as x.
+     * A backend offers it where its MXFP8 GEMM multiplies the dequantized bf16 operands
+     * anyway (the composite then runs the round trip and the BF16 GEMM in the forward and
+     * dgrad, which gives the MXFP8 GEMM's values without the fp8 bytes and scales going
+     * through memory), and takes every problem the API passes: x and out with their blocks
+     * (s_r == 1) or their lines (s_o == 1) contiguous, whole blocks (r a multiple of 32). */
+    qgmm_status (*mx_round_trip)(qgmm_context *ctx, const qgmm_cast_problem *p, const qgmm_cast_operand *out);
     qgmm_status (*scales_to_blocked)(qgmm_context *ctx, qgmm_blocked_variant v,
                                      const qgmm_tensor *in, const qgmm_tensor *offs,
                                      const qgmm_tensor *out, const qgmm_tensor *group_starts);

@@ -94,6 +94,14 @@ qgmm_status qgmm_validate_quantize_tokens_padded(qgmm_context *ctx, const qgmm_q
 qgmm_status qgmm_quantize_tokens_padded(qgmm_context *ctx, const qgmm_quant_format *f, const qgmm_tensor *x,
                                      const qgmm_tensor *offs, const qgmm_tensor *xp, const qgmm_tensor *padded_offs,
                                      const qgmm_tensor *q, const qgmm_tensor *scales);
+/* ops_mx_round_trip.c: out (bf16, x's shape) = bf16(dequantize(quantize_mxfp8(x))) with the
+ * format fp8, p's block_dim and mode (its scale_layout is not read), through the backend's
+ * mx_round_trip slot; x bf16, blocks whole, x and out with stride 1 along the blocks or
+ * along the lines. */
+qgmm_status qgmm_validate_mx_round_trip(qgmm_context *ctx, const qgmm_mxfp8_params *p, qgmm_dtype fp8,
+                                       const qgmm_tensor *x, const qgmm_tensor *out);
+qgmm_status qgmm_mx_round_trip(qgmm_context *ctx, const qgmm_mxfp8_params *p, qgmm_dtype fp8, const qgmm_tensor *x,
+                               const qgmm_tensor *out);
 qgmm_status qgmm_validate_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
                                        const qgmm_tensor *a, const qgmm_tensor *b,
                                        const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,

@@ -365,16 +365,20 @@ QGMM_DEV uint32_t qgmm_kq_min_u16x2(uint32_t a, uint32_t b)
  * a unit with one multiply per value and one conversion per pair. Otherwise (NaN, inf,
  * products that overflow or fall below 2^-126, e4m3fnuz, non-NVIDIA targets) every value
  * takes qgmm_quantize_value through qgmm_k_quantize8. */
+QGMM_DEV void qgmm_kq_bf16_stat_word(uint32_t w, uint32_t &mx, uint32_t &mn)
+{
+    const uint32_t m = w & 0x7FFF7FFFu;
+    mx = qgmm_kq_max_u16x2(mx, m);
+    /* each half minus one, 0 -> 0xFFFF (halves <= 0x7FFF: no borrow between them) */
+    mn = qgmm_kq_min_u16x2(mn, ((m | 0x80008000u) - 0x00010001u) ^ 0x80008000u);
+}
+
 QGMM_DEV void qgmm_kq_bf16_stat(const uint4 &u, uint32_t &mx, uint32_t &mn)
 {
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        const uint32_t m = w[k] & 0x7FFF7FFFu;
-        mx = qgmm_kq_max_u16x2(mx, m);
-        /* each half minus one, 0 -> 0xFFFF (halves <= 0x7FFF: no borrow between them) */
-        mn = qgmm_kq_min_u16x2(mn, ((m | 0x80008000u) - 0x00010001u) ^ 0x80008000u);
-    }
+    qgmm_kq_bf16_stat_word(u.x, mx, mn);
+    qgmm_kq_bf16_stat_word(u.y, mx, mn);
+    qgmm_kq_bf16_stat_word(u.z, mx, mn);
+    qgmm_kq_bf16_stat_word(u.w, mx, mn);
 }
 
 /* The packed statistics folded to one 16-bit max (hx) and min (hn). */

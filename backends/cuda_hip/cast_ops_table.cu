@@ -10,6 +10,7 @@ extern "C" void qgmm_cuda_fill_cast_ops(qgmm_backend_vtable *v)
     v->cast = qgmm_cuda_cast;
     v->quantize_fp8_rowwise_dual = qgmm_cuda_quantize_fp8_rowwise_dual;
     v->pad_cast = qgmm_cuda_pad_cast;
+    v->mx_round_trip = qgmm_cuda_mx_round_trip;
     v->scales_to_blocked = qgmm_cuda_scales_to_blocked;
     v->scales_from_blocked = qgmm_cuda_scales_from_blocked;
     v->pad_token_groups = qgmm_cuda_pad_token_groups;

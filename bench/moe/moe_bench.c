@@ -137,10 +137,12 @@ static int profile_recipe(const qgmm_moe_params *p, const tensors *t, qgmm_buffe
     return rc;
 }
 
-/* What a step is, by its op: a cast, a GEMM, or a padding / layout step. */
+/* What a step is, by its op: a cast (quantize, or the MXFP8 round trip), a GEMM, or a
+ * padding / layout step. */
 static int step_kind(const char *step)
 {
-    return !strncmp(step, "quantize", 8) ? 0 : !strncmp(step, "grouped_gemm", 12) ? 1 : 2;
+    if (!strncmp(step, "quantize", 8) || !strncmp(step, "mx_round_trip", 13)) return 0;
+    return !strncmp(step, "grouped_gemm", 12) ? 1 : 2;
 }
 
 static void print_breakdown(const shape *s, const char *const *names, const int *want, const breakdown *b)

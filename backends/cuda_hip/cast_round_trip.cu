@@ -1,0 +1,69 @@
+/*
+ * cast_round_trip.cu — the mx_round_trip slot on CUDA and HIP (qgmm_backend.h): bf16 x
+ * quantized to MXFP8 and dequantized to bf16 in one pass (kernels/
+ * qgmm_kernels_mx_round_trip.cuh), for the composite's forward and dgrad operands, whose
+ * MXFP8 GEMM here multiplies the dequantized bf16 values anyway. Every layout the slot's
+ * contract names is taken: blocks along the contiguous dim (qgmm_krt_rows) or along a dim
+ * whose lines are contiguous (qgmm_krt_cols); unaligned rows take narrower accesses.
+ */
+#include "cuda_internal.h"
+#include "qgmm_kernels_mx_round_trip.cuh"
+
+template <int FMT>
+static qgmm_status launch(qgmm_context *ctx, const qgmm_kround_trip &a, int rows, int wide)
+{
+    cudaStream_t s = qgmm_cuda_ctx_of(ctx)->stream;
+    if (rows) {
+        unsigned gx, gy, bx, by;
+        qgmm_cuda_row_grid(ctx, a.C / 16, a.E * a.R, 8, &gx, &gy, &bx, &by);
+        const dim3 grid(gx, gy), block(bx, by);
+        if (wide) qgmm_krt_rows<FMT, 1><<<grid, block, 0, s>>>(a);
+        else qgmm_krt_rows<FMT, 0><<<grid, block, 0, s>>>(a);
+        return qgmm_cuda_launch_check(ctx, "qgmm_krt_rows");
+    }
+    const int64_t threads = a.E * (a.R / 32) * (a.C / (wide ? 2 : 1));
+    const unsigned grid = qgmm_cuda_grid(ctx, (threads + 255) / 256, 256, 8);
+    if (wide) qgmm_krt_cols<FMT, 2><<<grid, 256, 0, s>>>(a);
+    else qgmm_krt_cols<FMT, 1><<<grid, 256, 0, s>>>(a);
+    return qgmm_cuda_launch_check(ctx, "qgmm_krt_cols");
+}
+
+/* An operand as the kernels' (E, R, C) view with C its contiguous dim: the blocks' dim r
+ * (rows kernel) or the lines' dim o (cols kernel). */
+static qgmm_kview view_of(const qgmm_cast_operand &o, int rows)
+{
+    qgmm_kview v;
+    v.ptr = qgmm_ref_data(&o.at);
+    v.s0 = o.s_e;
+    v.s1 = rows ? o.s_o : o.s_r;
+    v.s2 = rows ? o.s_r : o.s_o;
+    return v;
+}
+
+extern "C" qgmm_status qgmm_cuda_mx_round_trip(qgmm_context *ctx, const qgmm_cast_problem *p,
+                                               const qgmm_cast_operand *out)
+{
+    qgmm_status st = qgmm_cuda_enter(ctx);
+    if (st != QGMM_OK) return st;
+    const int fmt = (int)p->q.at.dtype;
+    const int rows = p->x.s_r == 1 && out->s_r == 1, cols = !rows && p->x.s_o == 1 && out->s_o == 1;
+    if (p->kind != QGMM_QUANT_MXFP8 || p->x.at.dtype != QGMM_BF16 || out->at.dtype != QGMM_BF16 ||
+        (!rows && !cols) || p->r % 32 != 0 || (fmt != QGMM_FMT_E4M3FN && fmt != QGMM_FMT_E5M2))
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED,
+                              "cuda mx_round_trip: not bf16 with contiguous blocks or lines and whole blocks");
+    qgmm_kround_trip a;
+    a.x = view_of(p->x, rows);
+    a.out = view_of(*out, rows);
+    a.E = p->e;
+    a.R = rows ? p->o : p->r;
+    a.C = rows ? p->r : p->o;
+    a.rceil = p->rceil;
+    if (a.E * a.R * a.C == 0) return QGMM_OK;
+    /* 16-byte block rows (rows kernel) or 4-byte column pairs (cols kernel) */
+    const int64_t vec = rows ? 8 : 2;
+    const int wide = (uintptr_t)a.x.ptr % (2 * vec) == 0 && (uintptr_t)a.out.ptr % (2 * vec) == 0 &&
+                     a.x.s1 % vec == 0 && a.out.s1 % vec == 0 && a.x.s0 % vec == 0 && a.out.s0 % vec == 0 &&
+                     a.C % (rows ? 1 : 2) == 0;
+    return fmt == QGMM_FMT_E4M3FN ? launch<QGMM_FMT_E4M3FN>(ctx, a, rows, wide)
+                                  : launch<QGMM_FMT_E5M2>(ctx, a, rows, wide);
+}
