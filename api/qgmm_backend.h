@@ -290,13 +290,13 @@ QGMM_API qgmm_backend_buf *qgmm_buffer_impl(const qgmm_buffer *buf);
 QGMM_API void *qgmm_tensor_data(const qgmm_tensor *t);
 /* The same for a problem's reference (NULL where absent). */
 QGMM_API void *qgmm_ref_data(const qgmm_ref *r);
-/* The description of a validated grouped GEMM that the API hands grouped_gemm; tests that
- * drive a backend's translation directly build theirs with it. */
 /* The description of a validated cast that the API hands the cast slot (dequantize: x is
  * the output, q and scales the inputs). */
 QGMM_API void qgmm_cast_problem_make(const qgmm_quant_format *f, int dequantize, const qgmm_tensor *x,
                                      const qgmm_tensor *q, const qgmm_tensor *scales,
                                      const qgmm_tensor *offs, qgmm_cast_problem *p);
+/* The description of a validated grouped GEMM that the API hands grouped_gemm; tests that
+ * drive a backend's translation directly build theirs with it. */
 QGMM_API void qgmm_gemm_problem_make(const qgmm_grouped_gemm_params *prm, const qgmm_tensor *a,
                                      const qgmm_tensor *b, const qgmm_tensor *a_scales,
                                      const qgmm_tensor *b_scales, const qgmm_tensor *offs,
