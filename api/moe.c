@@ -49,10 +49,10 @@ typedef struct arena {
 } arena;
 
 /* MXFP8 on a backend whose MXFP8 GEMM multiplies its operands dequantized to bf16 (it has
- * the mx_round_trip slot, qgmm_backend.h): the forward and dgrad operands are round-tripped
- * to bf16 in one pass each and the BF16 GEMM multiplies them, the same values without the
- * fp8 bytes and scales written, read back and expanded by the GEMM. The wgrad operands keep
- * the padded cast (their round trip would not save a pass). The one place this is chosen. */
+ * the mx_round_trip slot, qgmm_backend.h): every operand is round-tripped to bf16 in one
+ * pass (the wgrad ones padded on the way) and the BF16 GEMM multiplies them, the same
+ * values without the fp8 bytes and scales written, read back and expanded by the GEMM.
+ * The one place this is chosen. */
 static int mx_as_bf16(const qgmm_context *ctx) { return ctx && ctx->vt->mx_round_trip != NULL; }
 
 static arena arena_make(qgmm_context *ctx, qgmm_buffer *buf, arena_mode mode, const char *phase)
@@ -324,6 +324,16 @@ static qgmm_status wgrad_steps(arena *a, const qgmm_moe_params *p, const qgmm_te
     const int64_t P = qgmm_padded_rows_bound(M, E, A);
     qgmm_tensor dyp = arena_tensor(a, dy->dtype, 2, P, N, 0), xp = arena_tensor(a, x->dtype, 2, P, K, 0);
     qgmm_tensor poffs = arena_tensor(a, QGMM_I32, 1, E, 0, 0);
+    if (p->recipe == QGMM_RECIPE_MXFP8 && a->mx_as_bf16) {
+        /* MXFP8 as bf16: the round trips, padded on the way, then the BF16 GEMM */
+        if (size_only) return QGMM_OK;
+        QGMM_TRY(preset_padded_offsets(a, &poffs));
+        const qgmm_mxfp8_params along_tokens = {0, p->mx_mode, QGMM_SCALES_PLAIN};
+        const qgmm_grouped_gemm_params gb = {QGMM_GEMM_K_GROUPED, QGMM_RECIPE_BF16};
+        QGMM_TRY(STEP(a, "dy", mx_round_trip_padded, &along_tokens, f8, dy, offs, &dyp, &poffs));
+        QGMM_TRY(STEP(a, "x", mx_round_trip_padded, &along_tokens, f8, x, offs, &xp, &poffs));
+        return STEP(a, "dyp xp", grouped_gemm, &gb, &dyp, &xp, NULL, NULL, &poffs, dw);
+    }
     qgmm_tensor dyq = arena_colmajor(a, f8, P, N), xq = arena_colmajor(a, f8, P, K);
     if (p->recipe == QGMM_RECIPE_FP8_BLOCKWISE) {
         qgmm_tensor dys = arena_tensor(a, QGMM_F32, 2, N, P / 128, 0), xs = arena_tensor(a, QGMM_F32, 2, K, P / 128, 0);
@@ -361,7 +371,7 @@ static size_t workspace_need(const qgmm_moe_params *p, int64_t M, int64_t N, int
     size_t need = 0;
     for (int as_bf16 = 0; as_bf16 < 2; ++as_bf16) {
         arena fa = arena_make(NULL, NULL, ARENA_SIZE, "forward"), da = fa, wa = fa;
-        fa.mx_as_bf16 = da.mx_as_bf16 = as_bf16;
+        fa.mx_as_bf16 = da.mx_as_bf16 = wa.mx_as_bf16 = as_bf16;
         forward_steps(&fa, p, &none, &none, &none, &none, M, N, K, E);
         dgrad_steps(&da, p, &none, &none, &none, &none, M, N, K, E);
         wgrad_steps(&wa, p, &none, &none, &none, &none, M, N, K, E);

@@ -1,31 +1,62 @@
 /*
- * ops_mx_round_trip.c — the MXFP8 round trip of the composite's forward and dgrad operands,
+ * ops_mx_round_trip.c — the MXFP8 round trip of the composite's operands,
  * out = bf16(dequantize(quantize_mxfp8(x))): exactly the values a backend's MXFP8 GEMM
  * multiplies where it dequantizes its operands to bf16 first, written in one pass. Internal
  * (api/moe.c), run only through the backend's mx_round_trip slot; a user calls the two
  * public ops. The validator holds x and out to the slot's contract (qgmm_backend.h), so
- * the slot takes every call that passes it.
+ * the slot takes every call that passes it. The padded form does the same for the wgrad
+ * operands, with the token padding to 32 on the way.
  */
 #include "validate.h"
 
 #include <string.h>
 
 static const char op_name[] = "qgmm_mx_round_trip";
+static const char op_padded[] = "qgmm_mx_round_trip_padded";
+
+/* The slot, the format and the rule. */
+static qgmm_status check_format(qgmm_context *ctx, const char *op, const qgmm_mxfp8_params *p, qgmm_dtype fp8)
+{
+    QGMM_TRY(qgmm_check_ctx(ctx));
+    if (!ctx->vt->mx_round_trip)
+        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "%s: the %s backend has no mx_round_trip slot", op,
+                              ctx->vt->name);
+    if (!p) return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "%s: p is NULL", op);
+    if (fp8 != QGMM_F8E4M3FN && fp8 != QGMM_F8E5M2)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "%s: fp8 is %s; MXFP8 uses f8e4m3fn or f8e5m2", op,
+                              qgmm_dtype_name(fp8));
+    if (p->mode != QGMM_MX_FLOOR && p->mode != QGMM_MX_RCEIL)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "%s: p->mode is %d; not a qgmm_mx_mode", op,
+                              (int)p->mode);
+    return QGMM_OK;
+}
+
+/* The slot's problem: the quantize of xv (the blocks' view: x itself, or the padded rows)
+ * with plain scales, q laid out as out; both absent (the slot writes neither; q's dtype
+ * names the format). *o receives out as q's operand. */
+static void problem_of(const qgmm_mxfp8_params *p, qgmm_dtype fp8, const qgmm_tensor *xv, const qgmm_tensor *out,
+                       qgmm_cast_problem *cp, qgmm_cast_operand *o)
+{
+    qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(0);
+    f.mx = *p;
+    f.mx.scale_layout = QGMM_SCALES_PLAIN;
+    qgmm_tensor q = *out, scales;
+    q.buffer = NULL;
+    q.dtype = fp8;
+    memset(&scales, 0, sizeof scales);
+    scales.dtype = QGMM_E8M0;
+    scales.rank = 1;
+    scales.strides[0] = 1;
+    qgmm_cast_problem_make(&f, 0, xv, &q, &scales, NULL, cp);
+    cp->q.at.dtype = fp8; /* an absent tensor's reference has no dtype */
+    *o = cp->q;
+    o->at = qgmm_ref_of(out);
+}
 
 qgmm_status qgmm_validate_mx_round_trip(qgmm_context *ctx, const qgmm_mxfp8_params *p, qgmm_dtype fp8,
                                        const qgmm_tensor *x, const qgmm_tensor *out)
 {
-    QGMM_TRY(qgmm_check_ctx(ctx));
-    if (!ctx->vt->mx_round_trip)
-        return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED, "%s: the %s backend has no mx_round_trip slot", op_name,
-                              ctx->vt->name);
-    if (!p) return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "%s: p is NULL", op_name);
-    if (fp8 != QGMM_F8E4M3FN && fp8 != QGMM_F8E5M2)
-        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "%s: fp8 is %s; MXFP8 uses f8e4m3fn or f8e5m2",
-                              op_name, qgmm_dtype_name(fp8));
-    if (p->mode != QGMM_MX_FLOOR && p->mode != QGMM_MX_RCEIL)
-        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "%s: p->mode is %d; not a qgmm_mx_mode", op_name,
-                              (int)p->mode);
+    QGMM_TRY(check_format(ctx, op_name, p, fp8));
     QGMM_TRY(qgmm_check_tensor(ctx, "x", x, QGMM_MASK(QGMM_BF16), 2, 3));
     QGMM_TRY(qgmm_check_tensor(ctx, "out", out, QGMM_MASK(QGMM_BF16), 2, 3));
     QGMM_TRY(qgmm_check_same_shape(ctx, "out", out, "x", x));
@@ -52,22 +83,48 @@ qgmm_status qgmm_mx_round_trip(qgmm_context *ctx, const qgmm_mxfp8_params *p, qg
                                const qgmm_tensor *out)
 {
     QGMM_TRY(qgmm_validate_mx_round_trip(ctx, p, fp8, x, out));
-    /* the quantize's description with plain scales and q laid out as out, both absent (the
-     * slot writes neither; q's dtype names the format); out is then q's operand */
-    qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(0);
-    f.mx = *p;
-    f.mx.scale_layout = QGMM_SCALES_PLAIN;
-    qgmm_tensor q = *out, scales;
-    q.buffer = NULL;
-    q.dtype = fp8;
-    memset(&scales, 0, sizeof scales);
-    scales.dtype = QGMM_E8M0;
-    scales.rank = 1;
-    scales.strides[0] = 1;
     qgmm_cast_problem cp;
-    qgmm_cast_problem_make(&f, 0, x, &q, &scales, NULL, &cp);
-    cp.q.at.dtype = fp8; /* an absent tensor's reference has no dtype */
-    qgmm_cast_operand o = cp.q;
-    o.at = qgmm_ref_of(out);
-    return ctx->vt->mx_round_trip(ctx, &cp, &o);
+    qgmm_cast_operand o;
+    problem_of(p, fp8, x, out, &cp, &o);
+    return ctx->vt->mx_round_trip(ctx, &cp, &o, NULL);
+}
+
+qgmm_status qgmm_validate_mx_round_trip_padded(qgmm_context *ctx, const qgmm_mxfp8_params *p, qgmm_dtype fp8,
+                                              const qgmm_tensor *x, const qgmm_tensor *offs, const qgmm_tensor *out,
+                                              const qgmm_tensor *padded_offs)
+{
+    QGMM_TRY(check_format(ctx, op_padded, p, fp8));
+    if (p->block_dim != 0)
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "%s: p->block_dim is %d; 0 (along the tokens)",
+                              op_padded, p->block_dim);
+    QGMM_TRY(qgmm_check_tensor(ctx, "x", x, QGMM_MASK(QGMM_BF16), 2, 2));
+    /* shapes, the offsets, contiguous rows, aliasing: the pad's own rules */
+    QGMM_TRY(qgmm_validate_pad_token_groups(ctx, 32, x, offs, out, NULL, padded_offs));
+    if (!qgmm_present(padded_offs))
+        return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "%s: padded_offs is absent", op_padded);
+    return QGMM_OK;
+}
+
+/* The wgrad operands: x's token groups padded to 32 and round-tripped in 32-token blocks in
+ * one pass through the slot's padded form (the padded bf16 rows are what the MXFP8 K-grouped
+ * GEMM would dequantize); where the slot declines it, qgmm_pad_token_groups into out and the
+ * round trip in place (which the slot takes: each element read before it is written). */
+qgmm_status qgmm_mx_round_trip_padded(qgmm_context *ctx, const qgmm_mxfp8_params *p, qgmm_dtype fp8,
+                                      const qgmm_tensor *x, const qgmm_tensor *offs, const qgmm_tensor *out,
+                                      const qgmm_tensor *padded_offs)
+{
+    QGMM_TRY(qgmm_validate_mx_round_trip_padded(ctx, p, fp8, x, offs, out, padded_offs));
+    qgmm_cast_problem cp;
+    qgmm_cast_operand o;
+    problem_of(p, fp8, out, out, &cp, &o);
+    qgmm_cast_problem fused = cp; /* the padded rows, read from x through the gather */
+    fused.x.at = qgmm_ref_of(x);
+    fused.x.s_o = x->strides[cp.odim];
+    fused.x.s_r = x->strides[cp.rdim];
+    const qgmm_pad_gather g = {qgmm_ref_of(offs), offs->shape[0], x->shape[0], 32, qgmm_ref_of(padded_offs)};
+    const qgmm_status s = ctx->vt->mx_round_trip(ctx, &fused, &o, &g);
+    if (s != QGMM_ERR_UNSUPPORTED) return qgmm_offsets_enqueued(ctx, s, op_padded, "offs", NULL);
+    qgmm_clear_error(ctx); /* declined before enqueuing anything */
+    QGMM_TRY(qgmm_pad_token_groups(ctx, 32, x, offs, out, NULL, padded_offs));
+    return ctx->vt->mx_round_trip(ctx, &cp, &o, NULL);
 }

@@ -245,11 +245,17 @@ struct qgmm_backend_vtable {
      * (api/ops_mx_round_trip.c). p is the quantize of bf16 x into q with plain scales; q and
      * the scales are not written (q's dtype names the format); out (bf16) is indexed as x.
      * A backend offers it where its MXFP8 GEMM multiplies the dequantized bf16 operands
-     * anyway (the composite then runs the round trip and the BF16 GEMM in the forward and
-     * dgrad, which gives the MXFP8 GEMM's values without the fp8 bytes and scales going
-     * through memory), and takes every problem the API passes: x and out with their blocks
-     * (s_r == 1) or their lines (s_o == 1) contiguous, whole blocks (r a multiple of 32). */
-    qgmm_status (*mx_round_trip)(qgmm_context *ctx, const qgmm_cast_problem *p, const qgmm_cast_operand *out);
+     * anyway (the composite then runs round trips and BF16 GEMMs, which give the MXFP8
+     * GEMM's values without the fp8 bytes and scales going through memory), and takes
+     * every problem the API passes without g: x and out with their blocks (s_r == 1) or
+     * their lines (s_o == 1) contiguous, whole blocks (r a multiple of 32); x may be out
+     * (in place). With g (the wgrad operands): x (T, D) unpadded with contiguous lines, the
+     * blocks along the tokens, p and out describing the padded rows as pad_cast's p does
+     * (out's r index a padded position, p->r their count); padded_offs written first, then
+     * every padded row of out (padding zero); bad g->offs: raise, write nothing;
+     * QGMM_ERR_UNSUPPORTED before enqueuing anything: the API pads and round-trips in place. */
+    qgmm_status (*mx_round_trip)(qgmm_context *ctx, const qgmm_cast_problem *p, const qgmm_cast_operand *out,
+                                 const qgmm_pad_gather *g);
     qgmm_status (*scales_to_blocked)(qgmm_context *ctx, qgmm_blocked_variant v,
                                      const qgmm_tensor *in, const qgmm_tensor *offs,
                                      const qgmm_tensor *out, const qgmm_tensor *group_starts);

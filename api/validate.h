@@ -102,6 +102,15 @@ qgmm_status qgmm_validate_mx_round_trip(qgmm_context *ctx, const qgmm_mxfp8_para
                                        const qgmm_tensor *x, const qgmm_tensor *out);
 qgmm_status qgmm_mx_round_trip(qgmm_context *ctx, const qgmm_mxfp8_params *p, qgmm_dtype fp8, const qgmm_tensor *x,
                                const qgmm_tensor *out);
+/* The same of x (T, D) bf16 in 32-token blocks restarting at each group of offs, written as
+ * qgmm_pad_token_groups(32, x, offs, out, NULL, padded_offs) would place the rows (out
+ * (qgmm_padded_rows_bound(T, G, 32), D), padding zero); p->block_dim 0. */
+qgmm_status qgmm_validate_mx_round_trip_padded(qgmm_context *ctx, const qgmm_mxfp8_params *p, qgmm_dtype fp8,
+                                              const qgmm_tensor *x, const qgmm_tensor *offs, const qgmm_tensor *out,
+                                              const qgmm_tensor *padded_offs);
+qgmm_status qgmm_mx_round_trip_padded(qgmm_context *ctx, const qgmm_mxfp8_params *p, qgmm_dtype fp8,
+                                      const qgmm_tensor *x, const qgmm_tensor *offs, const qgmm_tensor *out,
+                                      const qgmm_tensor *padded_offs);
 qgmm_status qgmm_validate_grouped_gemm(qgmm_context *ctx, const qgmm_grouped_gemm_params *p,
                                        const qgmm_tensor *a, const qgmm_tensor *b,
                                        const qgmm_tensor *a_scales, const qgmm_tensor *b_scales,

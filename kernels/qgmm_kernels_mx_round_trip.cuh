@@ -6,7 +6,8 @@
  * contiguous):
  *   qgmm_krt_rows  along C: two lanes per block, 16-byte accesses where aligned
  *   qgmm_krt_cols  along R: one thread per 32-row block of W adjacent columns (one 4-byte
- *                  access per row for W = 2), a warp reading 128 contiguous bytes a row
+ *                  access per row for W = 2), a warp reading 128 contiguous bytes a row;
+ *                  with a gather map it pads token groups on the way (the wgrad operands)
  * A column whose products x * 2^(127-b) are all zero or f32 normals (qgmm_kq_bf16_fast)
  * converts with the hardware both ways: fp8 of the product (cvt.rn.satfinite, which equals
  * qgmm_f32_to_fp8 there), the fp8 back to f32 (exact), times 2^(b-127) (exact: 4 significant
@@ -24,6 +25,10 @@ typedef struct qgmm_kround_trip {
     qgmm_kview x, out; /* bf16, s2 == 1 */
     int64_t E, R, C;   /* the blocks' dim (C for rows, R for cols) a multiple of 32 */
     int rceil;
+    /* cols only, the fused pad (qgmm_kp_gather_plan's map, as qgmm_kquant.gmap): R counts
+     * out's padded rows; 32-row block j reads x rows map[2 + 2j] onward, map[3 + 2j] of them
+     * (the rest zero); map[0] == 0 (bad offsets): nothing written. NULL: x's rows are out's. */
+    const int32_t *gmap;
 } qgmm_kround_trip;
 
 /* One block's scale as the round trip applies it: the e8m0 code, its reciprocal (quantize),
@@ -148,15 +153,24 @@ QGMM_KERNEL void qgmm_krt_rows(qgmm_kround_trip a)
 template <int FMT, int W>
 QGMM_KERNEL void qgmm_krt_cols(qgmm_kround_trip a)
 {
+    if (a.gmap && a.gmap[0] == 0) return; /* the fused pad's offsets were bad */
     const int64_t np = a.C / W, nrb = a.R / 32, total = a.E * nrb * np;
     for (int64_t t = QGMM_BID_X * QGMM_NTHREADS + QGMM_TID; t < total; t += QGMM_NBLOCKS_X * QGMM_NTHREADS) {
         const int64_t rest = t / np, c = (t - rest * np) * W, e = rest / nrb, r0 = (rest - e * nrb) * 32;
-        const uint16_t *src = (const uint16_t *)a.x.ptr + qgmm_kidx(a.x, e, r0, c);
+        int64_t xr = r0;
+        int live = 32;
+        if (a.gmap) {
+            xr = a.gmap[2 + 2 * (r0 / 32)];
+            live = a.gmap[3 + 2 * (r0 / 32)];
+        }
+        const uint16_t *src = (const uint16_t *)a.x.ptr + qgmm_kidx(a.x, e, xr, c);
         uint16_t *dst = (uint16_t *)a.out.ptr + qgmm_kidx(a.out, e, r0, c);
         uint32_t w[32];
 #pragma unroll
         for (int i = 0; i < 32; ++i)
-            w[i] = W == 2 ? QGMM_LDG((const uint32_t *)(src + i * a.x.s1)) : (uint32_t)QGMM_LDG(src + i * a.x.s1);
+            w[i] = i >= live ? 0u
+                 : W == 2    ? QGMM_LDG((const uint32_t *)(src + i * a.x.s1))
+                             : (uint32_t)QGMM_LDG(src + i * a.x.s1);
         uint32_t mx = 0, mn = 0xFFFFFFFFu;
 #pragma unroll
         for (int i = 0; i < 32; ++i) qgmm_kq_bf16_stat_word(w[i], mx, mn);

@@ -6,6 +6,8 @@
  * the (E, N, K) weights along N and along K), both fp8 formats, FLOOR and RCEIL, aligned
  * and unaligned rows, odd line counts, and values that leave the hardware conversion's
  * range: NaN, inf, all-zero blocks, bf16 subnormals, products below 2^-126, bf16's largest.
+ * The padded form (the wgrad operands) against qgmm_pad_token_groups followed by the two ops:
+ * ragged and empty groups, tokens past the last group, and bad offsets (nothing written).
  * The slot is reached through the plugin's own vtable (QGMM_PLUGIN_PATH), with the problem
  * api/ops_mx_round_trip.c builds. Usage: test_mx_round_trip [cuda|hip|hipemu] (default:
  * each where present; hipemu, the HIP plugin on the host emulation, with
@@ -141,7 +143,7 @@ static void run_case(const qgmm_backend_vtable *vt, const kase *k, uint64_t seed
         o.at.buffer = bgot;
         o.at.offset = out.offset;
         o.at.dtype = QGMM_BF16;
-        OK(vt->mx_round_trip(g_ctx, &p, &o));
+        OK(vt->mx_round_trip(g_ctx, &p, &o, NULL));
         OK(qgmm_synchronize(g_ctx));
     }
     uint8_t *want = (uint8_t *)qgmm_test_fetch(bref, bytes), *got = (uint8_t *)qgmm_test_fetch(bgot, bytes);
@@ -157,6 +159,120 @@ static void run_case(const qgmm_backend_vtable *vt, const kase *k, uint64_t seed
     qgmm_buffer_free(bref);
     qgmm_buffer_free(bgot);
 }
+
+/* The padded form (the wgrad operands): x (T, D) with token groups offs, against
+ * qgmm_pad_token_groups(32) then the round trip of the padded rows by the two public ops;
+ * out and padded_offs compared byte for byte. bad: offsets made decreasing for the slot
+ * only: nothing written (out keeps its poison) and synchronize reports bad offsets. */
+typedef struct pcase {
+    const char *name;
+    int64_t T, D;
+    int G;
+    int32_t offs[6];
+    qgmm_dtype fp8;
+    qgmm_mx_mode mode;
+} pcase;
+
+static void run_padded(const qgmm_backend_vtable *vt, const pcase *k, uint64_t seed, int bad)
+{
+    const int64_t P = qgmm_padded_rows_bound(k->T, k->G, 32), D = k->D;
+    const size_t xb = (size_t)(k->T * D) * 2, ob = (size_t)(P * D) * 2, pb = sizeof(int32_t) * (size_t)k->G;
+    uint16_t *hx = (uint16_t *)malloc(xb ? xb : 1);
+    for (int64_t i = 0; i < k->T * D; ++i) hx[i] = sample(&seed, i);
+    qgmm_buffer *bx = qgmm_test_buf_from(hx, xb);
+    int32_t offs[6];
+    memcpy(offs, k->offs, sizeof offs);
+    if (bad) offs[0] = (int32_t)k->T + 1;
+    qgmm_buffer *bo = qgmm_test_buf_from(k->offs, pb), *bo_bad = qgmm_test_buf_from(offs, pb);
+    const int64_t xs[2] = {k->T, D}, ps[2] = {P, D};
+    const qgmm_tensor x = qgmm_tensor_make(bx, 0, QGMM_BF16, 2, xs);
+    /* the public ops: pad, quantize the padded rows along the tokens, dequantize */
+    qgmm_buffer *bref = qgmm_test_buf_poisoned(ob, POISON), *pref = qgmm_test_buf_poisoned(pb, POISON);
+    {
+        qgmm_buffer *bxp = qgmm_test_buf_poisoned(ob, 0), *bq = qgmm_test_buf_poisoned((size_t)(P * D), 0);
+        qgmm_buffer *bs = qgmm_test_buf_poisoned((size_t)(P * D / 32), 0);
+        const qgmm_tensor xp = qgmm_tensor_make(bxp, 0, QGMM_BF16, 2, ps), q = qgmm_tensor_make(bq, 0, k->fp8, 2, ps);
+        const int64_t ss[2] = {D, P / 32};
+        const qgmm_tensor s = qgmm_tensor_make(bs, 0, QGMM_E8M0, 2, ss), out = qgmm_tensor_make(bref, 0, QGMM_BF16, 2, ps);
+        const qgmm_tensor to = qgmm_test_t1(bo, QGMM_I32, k->G), po = qgmm_test_t1(pref, QGMM_I32, k->G);
+        qgmm_mxfp8_params mp = QGMM_MXFP8_PARAMS_INIT(0);
+        mp.mode = k->mode;
+        qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(0);
+        f.mx = mp;
+        OK(qgmm_pad_token_groups(g_ctx, 32, &x, &to, &xp, NULL, &po));
+        OK(qgmm_quantize_mxfp8(g_ctx, &mp, &xp, &q, &s));
+        OK(qgmm_dequantize(g_ctx, &f, &q, &s, NULL, &out));
+        OK(qgmm_synchronize(g_ctx));
+        qgmm_buffer_free(bxp);
+        qgmm_buffer_free(bq);
+        qgmm_buffer_free(bs);
+    }
+    /* the slot's padded form, with the problem api/ops_mx_round_trip.c builds */
+    qgmm_buffer *bgot = qgmm_test_buf_poisoned(ob, POISON), *pgot = qgmm_test_buf_poisoned(pb, POISON);
+    {
+        const qgmm_tensor out = qgmm_tensor_make(bgot, 0, QGMM_BF16, 2, ps);
+        qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(0);
+        f.mx.mode = k->mode;
+        qgmm_tensor q = out, scales;
+        q.buffer = NULL;
+        q.dtype = k->fp8;
+        memset(&scales, 0, sizeof scales);
+        scales.dtype = QGMM_E8M0;
+        scales.rank = 1;
+        scales.strides[0] = 1;
+        qgmm_cast_problem p;
+        qgmm_cast_problem_make(&f, 0, &out, &q, &scales, NULL, &p);
+        p.q.at.dtype = k->fp8;
+        qgmm_cast_operand o = p.q;
+        o.at.buffer = bgot;
+        o.at.offset = 0;
+        o.at.dtype = QGMM_BF16;
+        p.x.at.buffer = bx;
+        p.x.at.offset = 0;
+        p.x.s_o = 1;
+        p.x.s_r = D;
+        qgmm_pad_gather g;
+        memset(&g, 0, sizeof g);
+        g.offs.buffer = bad ? bo_bad : bo;
+        g.offs.dtype = QGMM_I32;
+        g.groups = k->G;
+        g.tokens = k->T;
+        g.alignment = 32;
+        g.padded_offs.buffer = pgot;
+        g.padded_offs.dtype = QGMM_I32;
+        OK(vt->mx_round_trip(g_ctx, &p, &o, &g));
+        const qgmm_status st = qgmm_synchronize(g_ctx);
+        CHECK(st == (bad ? QGMM_ERR_BAD_OFFSETS : QGMM_OK), "%s%s: synchronize gave %s", k->name,
+              bad ? " (bad offs)" : "", qgmm_status_string(st));
+    }
+    uint8_t *want = (uint8_t *)qgmm_test_fetch(bref, ob), *got = (uint8_t *)qgmm_test_fetch(bgot, ob);
+    uint8_t *pwant = (uint8_t *)qgmm_test_fetch(pref, pb), *pgot_h = (uint8_t *)qgmm_test_fetch(pgot, pb);
+    size_t diff = 0, first = 0;
+    for (size_t i = 0; i < ob; ++i)
+        if (got[i] != (bad ? POISON : want[i]) && !diff++) first = i;
+    CHECK(diff == 0, "%s%s: out differs in %zu of %zu bytes, first at %zu", k->name, bad ? " (bad offs)" : "", diff,
+          ob, first);
+    if (!bad) CHECK(memcmp(pwant, pgot_h, pb) == 0, "%s: padded_offs differ", k->name);
+    free(want);
+    free(got);
+    free(pwant);
+    free(pgot_h);
+    free(hx);
+    qgmm_buffer_free(bx);
+    qgmm_buffer_free(bo);
+    qgmm_buffer_free(bo_bad);
+    qgmm_buffer_free(bref);
+    qgmm_buffer_free(pref);
+    qgmm_buffer_free(bgot);
+    qgmm_buffer_free(pgot);
+}
+
+static const pcase pcases[] = {
+    {"padded e4m3 RCEIL, 5 ragged groups, one empty", 1000, 256, 5, {31, 31, 96, 500, 990}, QGMM_F8E4M3FN,
+     QGMM_MX_RCEIL},
+    {"padded e5m2 FLOOR, odd width", 300, 70, 3, {64, 65, 300}, QGMM_F8E5M2, QGMM_MX_FLOOR},
+    {"padded e4m3 FLOOR, empty first", 257, 128, 4, {0, 33, 200, 250}, QGMM_F8E4M3FN, QGMM_MX_FLOOR},
+};
 
 static const kase cases[] = {
     {"rows 2D e4m3 FLOOR", 2, 1000, 512, 0, 1, 0, 0, QGMM_F8E4M3FN, QGMM_MX_FLOOR},
@@ -183,7 +299,10 @@ static int run_backend(const char *name)
     }
     const long before = g_failures;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) run_case(vt, &cases[c], 0x9E3779B97F4A7C15ull + c);
-    printf("%s: %zu cases: %s\n", name, sizeof cases / sizeof cases[0], g_failures == before ? "ok" : "FAILED");
+    for (size_t c = 0; c < sizeof pcases / sizeof pcases[0]; ++c)
+        for (int bad = 0; bad < 2; ++bad) run_padded(vt, &pcases[c], 0x2545F4914F6CDD1Dull + c, bad);
+    printf("%s: %zu cases, %zu padded (good and bad offsets): %s\n", name, sizeof cases / sizeof cases[0],
+           sizeof pcases / sizeof pcases[0], g_failures == before ? "ok" : "FAILED");
     qgmm_context_destroy(g_ctx);
     return 0;
 }

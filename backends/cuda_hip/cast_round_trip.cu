@@ -4,7 +4,9 @@
  * qgmm_kernels_mx_round_trip.cuh), for the composite's forward and dgrad operands, whose
  * MXFP8 GEMM here multiplies the dequantized bf16 values anyway. Every layout the slot's
  * contract names is taken: blocks along the contiguous dim (qgmm_krt_rows) or along a dim
- * whose lines are contiguous (qgmm_krt_cols); unaligned rows take narrower accesses.
+ * whose lines are contiguous (qgmm_krt_cols); unaligned rows take narrower accesses. The
+ * padded form (the wgrad operands) runs the fused pad's plan first (cast_pad.cu) and the
+ * cols kernel through its map; past QGMM_KL_MAX_GROUPS groups it declines.
  */
 #include "cuda_internal.h"
 #include "qgmm_kernels_mx_round_trip.cuh"
@@ -41,12 +43,12 @@ static qgmm_kview view_of(const qgmm_cast_operand &o, int rows)
 }
 
 extern "C" qgmm_status qgmm_cuda_mx_round_trip(qgmm_context *ctx, const qgmm_cast_problem *p,
-                                               const qgmm_cast_operand *out)
+                                               const qgmm_cast_operand *out, const qgmm_pad_gather *g)
 {
     qgmm_status st = qgmm_cuda_enter(ctx);
     if (st != QGMM_OK) return st;
     const int fmt = (int)p->q.at.dtype;
-    const int rows = p->x.s_r == 1 && out->s_r == 1, cols = !rows && p->x.s_o == 1 && out->s_o == 1;
+    const int rows = !g && p->x.s_r == 1 && out->s_r == 1, cols = !rows && p->x.s_o == 1 && out->s_o == 1;
     if (p->kind != QGMM_QUANT_MXFP8 || p->x.at.dtype != QGMM_BF16 || out->at.dtype != QGMM_BF16 ||
         (!rows && !cols) || p->r % 32 != 0 || (fmt != QGMM_FMT_E4M3FN && fmt != QGMM_FMT_E5M2))
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED,
@@ -58,6 +60,14 @@ extern "C" qgmm_status qgmm_cuda_mx_round_trip(qgmm_context *ctx, const qgmm_cas
     a.R = rows ? p->o : p->r;
     a.C = rows ? p->r : p->o;
     a.rceil = p->rceil;
+    a.gmap = nullptr;
+    if (g) { /* the plan (offsets checked, padded offsets written) and the map, in the scratch */
+        const int64_t nblk = a.R / 32;
+        int32_t *map = (int32_t *)qgmm_cuda_scratch(ctx, (size_t)(2 + 2 * nblk) * sizeof(int32_t));
+        if (!map) return QGMM_ERR_OUT_OF_MEMORY;
+        if ((st = qgmm_cuda_pad_gather_plan(ctx, g, map, nblk)) != QGMM_OK) return st; /* declines many groups */
+        a.gmap = map;
+    }
     if (a.E * a.R * a.C == 0) return QGMM_OK;
     /* 16-byte block rows (rows kernel) or 4-byte column pairs (cols kernel) */
     const int64_t vec = rows ? 8 : 2;
