@@ -45,7 +45,7 @@ typedef struct arena {
     const char *phase; /* "forward", "dgrad", "wgrad": names the step a validator refused */
     int steps;         /* ARENA_CHECK: the steps validated (events a profile needs, less one) */
     qgmm_moe_profile *prof; /* ARENA_RUN: an event recorded after each step, or NULL */
-    int mx_as_bf16;    /* MXFP8 forward and dgrad as round trips and BF16 GEMMs (mx_as_bf16) */
+    int mx_as_bf16;    /* MXFP8 as round trips and BF16 GEMMs (mx_as_bf16) */
 } arena;
 
 /* MXFP8 on a backend whose MXFP8 GEMM multiplies its operands dequantized to bf16 (it has
@@ -367,7 +367,7 @@ static size_t workspace_need(const qgmm_moe_params *p, int64_t M, int64_t N, int
     memset(&none, 0, sizeof none);
     none.dtype = QGMM_BF16;
     /* forward and backward reuse the same workspace; backward runs dgrad then wgrad. No
-     * context here: the MXFP8 forward and dgrad are sized both ways (mx_as_bf16). */
+     * context here: MXFP8 is sized both ways (mx_as_bf16). */
     size_t need = 0;
     for (int as_bf16 = 0; as_bf16 < 2; ++as_bf16) {
         arena fa = arena_make(NULL, NULL, ARENA_SIZE, "forward"), da = fa, wa = fa;

@@ -1,8 +1,8 @@
 /*
  * cast_round_trip.cu — the mx_round_trip slot on CUDA and HIP (qgmm_backend.h): bf16 x
  * quantized to MXFP8 and dequantized to bf16 in one pass (kernels/
- * qgmm_kernels_mx_round_trip.cuh), for the composite's forward and dgrad operands, whose
- * MXFP8 GEMM here multiplies the dequantized bf16 values anyway. Every layout the slot's
+ * qgmm_kernels_mx_round_trip.cuh), for the composite's MXFP8 operands, whose MXFP8 GEMM
+ * here multiplies the dequantized bf16 values anyway. Every layout the slot's
  * contract names is taken: blocks along the contiguous dim (qgmm_krt_rows) or along a dim
  * whose lines are contiguous (qgmm_krt_cols); unaligned rows take narrower accesses. The
  * padded form (the wgrad operands) runs the fused pad's plan first (cast_pad.cu) and the

@@ -113,7 +113,7 @@ qgmm_status qgmm_cuda_pad_token_groups(qgmm_context *ctx, int alignment, const q
                                        const qgmm_tensor *padded_offs);
 /* The fused pad and cast of the composite's wgrad operands (cast_pad.cu). */
 qgmm_status qgmm_cuda_pad_cast(qgmm_context *ctx, const qgmm_cast_problem *p, const qgmm_pad_gather *g);
-/* The MXFP8 round trip of the composite's forward and dgrad operands (cast_round_trip.cu). */
+/* The MXFP8 round trip of the composite's operands, padded or not (cast_round_trip.cu). */
 qgmm_status qgmm_cuda_mx_round_trip(qgmm_context *ctx, const qgmm_cast_problem *p, const qgmm_cast_operand *out,
                                     const qgmm_pad_gather *g);
 /* The fused pad's plan (qgmm_kp_gather_plan: g's offsets checked, its padded offsets
