@@ -1881,6 +1881,9 @@ qgmm_status qgmm_cuda_launch_kq_rowblock(qgmm_context *ctx, const qgmm_kquant &a
  * and the launchers of each kind that take them (cast_rowwise.cu, cast_mx.cu,
  * cast_blockwise.cu, cast_dequant.cu). */
 qgmm_kquant qgmm_cuda_kquant_of(const qgmm_context *ctx, const qgmm_cast_problem *p);
+/* An operand of a cast description as the kernels' (E, R, C) view: C is the scaled dim r
+ * when along_c, else the line dim o. */
+qgmm_kview qgmm_cuda_kview_of(const qgmm_cast_operand &o, int along_c);
 qgmm_status qgmm_cuda_cast_rowwise(qgmm_context *ctx, qgmm_kquant a);
 qgmm_status qgmm_cuda_cast_mx(qgmm_context *ctx, const qgmm_cast_problem *p, const qgmm_kquant &a);
 qgmm_status qgmm_cuda_cast_blockwise(qgmm_context *ctx, qgmm_kquant a);

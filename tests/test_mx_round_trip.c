@@ -17,33 +17,17 @@
 #include "qgmm.h"
 #include "qgmm_backend.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static qgmm_context *g_ctx;
 static long g_failures;
 
 #include "qgmm_test_check.h"
+#include "qgmm_test_plugin.h"
 
 #define POISON 0xA5
-
-static const qgmm_backend_vtable *plugin_vtable(const char *name)
-{
-    const char *dirs = getenv("QGMM_PLUGIN_PATH");
-    char buf[2048], path[2300];
-    snprintf(buf, sizeof buf, "%s", dirs ? dirs : ".");
-    for (char *save = NULL, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(path, sizeof path, "%s/libqgmm-%s.so", d, name);
-        if (access(path, R_OK) != 0) continue;
-        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        qgmm_plugin_entry_fn entry = h ? (qgmm_plugin_entry_fn)dlsym(h, QGMM_PLUGIN_ENTRY_SYMBOL) : NULL;
-        return entry ? entry(QGMM_BACKEND_ABI_VERSION, NULL, 0) : NULL;
-    }
-    return NULL;
-}
 
 typedef struct kase {
     const char *name;
@@ -88,6 +72,29 @@ static qgmm_tensor view(const kase *k, qgmm_buffer *b, qgmm_dtype dt)
     return qgmm_tensor_make(b, k->offset, dt, k->rank, sh);
 }
 
+/* The slot's problem as api/ops_mx_round_trip.c builds it: the quantize of xv (the blocks'
+ * view) along block_dim with plain scales, q laid out as out, q and the scales absent (q's
+ * dtype names the format); *o is out as q's operand. */
+static void slot_problem(int block_dim, qgmm_mx_mode mode, qgmm_dtype fp8, const qgmm_tensor *xv,
+                         const qgmm_tensor *out, qgmm_cast_problem *p, qgmm_cast_operand *o)
+{
+    qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(block_dim);
+    f.mx.mode = mode;
+    qgmm_tensor q = *out, scales;
+    q.buffer = NULL;
+    q.dtype = fp8;
+    memset(&scales, 0, sizeof scales);
+    scales.dtype = QGMM_E8M0;
+    scales.rank = 1;
+    scales.strides[0] = 1;
+    qgmm_cast_problem_make(&f, 0, xv, &q, &scales, NULL, p);
+    p->q.at.dtype = fp8;
+    *o = p->q;
+    o->at.buffer = out->buffer;
+    o->at.offset = out->offset;
+    o->at.dtype = QGMM_BF16;
+}
+
 static void run_case(const qgmm_backend_vtable *vt, const kase *k, uint64_t seed)
 {
     const int64_t n = k->d0 * k->d1 * (k->rank == 3 ? k->d2 : 1);
@@ -127,22 +134,9 @@ static void run_case(const qgmm_backend_vtable *vt, const kase *k, uint64_t seed
     qgmm_buffer *bgot = qgmm_test_buf_poisoned(bytes, POISON);
     {
         const qgmm_tensor out = view(k, bgot, QGMM_BF16);
-        qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(k->block_dim);
-        f.mx.mode = k->mode;
-        qgmm_tensor q = out, scales;
-        q.buffer = NULL;
-        q.dtype = k->fp8;
-        memset(&scales, 0, sizeof scales);
-        scales.dtype = QGMM_E8M0;
-        scales.rank = 1;
-        scales.strides[0] = 1;
         qgmm_cast_problem p;
-        qgmm_cast_problem_make(&f, 0, &x, &q, &scales, NULL, &p);
-        p.q.at.dtype = k->fp8;
-        qgmm_cast_operand o = p.q;
-        o.at.buffer = bgot;
-        o.at.offset = out.offset;
-        o.at.dtype = QGMM_BF16;
+        qgmm_cast_operand o;
+        slot_problem(k->block_dim, k->mode, k->fp8, &x, &out, &p, &o);
         OK(vt->mx_round_trip(g_ctx, &p, &o, NULL));
         OK(qgmm_synchronize(g_ctx));
     }
@@ -211,22 +205,9 @@ static void run_padded(const qgmm_backend_vtable *vt, const pcase *k, uint64_t s
     qgmm_buffer *bgot = qgmm_test_buf_poisoned(ob, POISON), *pgot = qgmm_test_buf_poisoned(pb, POISON);
     {
         const qgmm_tensor out = qgmm_tensor_make(bgot, 0, QGMM_BF16, 2, ps);
-        qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(0);
-        f.mx.mode = k->mode;
-        qgmm_tensor q = out, scales;
-        q.buffer = NULL;
-        q.dtype = k->fp8;
-        memset(&scales, 0, sizeof scales);
-        scales.dtype = QGMM_E8M0;
-        scales.rank = 1;
-        scales.strides[0] = 1;
         qgmm_cast_problem p;
-        qgmm_cast_problem_make(&f, 0, &out, &q, &scales, NULL, &p);
-        p.q.at.dtype = k->fp8;
-        qgmm_cast_operand o = p.q;
-        o.at.buffer = bgot;
-        o.at.offset = 0;
-        o.at.dtype = QGMM_BF16;
+        qgmm_cast_operand o;
+        slot_problem(0, k->mode, k->fp8, &out, &out, &p, &o); /* the padded rows, x read through g */
         p.x.at.buffer = bx;
         p.x.at.offset = 0;
         p.x.s_o = 1;
@@ -291,7 +272,7 @@ static int run_backend(const char *name)
         printf("%s: no context here (%s)\n", name, qgmm_last_error(NULL));
         return 77;
     }
-    const qgmm_backend_vtable *vt = plugin_vtable(name);
+    const qgmm_backend_vtable *vt = qgmm_test_plugin_vtable(name);
     if (!vt || !vt->mx_round_trip) {
         printf("%s: plugin without the mx_round_trip slot\n", name);
         qgmm_context_destroy(g_ctx);

@@ -14,33 +14,17 @@
 #include "qgmm.h"
 #include "qgmm_backend.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static qgmm_context *g_ctx;
 static long g_failures;
 
 #include "qgmm_test_check.h"
+#include "qgmm_test_plugin.h"
 
 #define POISON 0xA5
-
-static const qgmm_backend_vtable *plugin_vtable(const char *name)
-{
-    const char *dirs = getenv("QGMM_PLUGIN_PATH");
-    char buf[2048], path[2300];
-    snprintf(buf, sizeof buf, "%s", dirs ? dirs : ".");
-    for (char *save = NULL, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(path, sizeof path, "%s/libqgmm-%s.so", d, name);
-        if (access(path, R_OK) != 0) continue;
-        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        qgmm_plugin_entry_fn entry = h ? (qgmm_plugin_entry_fn)dlsym(h, QGMM_PLUGIN_ENTRY_SYMBOL) : NULL;
-        return entry ? entry(QGMM_BACKEND_ABI_VERSION, NULL, 0) : NULL;
-    }
-    return NULL;
-}
 
 typedef struct kase {
     const char *name;
@@ -233,7 +217,7 @@ static int run_backend(const char *name)
         printf("%s: no context here (%s)\n", name, qgmm_last_error(NULL));
         return 77;
     }
-    const qgmm_backend_vtable *vt = plugin_vtable(name);
+    const qgmm_backend_vtable *vt = qgmm_test_plugin_vtable(name);
     if (!vt || !vt->pad_cast) {
         printf("%s: plugin without the pad_cast slot\n", name);
         qgmm_context_destroy(g_ctx);

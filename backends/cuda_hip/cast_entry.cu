@@ -7,7 +7,7 @@
 #include "cuda_internal.h"
 #include "qgmm_kernels_quant.cuh"
 
-static qgmm_kview view_of(const qgmm_cast_operand &o, int along_c)
+qgmm_kview qgmm_cuda_kview_of(const qgmm_cast_operand &o, int along_c)
 {
     qgmm_kview v;
     v.ptr = qgmm_ref_data(&o.at);
@@ -22,8 +22,8 @@ qgmm_kquant qgmm_cuda_kquant_of(const qgmm_context *ctx, const qgmm_cast_problem
     qgmm_kquant a;
     __builtin_memset(&a, 0, sizeof a);
     a.along_c = p->rdim > p->odim;
-    a.x = view_of(p->x, a.along_c);
-    a.q = view_of(p->q, a.along_c);
+    a.x = qgmm_cuda_kview_of(p->x, a.along_c);
+    a.q = qgmm_cuda_kview_of(p->q, a.along_c);
     a.x_dtype = qgmm_kdtype_of(p->x.at.dtype);
     a.fmt = (int)p->q.at.dtype;
     a.E = p->e;

@@ -30,18 +30,6 @@ static qgmm_status launch(qgmm_context *ctx, const qgmm_kround_trip &a, int rows
     return qgmm_cuda_launch_check(ctx, "qgmm_krt_cols");
 }
 
-/* An operand as the kernels' (E, R, C) view with C its contiguous dim: the blocks' dim r
- * (rows kernel) or the lines' dim o (cols kernel). */
-static qgmm_kview view_of(const qgmm_cast_operand &o, int rows)
-{
-    qgmm_kview v;
-    v.ptr = qgmm_ref_data(&o.at);
-    v.s0 = o.s_e;
-    v.s1 = rows ? o.s_o : o.s_r;
-    v.s2 = rows ? o.s_r : o.s_o;
-    return v;
-}
-
 extern "C" qgmm_status qgmm_cuda_mx_round_trip(qgmm_context *ctx, const qgmm_cast_problem *p,
                                                const qgmm_cast_operand *out, const qgmm_pad_gather *g)
 {
@@ -54,8 +42,8 @@ extern "C" qgmm_status qgmm_cuda_mx_round_trip(qgmm_context *ctx, const qgmm_cas
         return qgmm_set_error(ctx, QGMM_ERR_UNSUPPORTED,
                               "cuda mx_round_trip: not bf16 with contiguous blocks or lines and whole blocks");
     qgmm_kround_trip a;
-    a.x = view_of(p->x, rows);
-    a.out = view_of(*out, rows);
+    a.x = qgmm_cuda_kview_of(p->x, rows); /* C: the blocks (rows) or the lines (cols) */
+    a.out = qgmm_cuda_kview_of(*out, rows);
     a.E = p->e;
     a.R = rows ? p->o : p->r;
     a.C = rows ? p->r : p->o;

@@ -1,0 +1,33 @@
+/*
+ * qgmm_test_plugin.h — a backend plugin's own vtable, for the tests that call an optional
+ * slot directly (test_pad_cast, test_mx_round_trip): libqgmm-NAME.so from the first folder
+ * of QGMM_PLUGIN_PATH that holds it (default "."), entered as libqgmm enters it. NULL when
+ * no such plugin loads here.
+ */
+#ifndef QGMM_TEST_PLUGIN_H
+#define QGMM_TEST_PLUGIN_H
+
+#include "qgmm_backend.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static inline const qgmm_backend_vtable *qgmm_test_plugin_vtable(const char *name)
+{
+    const char *dirs = getenv("QGMM_PLUGIN_PATH");
+    char buf[2048], path[2300];
+    snprintf(buf, sizeof buf, "%s", dirs ? dirs : ".");
+    for (char *save = NULL, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(path, sizeof path, "%s/libqgmm-%s.so", d, name);
+        if (access(path, R_OK) != 0) continue;
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        qgmm_plugin_entry_fn entry = h ? (qgmm_plugin_entry_fn)dlsym(h, QGMM_PLUGIN_ENTRY_SYMBOL) : NULL;
+        return entry ? entry(QGMM_BACKEND_ABI_VERSION, NULL, 0) : NULL;
+    }
+    return NULL;
+}
+
+#endif /* QGMM_TEST_PLUGIN_H */
