@@ -266,18 +266,12 @@ static const kase cases[] = {
     {"rows 2D column-major along R e4m3 FLOOR", 2, 96, 70, 0, 0, 1, 0, QGMM_F8E4M3FN, QGMM_MX_FLOOR},
 };
 
+static int has_slot(const qgmm_backend_vtable *vt) { return vt->mx_round_trip != NULL; }
+
 static int run_backend(const char *name)
 {
-    if (qgmm_context_create(name, 0, &g_ctx) != QGMM_OK) {
-        printf("%s: no context here (%s)\n", name, qgmm_last_error(NULL));
-        return 77;
-    }
-    const qgmm_backend_vtable *vt = qgmm_test_plugin_vtable(name);
-    if (!vt || !vt->mx_round_trip) {
-        printf("%s: plugin without the mx_round_trip slot\n", name);
-        qgmm_context_destroy(g_ctx);
-        return 77;
-    }
+    const qgmm_backend_vtable *vt = qgmm_test_plugin_open(name, "mx_round_trip", has_slot, &g_ctx);
+    if (!vt) return 77;
     const long before = g_failures;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) run_case(vt, &cases[c], 0x9E3779B97F4A7C15ull + c);
     for (size_t c = 0; c < sizeof pcases / sizeof pcases[0]; ++c)

@@ -211,18 +211,12 @@ static const kase cases[] = {
      {0, 33, 200, 250}},
 };
 
+static int has_slot(const qgmm_backend_vtable *vt) { return vt->pad_cast != NULL; }
+
 static int run_backend(const char *name)
 {
-    if (qgmm_context_create(name, 0, &g_ctx) != QGMM_OK) {
-        printf("%s: no context here (%s)\n", name, qgmm_last_error(NULL));
-        return 77;
-    }
-    const qgmm_backend_vtable *vt = qgmm_test_plugin_vtable(name);
-    if (!vt || !vt->pad_cast) {
-        printf("%s: plugin without the pad_cast slot\n", name);
-        qgmm_context_destroy(g_ctx);
-        return 77;
-    }
+    const qgmm_backend_vtable *vt = qgmm_test_plugin_open(name, "pad_cast", has_slot, &g_ctx);
+    if (!vt) return 77;
     const long before = g_failures;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c)
         for (int bad = 0; bad < 2; ++bad) run_case(vt, &cases[c], 0x9E3779B97F4A7C15ull + c, bad);

@@ -7,6 +7,7 @@
 #ifndef QGMM_TEST_PLUGIN_H
 #define QGMM_TEST_PLUGIN_H
 
+#include "qgmm.h"
 #include "qgmm_backend.h"
 
 #include <dlfcn.h>
@@ -28,6 +29,27 @@ static inline const qgmm_backend_vtable *qgmm_test_plugin_vtable(const char *nam
         return entry ? entry(QGMM_BACKEND_ABI_VERSION, NULL, 0) : NULL;
     }
     return NULL;
+}
+
+/* A context on backend `name` in *ctx and its plugin's vtable; NULL (the reason printed,
+ * nothing left open) where either is missing here or has(vt) says the slot named `slot`
+ * is absent: the test skips that backend. */
+static inline const qgmm_backend_vtable *qgmm_test_plugin_open(const char *name, const char *slot,
+                                                              int (*has)(const qgmm_backend_vtable *vt),
+                                                              qgmm_context **ctx)
+{
+    if (qgmm_context_create(name, 0, ctx) != QGMM_OK) {
+        printf("%s: no context here (%s)\n", name, qgmm_last_error(NULL));
+        return NULL;
+    }
+    const qgmm_backend_vtable *vt = qgmm_test_plugin_vtable(name);
+    if (!vt || !has(vt)) {
+        printf("%s: plugin without the %s slot\n", name, slot);
+        qgmm_context_destroy(*ctx);
+        *ctx = NULL;
+        return NULL;
+    }
+    return vt;
 }
 
 #endif /* QGMM_TEST_PLUGIN_H */
