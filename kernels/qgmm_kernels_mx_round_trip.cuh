@@ -50,12 +50,13 @@ QGMM_DEV qgmm_krt_scale qgmm_krt_scale_of(uint32_t hx, uint32_t hn, int rceil)
     return k;
 }
 
-/* One bf16 value by the header rules. */
+/* One bf16 value by the header rules, with its block's scale k (k.s is the code's value,
+ * as dequantize reads it). */
 template <int FMT>
-QGMM_DEV uint32_t qgmm_krt_value(uint32_t h, uint8_t code)
+QGMM_DEV uint32_t qgmm_krt_value(uint32_t h, const qgmm_krt_scale &k)
 {
-    const uint8_t q = qgmm_mx_quantize_value(qgmm_bf16_to_f32((uint16_t)h), code, FMT);
-    return qgmm_f32_to_bf16(qgmm_dequant_mul(qgmm_fp8_to_f32(q, FMT), qgmm_e8m0_to_f32(code)));
+    const uint8_t q = qgmm_mx_quantize_value(qgmm_bf16_to_f32((uint16_t)h), k.code, FMT);
+    return qgmm_f32_to_bf16(qgmm_dequant_mul(qgmm_fp8_to_f32(q, FMT), k.s));
 }
 
 /* A bf16 pair (bits 0-15 element 0) round-tripped, element i with scale k[i]. */
@@ -81,7 +82,7 @@ QGMM_DEV uint32_t qgmm_krt_pair(uint32_t w, const qgmm_krt_scale &k0, const qgmm
         return o;
     }
 #endif
-    return qgmm_krt_value<FMT>(w & 0xFFFFu, k0.code) | (qgmm_krt_value<FMT>(w >> 16, k1.code) << 16);
+    return qgmm_krt_value<FMT>(w & 0xFFFFu, k0) | (qgmm_krt_value<FMT>(w >> 16, k1) << 16);
 }
 
 /* Blocks along C: a lane holds half a block (16 elements, two 16-byte accesses where VEC,
