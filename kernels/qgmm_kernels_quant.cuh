@@ -1869,6 +1869,27 @@ static inline int qgmm_k_resident(K kernel, int threads, int guess)
 #endif
     return guess;
 }
+/* Launch shape of the 2D row kernels (qgmm_kq_rowblock, qgmm_krt_rows): x = lanes along a
+ * row of `chunks` work-items in the fewest blocks of at most 256 lanes, each a multiple of
+ * 32 (320 chunks: 2 x 160, not 256 + 64, so no lane idles); y = rows filling the rest of a
+ * 256-thread block; grid.y holds `kernel`'s resident blocks once over all x blocks, rows
+ * stepped by grid.y * block.y inside, so no partial last wave remains. */
+template <typename K>
+static inline void qgmm_k_row_shape(K kernel, int sm_count, int64_t chunks, int64_t rows, unsigned grid[2],
+                                    unsigned block[2])
+{
+    const int64_t nbx = chunks > 0 ? (chunks + 255) / 256 : 1;
+    const int64_t tx = ((chunks + nbx - 1) / nbx + 31) / 32 * 32, ty = 256 / (tx > 0 ? tx : 32);
+    const int per_sm = qgmm_k_resident(kernel, (int)(tx * ty), 8);
+    int64_t gy = (int64_t)sm_count * per_sm / nbx, need = (rows + ty - 1) / ty;
+    if (gy > need) gy = need;
+    if (gy > 65535) gy = 65535;
+    if (gy < 1) gy = 1;
+    grid[0] = (unsigned)nbx;
+    grid[1] = (unsigned)gy;
+    block[0] = (unsigned)(tx > 0 ? tx : 32);
+    block[1] = (unsigned)ty;
+}
 /* Launches qgmm_kq_transpose (cast along R into R-contiguous q) on the context's stream;
  * shared by the rowwise and MXFP8 casts (defined in backends/cuda_hip/cast_rowwise.cu, whose
  * launches the HIP host emulation rewrites like every launcher file's). */

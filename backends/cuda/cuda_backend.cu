@@ -73,27 +73,6 @@ extern "C" unsigned qgmm_cuda_grid(const qgmm_context *ctx, int64_t work_blocks,
     return (unsigned)work_blocks;
 }
 
-extern "C" void qgmm_cuda_row_grid(const qgmm_context *ctx, int64_t chunks, int64_t rows, int blocks_per_sm,
-                                   unsigned *grid_x, unsigned *grid_y, unsigned *block_x, unsigned *block_y)
-{
-    int64_t tx = (chunks + 31) / 32 * 32;
-    if (tx > 256) tx = 256;
-    if (tx < 32) tx = 32;
-    const int64_t ty = 256 / tx;
-    const int64_t gx = (chunks + tx - 1) / tx;
-    const qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
-    int64_t want = (int64_t)c->sm_count * blocks_per_sm / (gx > 0 ? gx : 1);
-    int64_t gy = (rows + ty - 1) / ty;
-    if (want < 1) want = 1;
-    if (gy > want) gy = want;
-    if (gy > 65535) gy = 65535;
-    if (gy < 1) gy = 1;
-    *grid_x = (unsigned)(gx > 0 ? gx : 1);
-    *grid_y = (unsigned)gy;
-    *block_x = (unsigned)tx;
-    *block_y = (unsigned)ty;
-}
-
 /* ------------------------------------------------------------------ devices, contexts */
 
 static void stage_free(qgmm_cuda_ctx *c); /* buffers, below */

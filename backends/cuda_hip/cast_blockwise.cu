@@ -78,22 +78,13 @@ qgmm_status qgmm_cuda_cast_blockwise(qgmm_context *ctx, qgmm_kquant a)
     return qgmm_cuda_launch_check(ctx, "qgmm_kq_generic");
 }
 
-/* Lanes along a row: the fewest blocks of at most 256 lanes that cover the row, each a
- * multiple of 32 lanes (320 lane-chunks: 2 x 160, not 256 + 64); rows fill the rest of a
- * 256-thread block, and the grid holds the resident blocks once. */
 template <int LPB, int V, int FMT, int XF>
 static void rowblock_run(qgmm_context *ctx, const qgmm_kquant &a)
 {
     const qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
-    const int64_t chunks = a.C / (8 * V), rows = a.E * a.R;
-    const int64_t nbx = (chunks + 255) / 256;
-    const int64_t tx = ((chunks + nbx - 1) / nbx + 31) / 32 * 32, ty = 256 / tx;
-    const int per_sm = qgmm_k_resident(qgmm_kq_rowblock<LPB, V, FMT, XF>, (int)(tx * ty), 8);
-    int64_t gy = (int64_t)c->sm_count * per_sm / nbx, need = (rows + ty - 1) / ty;
-    if (gy > need) gy = need;
-    if (gy > 65535) gy = 65535;
-    if (gy < 1) gy = 1;
-    const dim3 grid((unsigned)nbx, (unsigned)gy), block((unsigned)tx, (unsigned)ty);
+    unsigned g[2], b[2];
+    qgmm_k_row_shape(qgmm_kq_rowblock<LPB, V, FMT, XF>, c->sm_count, a.C / (8 * V), a.E * a.R, g, b);
+    const dim3 grid(g[0], g[1]), block(b[0], b[1]);
     qgmm_kq_rowblock<LPB, V, FMT, XF><<<grid, block, 0, c->stream>>>(a);
 }
 

@@ -11,21 +11,26 @@
 #include "cuda_internal.h"
 #include "qgmm_kernels_mx_round_trip.cuh"
 
+/* wide: elements per access (below) */
 template <int FMT>
 static qgmm_status launch(qgmm_context *ctx, const qgmm_kround_trip &a, int rows, int wide)
 {
     cudaStream_t s = qgmm_cuda_ctx_of(ctx)->stream;
+    const int sm = qgmm_cuda_ctx_of(ctx)->sm_count;
     if (rows) {
-        unsigned gx, gy, bx, by;
-        qgmm_cuda_row_grid(ctx, a.C / 16, a.E * a.R, 8, &gx, &gy, &bx, &by);
-        const dim3 grid(gx, gy), block(bx, by);
-        if (wide) qgmm_krt_rows<FMT, 1><<<grid, block, 0, s>>>(a);
+        unsigned g[2], b[2];
+        if (wide == 8) qgmm_k_row_shape(qgmm_krt_rows<FMT, 1>, sm, a.C / 16, a.E * a.R, g, b);
+        else qgmm_k_row_shape(qgmm_krt_rows<FMT, 0>, sm, a.C / 16, a.E * a.R, g, b);
+        const dim3 grid(g[0], g[1]), block(b[0], b[1]);
+        if (wide == 8) qgmm_krt_rows<FMT, 1><<<grid, block, 0, s>>>(a);
         else qgmm_krt_rows<FMT, 0><<<grid, block, 0, s>>>(a);
         return qgmm_cuda_launch_check(ctx, "qgmm_krt_rows");
     }
-    const int64_t threads = a.E * (a.R / 32) * (a.C / (wide ? 2 : 1));
-    const unsigned grid = qgmm_cuda_grid(ctx, (threads + 255) / 256, 256, 8);
-    if (wide) qgmm_krt_cols<FMT, 2><<<grid, 256, 0, s>>>(a);
+    /* the resident blocks once: a second, partial wave would leave SMs idle */
+    const int64_t threads = a.E * (a.R / 32) * (a.C / wide);
+    const int per_sm = wide == 2 ? qgmm_k_resident(qgmm_krt_cols<FMT, 2>, 256, 8) : qgmm_k_resident(qgmm_krt_cols<FMT, 1>, 256, 8);
+    const unsigned grid = qgmm_cuda_grid(ctx, (threads + 255) / 256, 256, per_sm);
+    if (wide == 2) qgmm_krt_cols<FMT, 2><<<grid, 256, 0, s>>>(a);
     else qgmm_krt_cols<FMT, 1><<<grid, 256, 0, s>>>(a);
     return qgmm_cuda_launch_check(ctx, "qgmm_krt_cols");
 }
@@ -57,11 +62,13 @@ extern "C" qgmm_status qgmm_cuda_mx_round_trip(qgmm_context *ctx, const qgmm_cas
         a.gmap = map;
     }
     if (a.E * a.R * a.C == 0) return QGMM_OK;
-    /* 16-byte block rows (rows kernel) or 4-byte column pairs (cols kernel) */
-    const int64_t vec = rows ? 8 : 2;
-    const int wide = (uintptr_t)a.x.ptr % (2 * vec) == 0 && (uintptr_t)a.out.ptr % (2 * vec) == 0 &&
-                     a.x.s1 % vec == 0 && a.out.s1 % vec == 0 && a.x.s0 % vec == 0 && a.out.s0 % vec == 0 &&
-                     a.C % (rows ? 1 : 2) == 0;
+    /* elements per access where both operands' bases and strides allow it: 8 along the
+     * block rows (rows kernel: else 1), 2 columns (cols kernel: else 1) */
+    int wide = 1;
+    const int64_t v = rows ? 8 : 2;
+    if ((uintptr_t)a.x.ptr % (2 * v) == 0 && (uintptr_t)a.out.ptr % (2 * v) == 0 && a.x.s1 % v == 0 &&
+        a.out.s1 % v == 0 && a.x.s0 % v == 0 && a.out.s0 % v == 0 && a.C % v == 0)
+        wide = (int)v;
     return fmt == QGMM_FMT_E4M3FN ? launch<QGMM_FMT_E4M3FN>(ctx, a, rows, wide)
                                   : launch<QGMM_FMT_E5M2>(ctx, a, rows, wide);
 }

@@ -84,13 +84,6 @@ void *qgmm_cuda_scratch(qgmm_context *ctx, size_t bytes);
  * `blocks_per_sm` times, but no more than `work_blocks`. */
 unsigned qgmm_cuda_grid(const qgmm_context *ctx, int64_t work_blocks, int threads, int blocks_per_sm);
 
-/* Launch shape of the 2D row kernels (qgmm_kq_rowblock, qgmm_kdq): TX threads along a
- * row of `chunks` 8-element chunks (a multiple of 32, at most 256), 256/TX rows per
- * block, grid.x covering the row, grid.y rows filling the GPU about `blocks_per_sm`
- * times. Plain ints so the header stays C: the caller builds dim3 from them. */
-void qgmm_cuda_row_grid(const qgmm_context *ctx, int64_t chunks, int64_t rows, int blocks_per_sm,
-                        unsigned *grid_x, unsigned *grid_y, unsigned *block_x, unsigned *block_y);
-
 /* ---- op entry points (vtable slots); arguments validated by libqgmm */
 /* Every cast, from its description (cast_entry.cu). */
 qgmm_status qgmm_cuda_cast(qgmm_context *ctx, const qgmm_cast_problem *p);
