@@ -67,6 +67,19 @@ QGMM_DEV int qgmm_k_hw_ok(float v)
     return u == 0 || ((u >> 23) != 0 && (u >> 23) != 0xFFu);
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+/* The hardware pair conversion (FMT e4m3fn or e5m2): fp8 of p0 in bits 0-7, of p1 in bits
+ * 8-15. Callers take it only where it equals qgmm_f32_to_fp8 (above). */
+template <int FMT>
+QGMM_DEV unsigned short qgmm_k_cvt_pair(float p0, float p1)
+{
+    unsigned short b;
+    if (FMT == QGMM_FMT_E4M3FN) asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p1), "f"(p0));
+    else asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p1), "f"(p0));
+    return b;
+}
+#endif
+
 template <int FMT>
 QGMM_DEV void qgmm_k_to_fp8x8(const float p[8], uint8_t out[8])
 {
@@ -78,11 +91,7 @@ QGMM_DEV void qgmm_k_to_fp8x8(const float p[8], uint8_t out[8])
         if (ok) {
 #pragma unroll
             for (int k = 0; k < 8; k += 2) {
-                unsigned short h;
-                if (FMT == QGMM_FMT_E4M3FN)
-                    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(p[k + 1]), "f"(p[k]));
-                else
-                    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(h) : "f"(p[k + 1]), "f"(p[k]));
+                const unsigned short h = qgmm_k_cvt_pair<FMT>(p[k], p[k + 1]);
                 out[k] = (uint8_t)(h & 0xFFu);
                 out[k + 1] = (uint8_t)(h >> 8);
             }

@@ -66,16 +66,11 @@ QGMM_DEV uint32_t qgmm_krt_pair(uint32_t w, const qgmm_krt_scale &k0, const qgmm
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
     if ((FMT == QGMM_FMT_E4M3FN || FMT == QGMM_FMT_E5M2) && k0.fast && k1.fast) {
         const float p0 = __fmul_rn(qgmm_bits_f32(w << 16), k0.mu), p1 = __fmul_rn(qgmm_bits_f32(w & 0xFFFF0000u), k1.mu);
-        unsigned short b;
+        const unsigned short b = qgmm_k_cvt_pair<FMT>(p0, p1);
         uint32_t h, o;
         float f0, f1;
-        if (FMT == QGMM_FMT_E4M3FN) {
-            asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p1), "f"(p0));
-            asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"(b));
-        } else {
-            asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p1), "f"(p0));
-            asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h) : "h"(b));
-        }
+        if (FMT == QGMM_FMT_E4M3FN) asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"(b));
+        else asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h) : "h"(b));
         asm("{.reg .b16 lo, hi; mov.b32 {lo, hi}, %2; cvt.f32.f16 %0, lo; cvt.f32.f16 %1, hi;}"
             : "=f"(f0), "=f"(f1) : "r"(h));
         asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(o) : "f"(__fmul_rn(f1, k1.s)), "f"(__fmul_rn(f0, k0.s)));

@@ -412,11 +412,7 @@ QGMM_DEV uint2 qgmm_kq_bf16_cast(const uint4 &u, float mu, int fast)
         uint32_t h[4];
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-            const float p0 = qgmm_bits_f32(w[k] << 16) * mu, p1 = qgmm_bits_f32(w[k] & 0xFFFF0000u) * mu;
-            unsigned short b;
-            if (FMT == QGMM_FMT_E4M3FN) asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p1), "f"(p0));
-            else asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p1), "f"(p0));
-            h[k] = b;
+            h[k] = qgmm_k_cvt_pair<FMT>(qgmm_bits_f32(w[k] << 16) * mu, qgmm_bits_f32(w[k] & 0xFFFF0000u) * mu);
         }
         return make_uint2(h[0] | (h[1] << 16), h[2] | (h[3] << 16));
     }
@@ -440,10 +436,7 @@ QGMM_DEV void qgmm_kq_cast8(const float v[8], float mu, int fast, uint8_t o[8])
     if ((FMT == QGMM_FMT_E4M3FN || FMT == QGMM_FMT_E5M2) && fast) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-            const float p0 = v[2 * k] * mu, p1 = v[2 * k + 1] * mu;
-            unsigned short b;
-            if (FMT == QGMM_FMT_E4M3FN) asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p1), "f"(p0));
-            else asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p1), "f"(p0));
+            const unsigned short b = qgmm_k_cvt_pair<FMT>(v[2 * k] * mu, v[2 * k + 1] * mu);
             o[2 * k] = (uint8_t)(b & 0xFFu);
             o[2 * k + 1] = (uint8_t)(b >> 8);
         }
@@ -1050,15 +1043,8 @@ QGMM_DEV void qgmm_kq_cast8_bf16(const uint32_t w[8], int h, float mu, uint32_t 
         if (hx < 0x7F80u && pmax <= 3.40282347e38f && (hn == 0xFFFFu || pmin >= 1.17549435e-38f)) {
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
-                unsigned short a, b;
-                const float p0 = x[4 * j] * mu, p1 = x[4 * j + 1] * mu, p2 = x[4 * j + 2] * mu, p3 = x[4 * j + 3] * mu;
-                if (FMT == QGMM_FMT_E4M3FN) {
-                    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(a) : "f"(p1), "f"(p0));
-                    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p3), "f"(p2));
-                } else {
-                    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(a) : "f"(p1), "f"(p0));
-                    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(b) : "f"(p3), "f"(p2));
-                }
+                const unsigned short a = qgmm_k_cvt_pair<FMT>(x[4 * j] * mu, x[4 * j + 1] * mu);
+                const unsigned short b = qgmm_k_cvt_pair<FMT>(x[4 * j + 2] * mu, x[4 * j + 3] * mu);
                 out[j] = (uint32_t)a | ((uint32_t)b << 16);
             }
             return;
