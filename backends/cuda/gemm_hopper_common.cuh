@@ -371,6 +371,54 @@ __device__ __forceinline__ void qg_epi_regs(const qg_problem &p, const qg_epi &e
     }
 }
 
+/* The passes of qg_epi_tma for OSZ-byte output elements: every pass's width, the fragments
+ * it holds and its boxes are compile-time, so the loops unroll with no per-fragment test. */
+template <int NJ, int SB, bool PEND, int OSZ>
+__device__ __forceinline__ void qg_epi_tma_passes(const qg_problem &p, const qg_epi &e, const float (&acc)[NJ * 4],
+                                                  const CUtensorMap *tmO, uint8_t *stage, int bar_id, int lt,
+                                                  int warp, int lane)
+{
+    constexpr int cpp = SB / (64 * OSZ); /* columns per pass */
+    constexpr int npass = (NJ * 8 + cpp - 1) / cpp;
+    constexpr int bw = 128 / OSZ; /* columns per box */
+    const uint32_t stage_at = h_smem(stage);
+#pragma unroll
+    for (int ps = 0; ps < npass; ++ps) {
+        const int pc0 = ps * cpp;
+        if (lt == 0) {
+            if (PEND && npass == 1) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+            else asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+        }
+        qg_wg_bar(bar_id);
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+            if (j * 8 < pc0 || j * 8 >= pc0 + cpp) continue;
+            const int cl = j * 8 + (lane % 4) * 2;
+            const int byte = (cl - pc0) * OSZ, box = byte >> 7, inb = byte & 127;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = warp * 16 + lane / 4 + h * 8;
+                const float v0 = acc[j * 4 + h * 2], v1 = acc[j * 4 + h * 2 + 1];
+                const uint32_t dst = stage_at + box * 8192 + row * 128 + ((((inb >> 4) ^ (row & 7)) << 4) | (inb & 15));
+                if constexpr (OSZ == 4) st_shared_v2f32(dst, v0, v1);
+                else st_shared_u32(dst, qg_bf16x2(v0, v1));
+            }
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        qg_wg_bar(bar_id);
+        if (lt == 0) {
+#pragma unroll
+            for (int b = 0; b * bw < cpp; ++b) {
+                const int64_t cb = e.c0 + pc0 + b * bw;
+                if (cb < p.cols && e.r0 < e.r_end)
+                    tma_store_3d(tmO, h_smem(stage + b * 8192), (int)cb, (int)e.r0,
+                                 p.kind == QG_K_GROUPED ? e.g : 0);
+            }
+            asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+        }
+    }
+}
+
 /* The same tile through shared memory: in passes of SB bytes (64 rows x 128-byte boxes,
  * 128B-swizzled so the fragment writes are bank-conflict free), each copied out by one
  * thread's TMA bulk store that runs on while the warpgroup goes on. The store clips at
@@ -381,15 +429,13 @@ __device__ __forceinline__ void qg_epi_regs(const qg_problem &p, const qg_epi &e
  * the latest group's, the one that read the other area. An empty K-grouped group (e.zero)
  * ran no slice, so its accumulators are the zeros they started as and are stored as they
  * are (a select per element there cost the kernels a 128-bit predicate mask rebuilt every
- * tile). */
+ * tile). The output's element size picks one of two compiled pass sequences (FP8 rowwise
+ * here has bf16 output only). */
 template <int SC, int NJ, int SB, bool PEND = false>
 __device__ __forceinline__ void qg_epi_tma(const qg_problem &p, const qg_epi &e, float (&acc)[NJ * 4],
                                            const float *ss, const CUtensorMap *tmO, uint8_t *stage, int bar_id,
                                            int lt, int warp, int lane)
 {
-    const int osz = SC != QG_SC_ROW && p.out_f32 ? 4 : 2; /* FP8 rowwise here: bf16 out only */
-    const int cpp = SB / (64 * osz); /* columns per pass */
-    const int npass = (NJ * 8 + cpp - 1) / cpp;
     if constexpr (SC == QG_SC_ROW) {
         /* scaled in place, the same products as qg_epi_scale (scales past the extents are 0:
          * those values are clipped by the store) */
@@ -410,41 +456,10 @@ __device__ __forceinline__ void qg_epi_tma(const qg_problem &p, const qg_epi &e,
                 }
             }
         }
-    }
-    const uint32_t stage_at = h_smem(stage);
-    for (int ps = 0; ps < npass; ++ps) {
-        const int pc0 = ps * cpp;
-        if (lt == 0) {
-            if (PEND && npass == 1) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
-            else asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-        }
-        qg_wg_bar(bar_id);
-#pragma unroll
-        for (int j = 0; j < NJ; ++j) {
-            if (j * 8 < pc0 || j * 8 >= pc0 + cpp) continue;
-            const int cl = j * 8 + (lane % 4) * 2;
-            const int byte = (cl - pc0) * osz, box = byte >> 7, inb = byte & 127;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = warp * 16 + lane / 4 + h * 8;
-                const float v0 = acc[j * 4 + h * 2], v1 = acc[j * 4 + h * 2 + 1];
-                const uint32_t dst = stage_at + box * 8192 + row * 128 + ((((inb >> 4) ^ (row & 7)) << 4) | (inb & 15));
-                if (osz == 4) st_shared_v2f32(dst, v0, v1);
-                else st_shared_u32(dst, qg_bf16x2(v0, v1));
-            }
-        }
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        qg_wg_bar(bar_id);
-        if (lt == 0) {
-            const int bw = 128 / osz; /* columns per box */
-            for (int b = 0; b * bw < cpp; ++b) {
-                const int64_t cb = e.c0 + pc0 + b * bw;
-                if (cb < p.cols && e.r0 < e.r_end)
-                    tma_store_3d(tmO, h_smem(stage + b * 8192), (int)cb, (int)e.r0,
-                                 p.kind == QG_K_GROUPED ? e.g : 0);
-            }
-            asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-        }
+        qg_epi_tma_passes<NJ, SB, PEND, 2>(p, e, acc, tmO, stage, bar_id, lt, warp, lane);
+    } else {
+        if (p.out_f32) qg_epi_tma_passes<NJ, SB, PEND, 4>(p, e, acc, tmO, stage, bar_id, lt, warp, lane);
+        else qg_epi_tma_passes<NJ, SB, PEND, 2>(p, e, acc, tmO, stage, bar_id, lt, warp, lane);
     }
 }
 #endif
