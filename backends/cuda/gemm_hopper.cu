@@ -258,20 +258,13 @@ size_t qg_conf_smem(const qg_hconf &c, int groups, int scale_mode)
     return fixed + (size_t)qg_sched_smem_ints(groups) * 4;
 }
 
-/* K-grouped BF16 takes the deep ring (QG_CONF_DEEP) where its groups hold at least this many
- * tokens on average: its two store passes per half cost more than the deeper ring gains on
- * short tiles. */
-constexpr int64_t QG_DEEP_MIN_GROUP_TOKENS = 1024;
-
-/* The default configuration of a problem. BF16 with an MN-major operand (the MoE layer's
- * dgrad weights, its wgrad dy and x) and bf16 output takes the deep ring: an MN-major slice
- * is up to six TMA boxes instead of two, and four slices in flight measured 1.04-1.23x
- * the speed of three on 9 of the 12 such issue-20 problems, 0.97-0.99x on two and 0.92x on
- * K-grouped 64 groups of 512 tokens (hence QG_DEEP_MIN_GROUP_TOKENS). K-grouped BF16 with
- * both operands K-major takes it too (on the same condition): 1.07-1.20x the staged
- * kernel's speed on four of the five such issue-20 shapes, level on the fifth, 0.91x with
- * 512-token groups; M-grouped K-major BF16 measured slower with it on 4 of 6 shapes in
- * one call and faster on 4 of 6 in another, so it stays staged (docs/backends-cuda-gemm.md). M-grouped FP8
+/* The default configuration of a problem. BF16 with bf16 output takes the deep ring: the
+ * consumers of the staged kernel waited for operands in a quarter of their samples (ncu,
+ * K-grouped, 64 groups), and with the epilogue's passes compiled per output size
+ * (qg_epi_tma_passes) the deep ring's two store passes per half no longer cost what the
+ * fourth slice in flight gains: 1.02-1.20x the staged kernel's speed on 22 of the 24
+ * issue-20 BF16 problems (both kinds, both layouts), 0.97-0.99x on the other two
+ * (docs/backends-cuda-gemm.md). M-grouped FP8
  * rowwise takes the ping-pong kernel, which measured faster than the cooperative kernel on
  * every issue-20 shape. K-grouped FP8 rowwise (wgrad) takes the 2-CTA cluster, with the
  * coarse promotion past QG_ROW_PROMO_TOKENS: its tiles are short (a group's tokens deep) and
@@ -284,10 +277,7 @@ constexpr int64_t QG_DEEP_MIN_GROUP_TOKENS = 1024;
 int qg_default_conf(const qg_problem *p, bool promo, bool long_row)
 {
     if (long_row) return QG_CONF_PK_CLUSTER;
-    const bool mn = p->a.s_k != 1 || p->b.s_k != 1;
-    if (p->elem == QG_ELEM_BF16 && p->scale_mode == QG_SC_NONE && !p->out_f32 &&
-        (p->kind == QG_M_GROUPED ? mn : p->kdim >= QG_DEEP_MIN_GROUP_TOKENS * (int64_t)p->groups))
-        return QG_CONF_DEEP;
+    if (p->elem == QG_ELEM_BF16 && p->scale_mode == QG_SC_NONE && !p->out_f32) return QG_CONF_DEEP;
     if (p->scale_mode == QG_SC_ROW && p->kind == QG_K_GROUPED) return QG_CONF_CLUSTER;
     if (promo) return QG_CONF_STAGED;
     if (p->scale_mode == QG_SC_ROW) return QG_CONF_PINGPONG;
