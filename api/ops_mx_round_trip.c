@@ -9,8 +9,6 @@
  */
 #include "validate.h"
 
-#include <string.h>
-
 static const char op_name[] = "qgmm_mx_round_trip";
 static const char op_padded[] = "qgmm_mx_round_trip_padded";
 
@@ -29,28 +27,6 @@ static qgmm_status check_format(qgmm_context *ctx, const char *op, const qgmm_mx
         return qgmm_set_error(ctx, QGMM_ERR_INVALID_ARGUMENT, "%s: p->mode is %d; not a qgmm_mx_mode", op,
                               (int)p->mode);
     return QGMM_OK;
-}
-
-/* The slot's problem: the quantize of xv (the blocks' view: x itself, or the padded rows)
- * with plain scales, q laid out as out; both absent (the slot writes neither; q's dtype
- * names the format). *o receives out as q's operand. */
-static void problem_of(const qgmm_mxfp8_params *p, qgmm_dtype fp8, const qgmm_tensor *xv, const qgmm_tensor *out,
-                       qgmm_cast_problem *cp, qgmm_cast_operand *o)
-{
-    qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(0);
-    f.mx = *p;
-    f.mx.scale_layout = QGMM_SCALES_PLAIN;
-    qgmm_tensor q = *out, scales;
-    q.buffer = NULL;
-    q.dtype = fp8;
-    memset(&scales, 0, sizeof scales);
-    scales.dtype = QGMM_E8M0;
-    scales.rank = 1;
-    scales.strides[0] = 1;
-    qgmm_cast_problem_make(&f, 0, xv, &q, &scales, NULL, cp);
-    cp->q.at.dtype = fp8; /* an absent tensor's reference has no dtype */
-    *o = cp->q;
-    o->at = qgmm_ref_of(out);
 }
 
 qgmm_status qgmm_validate_mx_round_trip(qgmm_context *ctx, const qgmm_mxfp8_params *p, qgmm_dtype fp8,
@@ -85,7 +61,7 @@ qgmm_status qgmm_mx_round_trip(qgmm_context *ctx, const qgmm_mxfp8_params *p, qg
     QGMM_TRY(qgmm_validate_mx_round_trip(ctx, p, fp8, x, out));
     qgmm_cast_problem cp;
     qgmm_cast_operand o;
-    problem_of(p, fp8, x, out, &cp, &o);
+    qgmm_mx_round_trip_problem_make(p, fp8, x, out, &cp, &o);
     return ctx->vt->mx_round_trip(ctx, &cp, &o, NULL);
 }
 
@@ -116,7 +92,7 @@ qgmm_status qgmm_mx_round_trip_padded(qgmm_context *ctx, const qgmm_mxfp8_params
     QGMM_TRY(qgmm_validate_mx_round_trip_padded(ctx, p, fp8, x, offs, out, padded_offs));
     qgmm_cast_problem cp;
     qgmm_cast_operand o;
-    problem_of(p, fp8, out, out, &cp, &o);
+    qgmm_mx_round_trip_problem_make(p, fp8, out, out, &cp, &o);
     qgmm_cast_problem fused = cp; /* the padded rows, read from x through the gather */
     fused.x.at = qgmm_ref_of(x);
     fused.x.s_o = x->strides[cp.odim];

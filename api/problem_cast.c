@@ -107,3 +107,22 @@ void qgmm_cast_problem_make(const qgmm_quant_format *f, int dequantize, const qg
     }
     if (p->layout == QGMM_SCALES_PLAIN && (f->kind == QGMM_QUANT_FP8_ROWWISE || !empty)) plain_scales(p, scales);
 }
+
+void qgmm_mx_round_trip_problem_make(const qgmm_mxfp8_params *prm, qgmm_dtype fp8, const qgmm_tensor *x,
+                                     const qgmm_tensor *out, qgmm_cast_problem *p, qgmm_cast_operand *o)
+{
+    qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(0);
+    f.mx = *prm;
+    f.mx.scale_layout = QGMM_SCALES_PLAIN;
+    qgmm_tensor q = *out, scales;
+    q.buffer = NULL;
+    q.dtype = fp8;
+    memset(&scales, 0, sizeof scales);
+    scales.dtype = QGMM_E8M0;
+    scales.rank = 1;
+    scales.strides[0] = 1;
+    qgmm_cast_problem_make(&f, 0, x, &q, &scales, NULL, p);
+    p->q.at.dtype = fp8; /* an absent tensor's reference has no dtype */
+    *o = p->q;
+    o->at = qgmm_ref_of(out);
+}

@@ -301,6 +301,12 @@ QGMM_API void *qgmm_ref_data(const qgmm_ref *r);
 QGMM_API void qgmm_cast_problem_make(const qgmm_quant_format *f, int dequantize, const qgmm_tensor *x,
                                      const qgmm_tensor *q, const qgmm_tensor *scales,
                                      const qgmm_tensor *offs, qgmm_cast_problem *p);
+/* The problem the API hands the mx_round_trip slot: the quantize of x (the blocks' view: x
+ * itself, or the padded rows) with plain scales, q laid out as out, q and the scales absent
+ * (q's dtype names the format); *o is out as q's operand. Tests that call the slot directly
+ * build theirs with it. */
+QGMM_API void qgmm_mx_round_trip_problem_make(const qgmm_mxfp8_params *prm, qgmm_dtype fp8, const qgmm_tensor *x,
+                                              const qgmm_tensor *out, qgmm_cast_problem *p, qgmm_cast_operand *o);
 /* The description of a validated grouped GEMM that the API hands grouped_gemm; tests that
  * drive a backend's translation directly build theirs with it. */
 QGMM_API void qgmm_gemm_problem_make(const qgmm_grouped_gemm_params *prm, const qgmm_tensor *a,

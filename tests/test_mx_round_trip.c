@@ -72,29 +72,6 @@ static qgmm_tensor view(const kase *k, qgmm_buffer *b, qgmm_dtype dt)
     return qgmm_tensor_make(b, k->offset, dt, k->rank, sh);
 }
 
-/* The slot's problem as api/ops_mx_round_trip.c builds it: the quantize of xv (the blocks'
- * view) along block_dim with plain scales, q laid out as out, q and the scales absent (q's
- * dtype names the format); *o is out as q's operand. */
-static void slot_problem(int block_dim, qgmm_mx_mode mode, qgmm_dtype fp8, const qgmm_tensor *xv,
-                         const qgmm_tensor *out, qgmm_cast_problem *p, qgmm_cast_operand *o)
-{
-    qgmm_quant_format f = QGMM_QUANT_FORMAT_MXFP8_INIT(block_dim);
-    f.mx.mode = mode;
-    qgmm_tensor q = *out, scales;
-    q.buffer = NULL;
-    q.dtype = fp8;
-    memset(&scales, 0, sizeof scales);
-    scales.dtype = QGMM_E8M0;
-    scales.rank = 1;
-    scales.strides[0] = 1;
-    qgmm_cast_problem_make(&f, 0, xv, &q, &scales, NULL, p);
-    p->q.at.dtype = fp8;
-    *o = p->q;
-    o->at.buffer = out->buffer;
-    o->at.offset = out->offset;
-    o->at.dtype = QGMM_BF16;
-}
-
 static void run_case(const qgmm_backend_vtable *vt, const kase *k, uint64_t seed)
 {
     const int64_t n = k->d0 * k->d1 * (k->rank == 3 ? k->d2 : 1);
@@ -136,7 +113,8 @@ static void run_case(const qgmm_backend_vtable *vt, const kase *k, uint64_t seed
         const qgmm_tensor out = view(k, bgot, QGMM_BF16);
         qgmm_cast_problem p;
         qgmm_cast_operand o;
-        slot_problem(k->block_dim, k->mode, k->fp8, &x, &out, &p, &o);
+        const qgmm_mxfp8_params mp = {k->block_dim, k->mode, QGMM_SCALES_PLAIN};
+        qgmm_mx_round_trip_problem_make(&mp, k->fp8, &x, &out, &p, &o);
         OK(vt->mx_round_trip(g_ctx, &p, &o, NULL));
         OK(qgmm_synchronize(g_ctx));
     }
@@ -201,26 +179,19 @@ static void run_padded(const qgmm_backend_vtable *vt, const pcase *k, uint64_t s
         qgmm_buffer_free(bq);
         qgmm_buffer_free(bs);
     }
-    /* the slot's padded form, with the problem api/ops_mx_round_trip.c builds */
+    /* the slot's padded form, with the problem the API builds */
     qgmm_buffer *bgot = qgmm_test_buf_poisoned(ob, POISON), *pgot = qgmm_test_buf_poisoned(pb, POISON);
     {
         const qgmm_tensor out = qgmm_tensor_make(bgot, 0, QGMM_BF16, 2, ps);
         qgmm_cast_problem p;
         qgmm_cast_operand o;
-        slot_problem(0, k->mode, k->fp8, &out, &out, &p, &o); /* the padded rows, x read through g */
+        const qgmm_mxfp8_params mp = {0, k->mode, QGMM_SCALES_PLAIN};
+        qgmm_mx_round_trip_problem_make(&mp, k->fp8, &out, &out, &p, &o); /* the padded rows, x read through g */
         p.x.at.buffer = bx;
         p.x.at.offset = 0;
         p.x.s_o = 1;
         p.x.s_r = D;
-        qgmm_pad_gather g;
-        memset(&g, 0, sizeof g);
-        g.offs.buffer = bad ? bo_bad : bo;
-        g.offs.dtype = QGMM_I32;
-        g.groups = k->G;
-        g.tokens = k->T;
-        g.alignment = 32;
-        g.padded_offs.buffer = pgot;
-        g.padded_offs.dtype = QGMM_I32;
+        const qgmm_pad_gather g = qgmm_test_pad_gather(bad ? bo_bad : bo, k->G, k->T, 32, pgot);
         OK(vt->mx_round_trip(g_ctx, &p, &o, &g));
         const qgmm_status st = qgmm_synchronize(g_ctx);
         CHECK(st == (bad ? QGMM_ERR_BAD_OFFSETS : QGMM_OK), "%s%s: synchronize gave %s", k->name,

@@ -153,15 +153,7 @@ static void run_case(const qgmm_backend_vtable *vt, const kase *k, uint64_t seed
         p.x.s_r = xv.strides[p.rdim];
         if (bad) /* valid-looking padded offsets must not make the cast write */
             OK(qgmm_buffer_copy(got.po, 0, ref.po, 0, pb));
-        qgmm_pad_gather g;
-        memset(&g, 0, sizeof g);
-        g.offs.buffer = bad ? bo_bad : bo;
-        g.offs.dtype = QGMM_I32;
-        g.groups = k->G;
-        g.tokens = k->T;
-        g.alignment = A;
-        g.padded_offs.buffer = got.po;
-        g.padded_offs.dtype = QGMM_I32;
+        const qgmm_pad_gather g = qgmm_test_pad_gather(bad ? bo_bad : bo, k->G, k->T, A, got.po);
         OK(vt->pad_cast(g_ctx, &p, &g));
         const qgmm_status st = qgmm_synchronize(g_ctx);
         CHECK(st == (bad ? QGMM_ERR_BAD_OFFSETS : QGMM_OK), "%s%s: synchronize gave %s", k->name, bad ? " (bad offs)" : "",

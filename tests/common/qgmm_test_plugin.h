@@ -52,4 +52,21 @@ static inline const qgmm_backend_vtable *qgmm_test_plugin_open(const char *name,
     return vt;
 }
 
+/* The fused pad's gather for a slot call: groups of i32 offsets in `offs` over `tokens` rows,
+ * padded to `alignment`, the padded offsets written to `padded_offs`. */
+static inline qgmm_pad_gather qgmm_test_pad_gather(qgmm_buffer *offs, int64_t groups, int64_t tokens, int alignment,
+                                                  qgmm_buffer *padded_offs)
+{
+    qgmm_pad_gather g;
+    memset(&g, 0, sizeof g);
+    g.offs.buffer = offs;
+    g.offs.dtype = QGMM_I32;
+    g.groups = groups;
+    g.tokens = tokens;
+    g.alignment = alignment;
+    g.padded_offs.buffer = padded_offs;
+    g.padded_offs.dtype = QGMM_I32;
+    return g;
+}
+
 #endif /* QGMM_TEST_PLUGIN_H */
