@@ -11,27 +11,38 @@
 #include "cuda_internal.h"
 #include "qgmm_kernels_mx_round_trip.cuh"
 
+/* The rows kernel in the row kernels' launch shape (qgmm_k_row_shape). */
+template <int FMT, int VEC>
+static void rows_run(qgmm_context *ctx, const qgmm_kround_trip &a)
+{
+    const qgmm_cuda_ctx *c = qgmm_cuda_ctx_of(ctx);
+    unsigned g[2], b[2];
+    qgmm_k_row_shape(qgmm_krt_rows<FMT, VEC>, c->sm_count, a.C / 16, a.E * a.R, g, b);
+    const dim3 grid(g[0], g[1]), block(b[0], b[1]);
+    qgmm_krt_rows<FMT, VEC><<<grid, block, 0, c->stream>>>(a);
+}
+
+/* The cols kernel on its resident blocks once: a second, partial wave would leave SMs idle. */
+template <int FMT, int W>
+static void cols_run(qgmm_context *ctx, const qgmm_kround_trip &a)
+{
+    const int64_t threads = a.E * (a.R / 32) * (a.C / W);
+    const unsigned grid =
+        qgmm_cuda_grid(ctx, (threads + 255) / 256, 256, qgmm_k_resident(qgmm_krt_cols<FMT, W>, 256, 8));
+    qgmm_krt_cols<FMT, W><<<grid, 256, 0, qgmm_cuda_ctx_of(ctx)->stream>>>(a);
+}
+
 /* wide: elements per access (below) */
 template <int FMT>
 static qgmm_status launch(qgmm_context *ctx, const qgmm_kround_trip &a, int rows, int wide)
 {
-    cudaStream_t s = qgmm_cuda_ctx_of(ctx)->stream;
-    const int sm = qgmm_cuda_ctx_of(ctx)->sm_count;
     if (rows) {
-        unsigned g[2], b[2];
-        if (wide == 8) qgmm_k_row_shape(qgmm_krt_rows<FMT, 1>, sm, a.C / 16, a.E * a.R, g, b);
-        else qgmm_k_row_shape(qgmm_krt_rows<FMT, 0>, sm, a.C / 16, a.E * a.R, g, b);
-        const dim3 grid(g[0], g[1]), block(b[0], b[1]);
-        if (wide == 8) qgmm_krt_rows<FMT, 1><<<grid, block, 0, s>>>(a);
-        else qgmm_krt_rows<FMT, 0><<<grid, block, 0, s>>>(a);
+        if (wide == 8) rows_run<FMT, 1>(ctx, a);
+        else rows_run<FMT, 0>(ctx, a);
         return qgmm_cuda_launch_check(ctx, "qgmm_krt_rows");
     }
-    /* the resident blocks once: a second, partial wave would leave SMs idle */
-    const int64_t threads = a.E * (a.R / 32) * (a.C / wide);
-    const int per_sm = wide == 2 ? qgmm_k_resident(qgmm_krt_cols<FMT, 2>, 256, 8) : qgmm_k_resident(qgmm_krt_cols<FMT, 1>, 256, 8);
-    const unsigned grid = qgmm_cuda_grid(ctx, (threads + 255) / 256, 256, per_sm);
-    if (wide == 2) qgmm_krt_cols<FMT, 2><<<grid, 256, 0, s>>>(a);
-    else qgmm_krt_cols<FMT, 1><<<grid, 256, 0, s>>>(a);
+    if (wide == 2) cols_run<FMT, 2>(ctx, a);
+    else cols_run<FMT, 1>(ctx, a);
     return qgmm_cuda_launch_check(ctx, "qgmm_krt_cols");
 }
 
